@@ -1,0 +1,22 @@
+# scripthost: the four targets. See README.md.
+GO ?= go
+DB ?= .run/scripthost.db
+
+.PHONY: run test check bench soak
+
+run: ## run the example workflow end to end on a fresh SQLite ledger
+	$(GO) run ./cmd/scripthost example --dir .run
+
+test: ## the whole test suite, with the race detector
+	$(GO) test -race -timeout 15m ./...
+
+check: ## formatting, vet, then the tests
+	@test -z "$$(gofmt -l . | grep -v '^bench/')" || { gofmt -l .; exit 1; }
+	$(GO) vet ./...
+	$(MAKE) test
+
+bench: ## Go benchmarks of the hot paths
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./...
+
+soak: ## longer crash and fuzz runs (bounded)
+	SCRIPTHOST_SOAK=1 $(GO) test -run 'Soak|Kill' -timeout 60m ./...

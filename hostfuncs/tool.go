@@ -1,0 +1,127 @@
+// Package hostfuncs owns what a script can reach outside its sandbox: the tool registry,
+// the ToolWrapper that checks every call against the current phase and records
+// mutations in the ledger before they happen, the built-in tools, and redaction of
+// secrets.
+package hostfuncs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"sync"
+
+	"github.com/scripthost/scripthost"
+)
+
+// Tool is one host function a script can call as Namespace.method.
+type Tool struct {
+	Namespace   string
+	Method      string
+	Description string
+	// InputSchema and OutputSchema are JSON Schemas; nil accepts anything.
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage
+	// Operation fixes the classification of every call (the topic tools use it). When
+	// empty, ReadOnly decides between read and mutate.
+	Operation scripthost.Operation
+	// ReadOnly reports whether a call with this input only reads. Nil means every
+	// call is a mutation.
+	ReadOnly func(input json.RawMessage) bool
+	// Execute performs the call. For a mutation, ctx carries the idempotency key
+	// (IdempotencyKey(ctx)). Errors should be *scripthost.Error; any other error is
+	// treated as internal, which leaves a mutation's outcome uncertain.
+	Execute func(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
+	// Reconcile, when set, asks the outside world what became of a mutation whose
+	// outcome was uncertain.
+	Reconcile func(ctx context.Context, m scripthost.Mutation) (scripthost.Reconciliation, error)
+	// SecretFields name input fields whose values are redacted wherever they are
+	// stored or printed.
+	SecretFields []string
+}
+
+// Name returns "Namespace.method".
+func (t *Tool) Name() string { return t.Namespace + "." + t.Method }
+
+// Classify returns the operation of a call with this input.
+func (t *Tool) Classify(input json.RawMessage) scripthost.Operation {
+	if t.Operation != "" {
+		return t.Operation
+	}
+	if t.ReadOnly != nil && t.ReadOnly(input) {
+		return scripthost.OpRead
+	}
+	return scripthost.OpMutate
+}
+
+// ReadOnlyAlways is a ReadOnly predicate for tools that never mutate.
+func ReadOnlyAlways(json.RawMessage) bool { return true }
+
+type ctxKey struct{}
+
+// WithIdempotencyKey returns ctx carrying key.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, ctxKey{}, key)
+}
+
+// IdempotencyKey returns the key ctx carries, or "".
+func IdempotencyKey(ctx context.Context) string {
+	k, _ := ctx.Value(ctxKey{}).(string)
+	return k
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
+
+// Registry holds the tools a host offers. It is the whitelist: a name that is not
+// registered cannot be called.
+type Registry struct {
+	mu    sync.RWMutex
+	tools map[string]*Tool
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{tools: map[string]*Tool{}} }
+
+// Register adds tools. A tool needs a namespace and a method that are identifiers, an
+// Execute function, and a name not registered yet.
+func (r *Registry) Register(tools ...*Tool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range tools {
+		if !identRE.MatchString(t.Namespace) || !identRE.MatchString(t.Method) {
+			return fmt.Errorf("hostfuncs: register %q: namespace and method must be identifiers", t.Name())
+		}
+		if t.Execute == nil {
+			return fmt.Errorf("hostfuncs: register %s: no Execute function", t.Name())
+		}
+		if t.Operation != "" && !t.Operation.Valid() {
+			return fmt.Errorf("hostfuncs: register %s: unknown operation %q", t.Name(), t.Operation)
+		}
+		if _, dup := r.tools[t.Name()]; dup {
+			return fmt.Errorf("hostfuncs: register %s: already registered", t.Name())
+		}
+		r.tools[t.Name()] = t
+	}
+	return nil
+}
+
+// Lookup returns the tool registered as namespace.method.
+func (r *Registry) Lookup(namespace, method string) (*Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.tools[namespace+"."+method]
+	return t, ok
+}
+
+// Tools returns every registered tool, sorted by name.
+func (r *Registry) Tools() []*Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*Tool, 0, len(r.tools))
+	for _, t := range r.tools {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}

@@ -1,0 +1,334 @@
+// Package ledger owns the Store contract: the durable record of workflows, runs,
+// mutations, events, handler state, schedules and the execution log, and the atomic
+// transitions between their states. Concrete stores live in subpackages (sqlite,
+// postgres); every one of them passes the suite in ledgertest.
+//
+// Every method that changes state runs in one transaction and either applies the whole
+// transition or none of it. A transition that is not legal from the current state is
+// refused with a *TransitionError and changes nothing.
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/scripthost/scripthost"
+)
+
+// Sentinel errors callers branch on with errors.Is.
+var (
+	// ErrNotFound: the named workflow, run, mutation or execution does not exist.
+	ErrNotFound = errors.New("ledger: not found")
+	// ErrIllegalTransition: the move is not allowed from the current state. Returned
+	// wrapped in a *TransitionError.
+	ErrIllegalTransition = errors.New("ledger: illegal transition")
+	// ErrEventUnavailable: a reservation names an event that does not exist or is not
+	// pending.
+	ErrEventUnavailable = errors.New("ledger: event not available")
+	// ErrMutationExists: the run already has a mutation.
+	ErrMutationExists = errors.New("ledger: run already has a mutation")
+	// ErrDuplicateKey: another mutation already carries this idempotency key.
+	ErrDuplicateKey = errors.New("ledger: duplicate idempotency key")
+	// ErrSchemaTooNew: the database was written by a newer binary.
+	ErrSchemaTooNew = errors.New("ledger: database schema is newer than this binary")
+	// ErrNotLedger: the file is not a database or not a scripthost ledger.
+	ErrNotLedger = errors.New("ledger: not a scripthost ledger")
+	// ErrLocked: another process holds the database.
+	ErrLocked = errors.New("ledger: database is locked")
+)
+
+// TransitionError describes a refused transition.
+type TransitionError struct {
+	Entity string // "run", "mutation", "event"
+	ID     string
+	From   string // current state
+	To     string // requested state or action
+	Reason string
+}
+
+func (e *TransitionError) Error() string {
+	msg := fmt.Sprintf("ledger: %s %s: cannot move from %s to %s", e.Entity, e.ID, e.From, e.To)
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
+}
+
+// Unwrap lets errors.Is(err, ErrIllegalTransition) match.
+func (e *TransitionError) Unwrap() error { return ErrIllegalTransition }
+
+// IsIllegalTransition reports whether err is a refused transition.
+func IsIllegalTransition(err error) bool { return errors.Is(err, ErrIllegalTransition) }
+
+// WorkflowVersion is one stored version of a workflow's source.
+type WorkflowVersion struct {
+	Workflow string `json:"workflow"`
+	Version  int    `json:"version"`
+	// Language is "js", "ts" or "wasm".
+	Language string `json:"language"`
+	// Path is where the source was loaded from, for messages.
+	Path   string `json:"path"`
+	Source []byte `json:"-"`
+	// Hash is the hex SHA-256 of Source.
+	Hash string `json:"hash"`
+	// Definition is the validated workflow definition as JSON.
+	Definition json.RawMessage `json:"definition"`
+	CreatedAt  time.Time       `json:"created_at"`
+}
+
+// Workflow is the current state of a workflow.
+type Workflow struct {
+	Name          string    `json:"name"`
+	LatestVersion int       `json:"latest_version"`
+	Paused        bool      `json:"paused"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// NewEvent is an event to publish. Publishing a message id that the topic already has
+// is a no-op.
+type NewEvent struct {
+	Workflow  string
+	Topic     string
+	MessageID string
+	Payload   json.RawMessage
+	CausedBy  string
+}
+
+// NewRun is a run to create, in phase pending and status active.
+type NewRun struct {
+	Workflow   string
+	Version    int
+	Handler    string
+	Kind       scripthost.HandlerKind
+	InputState json.RawMessage
+}
+
+// PrepareResult is what a prepare phase returned; MarkPrepared stores it and reserves
+// the events it names in one transaction.
+type PrepareResult struct {
+	Data         json.RawMessage
+	Reservations []scripthost.Reservation
+	// WakeAt, when set, asks for the consumer to run again at that time even without
+	// new events. It is saved with the handler state at commit.
+	WakeAt time.Time
+}
+
+// NewMutation is a mutation to record in_flight before its tool is called.
+type NewMutation struct {
+	// RunID is empty for a mutation outside a run (a plan step).
+	RunID          string
+	Workflow       string
+	Handler        string
+	Namespace      string
+	Method         string
+	Params         json.RawMessage
+	InputHash      string
+	IdempotencyKey string
+}
+
+// Resolution is a person's answer about a mutation whose outcome is unknown.
+type Resolution struct {
+	// As is applied, failed or skipped.
+	As     scripthost.MutationStatus
+	Result json.RawMessage
+	By     string
+	// Force allows resolving a needs_reconcile mutation; without it only indeterminate
+	// mutations may be resolved.
+	Force bool
+}
+
+// Commit is the end of a run: the state to save, the events the run published (stored
+// in the same transaction as the commit), and for producers the next scheduled time.
+type Commit struct {
+	State     json.RawMessage
+	Output    json.RawMessage
+	Publish   []NewEvent
+	NextRunAt time.Time
+	// WakeAt is the consumer's requested wake-up time (zero: none).
+	WakeAt time.Time
+}
+
+// StatusChange sets a run's status. The store applies the event disposition rules:
+// before the mutation the run's reserved events are released; while the mutation's
+// outcome is unknown they stay reserved; after the mutation they stay reserved and a
+// failed run is marked to retry from emitting.
+type StatusChange struct {
+	Status     scripthost.RunStatus
+	Error      string
+	ErrorClass scripthost.ErrorClass
+	NotBefore  time.Time
+}
+
+// HandlerState is the saved state of one handler of a workflow.
+type HandlerState struct {
+	Workflow  string          `json:"workflow"`
+	Handler   string          `json:"handler"`
+	State     json.RawMessage `json:"state,omitempty"`
+	WakeAt    time.Time       `json:"wake_at,omitzero"`
+	UpdatedAt time.Time       `json:"updated_at,omitzero"`
+}
+
+// Schedule is a producer's schedule.
+type Schedule struct {
+	Workflow  string    `json:"workflow"`
+	Producer  string    `json:"producer"`
+	NextRunAt time.Time `json:"next_run_at,omitzero"`
+	LastRunAt time.Time `json:"last_run_at,omitzero"`
+}
+
+// Snapshot is the state of a run at the end of a phase or before a pause. Stores write
+// one inside every run transition's transaction.
+type Snapshot struct {
+	RunID  string               `json:"run_id"`
+	Seq    int                  `json:"seq"`
+	Phase  scripthost.RunPhase  `json:"phase"`
+	Status scripthost.RunStatus `json:"status"`
+	// Run is the whole run as JSON at that moment.
+	Run json.RawMessage `json:"run"`
+	At  time.Time       `json:"at"`
+}
+
+// ExecutionRecord is the evidence of one executed plan step (or any audited action).
+type ExecutionRecord struct {
+	ExecutionID string          `json:"execution_id"`
+	PlanID      string          `json:"plan_id"`
+	StepID      string          `json:"step_id"`
+	Seq         int             `json:"seq"`
+	Tool        string          `json:"tool"`
+	Arguments   json.RawMessage `json:"arguments,omitempty"`
+	StartedAt   time.Time       `json:"started_at"`
+	EndedAt     time.Time       `json:"ended_at"`
+	DurationMS  int64           `json:"duration_ms"`
+	Success     bool            `json:"success"`
+	ExitCode    int             `json:"exit_code"`
+	Stdout      string          `json:"stdout,omitempty"`
+	Stderr      string          `json:"stderr,omitempty"`
+	Error       string          `json:"error,omitempty"`
+	ErrorCode   string          `json:"error_code,omitempty"`
+	Result      json.RawMessage `json:"result,omitempty"`
+	Diagnostics json.RawMessage `json:"diagnostics,omitempty"`
+}
+
+// Filters for listings. Zero fields match everything.
+type (
+	RunFilter struct {
+		Workflow string
+		Handler  string
+		Status   scripthost.RunStatus
+		// Unfinished selects runs whose status is not final.
+		Unfinished bool
+		Limit      int
+	}
+	MutationFilter struct {
+		RunID    string
+		Workflow string
+		Status   scripthost.MutationStatus
+		Limit    int
+	}
+	EventFilter struct {
+		Workflow string
+		Topic    string
+		Status   scripthost.EventStatus
+		Limit    int
+	}
+	ExecutionFilter struct {
+		ExecutionID string
+		PlanID      string
+	}
+)
+
+// Recovery is what a restarting host must pick up.
+type Recovery struct {
+	// Runs are all runs whose status is active (any phase but committed).
+	Runs []scripthost.Run
+	// InFlight are all mutations in status in_flight.
+	InFlight []scripthost.Mutation
+}
+
+// Store is the ledger. Implementations are safe for concurrent use.
+type Store interface {
+	// Workflows.
+	PutWorkflow(ctx context.Context, v WorkflowVersion) (WorkflowVersion, error)
+	WorkflowVersion(ctx context.Context, workflow string, version int) (WorkflowVersion, error)
+	Workflow(ctx context.Context, name string) (Workflow, error)
+	Workflows(ctx context.Context) ([]Workflow, error)
+	SetWorkflowPaused(ctx context.Context, name string, paused bool) error
+
+	// Events.
+	Publish(ctx context.Context, events ...NewEvent) ([]scripthost.Event, error)
+	PendingEvents(ctx context.Context, workflow, topic string, limit int) ([]scripthost.Event, error)
+	Events(ctx context.Context, f EventFilter) ([]scripthost.Event, error)
+
+	// Runs.
+	CreateRun(ctx context.Context, r NewRun) (scripthost.Run, error)
+	Run(ctx context.Context, id string) (scripthost.Run, error)
+	Runs(ctx context.Context, f RunFilter) ([]scripthost.Run, error)
+	Snapshots(ctx context.Context, runID string) ([]Snapshot, error)
+	// AdvancePhase moves an active run from phase from to phase to (forward only).
+	// Moves with their own method (to prepared, mutated, committed) are refused here.
+	AdvancePhase(ctx context.Context, runID string, from, to scripthost.RunPhase) (scripthost.Run, error)
+	// MarkPrepared moves preparing → prepared, stores the result and reserves its
+	// events for the run.
+	MarkPrepared(ctx context.Context, runID string, res PrepareResult) (scripthost.Run, error)
+	// MarkMutated moves mutating → mutated without a mutation (the mutate phase made
+	// none, or the consumer has no mutate function): the outcome is "none".
+	MarkMutated(ctx context.Context, runID string) (scripthost.Run, error)
+	// SetRunStatus changes a run's status with the event disposition rules.
+	SetRunStatus(ctx context.Context, runID string, ch StatusChange) (scripthost.Run, error)
+	// CommitConsumer consumes the run's events, saves state, stores its publications,
+	// and marks it committed (phase emitting → committed).
+	CommitConsumer(ctx context.Context, runID string, c Commit) (scripthost.Run, error)
+	// CommitProducer saves state, stores publications and the next run time, and marks
+	// it committed (phase executing → committed).
+	CommitProducer(ctx context.Context, runID string, c Commit) (scripthost.Run, error)
+	// SkipRun records a run whose guard said no: status skipped, events released.
+	SkipRun(ctx context.Context, runID string, reason string) (scripthost.Run, error)
+	// CreateRetryRun creates the run that retries a failed or paused one. A run marked
+	// to retry from emitting hands its reservations, prepared data and outcome to the
+	// new run, which starts at emitting; any other retry starts at pending.
+	CreateRetryRun(ctx context.Context, runID string) (scripthost.Run, error)
+	// Recover lists what a restarting host must pick up.
+	Recover(ctx context.Context) (Recovery, error)
+
+	// Mutations.
+	// BeginMutation durably records an in_flight mutation. The run must be active and
+	// in phase mutating, with no mutation yet.
+	BeginMutation(ctx context.Context, m NewMutation) (scripthost.Mutation, error)
+	// ApplyMutation marks it applied with its result; for a run mutation it also sets
+	// the run's outcome and moves the run mutating → mutated, in one transaction.
+	ApplyMutation(ctx context.Context, mutationID string, result json.RawMessage) (scripthost.Mutation, error)
+	// FailMutation marks it failed (definitely did not happen); the run's events are
+	// released and the run takes the status of the error's class.
+	FailMutation(ctx context.Context, mutationID string, cause *scripthost.Error) (scripthost.Mutation, error)
+	// MarkNeedsReconcile records a reconcile attempt that could not decide.
+	MarkNeedsReconcile(ctx context.Context, mutationID string, attempts int, next time.Time, reason string) (scripthost.Mutation, error)
+	// MarkIndeterminate hands the mutation to a person; the run is paused for
+	// reconciliation and keeps its events.
+	MarkIndeterminate(ctx context.Context, mutationID string, reason string) (scripthost.Mutation, error)
+	// Resolve applies a person's resolution: applied (run continues to next with the
+	// result), failed (events released, run failed so a fresh run prepares again) or
+	// skipped (events marked skipped, run continues to next with status skipped).
+	Resolve(ctx context.Context, mutationID string, r Resolution) (scripthost.Mutation, error)
+	Mutation(ctx context.Context, id string) (scripthost.Mutation, error)
+	// RunMutation returns the run's mutation, or ErrNotFound.
+	RunMutation(ctx context.Context, runID string) (scripthost.Mutation, error)
+	Mutations(ctx context.Context, f MutationFilter) ([]scripthost.Mutation, error)
+	// DueReconciles lists needs_reconcile mutations whose next attempt is due at now.
+	DueReconciles(ctx context.Context, now time.Time) ([]scripthost.Mutation, error)
+	// FailureCount counts definitely failed mutations with this input hash.
+	FailureCount(ctx context.Context, inputHash string) (int, error)
+
+	// Handler state and schedules.
+	HandlerState(ctx context.Context, workflow, handler string) (HandlerState, error)
+	Schedule(ctx context.Context, workflow, producer string) (Schedule, error)
+	SetSchedule(ctx context.Context, s Schedule) error
+
+	// Execution log.
+	AppendExecution(ctx context.Context, r ExecutionRecord) error
+	Executions(ctx context.Context, f ExecutionFilter) ([]ExecutionRecord, error)
+
+	Close() error
+}
