@@ -1,0 +1,232 @@
+package hostfuncs
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Redacted is the text that replaces a secret.
+const Redacted = "[REDACTED]"
+
+// MinSecretLen is the shortest value AddSecret registers. Shorter values cannot be
+// secrets worth the name, and redacting them would blank out ordinary text.
+const MinSecretLen = 4
+
+// Redactor removes secrets from text and JSON before it is logged, stored or shown. It
+// knows three kinds of secret: values registered with AddSecret (an API key read from
+// the environment), values under keys that name a secret ("password", "api_key",
+// "Authorization", …), and strings in common credential formats (bearer tokens, AWS
+// access keys, GitHub, Slack and Stripe tokens, JWTs, PEM private keys, passwords and
+// keys in URLs). A Redactor is safe for concurrent use; a nil *Redactor applies the
+// patterns only.
+type Redactor struct {
+	mu       sync.RWMutex
+	secrets  map[string]struct{}
+	replacer *strings.Replacer // rebuilt when secrets change; nil when there are none
+}
+
+// NewRedactor returns a Redactor that knows the given secret values.
+func NewRedactor(secrets ...string) *Redactor {
+	r := &Redactor{secrets: map[string]struct{}{}}
+	r.AddSecret(secrets...)
+	return r
+}
+
+// AddSecret registers secret values. Each is also registered in its URL-escaped forms,
+// so that a secret placed in a URL is found too. Values shorter than MinSecretLen
+// (after trimming white space) are ignored.
+func (r *Redactor) AddSecret(values ...string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.secrets == nil {
+		r.secrets = map[string]struct{}{}
+	}
+	changed := false
+	for _, v := range values {
+		if len(strings.TrimSpace(v)) < MinSecretLen {
+			continue
+		}
+		for _, form := range []string{v, url.QueryEscape(v), url.PathEscape(v), jsonEscaped(v)} {
+			if _, ok := r.secrets[form]; !ok {
+				r.secrets[form] = struct{}{}
+				changed = true
+			}
+		}
+	}
+	if changed {
+		r.rebuild()
+	}
+}
+
+// jsonEscaped returns v as it appears inside a JSON string literal.
+func jsonEscaped(v string) string {
+	b, _ := json.Marshal(v)
+	return string(b[1 : len(b)-1])
+}
+
+// rebuild makes the replacer, longest secrets first so that a secret containing
+// another is replaced whole. r.mu must be held.
+func (r *Redactor) rebuild() {
+	list := make([]string, 0, len(r.secrets))
+	for s := range r.secrets {
+		list = append(list, s)
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if len(list[i]) != len(list[j]) {
+			return len(list[i]) > len(list[j])
+		}
+		return list[i] < list[j]
+	})
+	pairs := make([]string, 0, 2*len(list))
+	for _, s := range list {
+		pairs = append(pairs, s, Redacted)
+	}
+	r.replacer = strings.NewReplacer(pairs...)
+}
+
+// pattern is one credential format and its replacement (which may keep a prefix).
+type pattern struct {
+	re   *regexp.Regexp
+	repl string
+}
+
+// secretWords are the words that make a key name a secret. Keys are compared
+// lower-cased with '-' and '_' removed.
+var secretWords = []string{
+	"password", "passwd", "passphrase", "secret", "token", "apikey", "authorization",
+	"accesskey", "privatekey", "credential", "cookie", "signature", "sessionid",
+}
+
+const secretKeyRE = `[a-z0-9_-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|authorization|access[_-]?key|private[_-]?key|credential|cookie)[a-z0-9_-]*`
+
+// patterns are applied in order; earlier ones may already have replaced part of a match
+// of a later one, which is why the replacement text contains no characters the later
+// patterns consume.
+var patterns = []pattern{
+	// PEM private key blocks, whole.
+	{regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----`), Redacted},
+	// "password": "..." in JSON text (an echoed request body in an error message).
+	{regexp.MustCompile(`(?i)("` + secretKeyRE + `"\s*:\s*")(?:[^"\\]|\\.)*(")`), "${1}" + Redacted + "${2}"},
+	// Authorization: <scheme> <credentials> in header dumps.
+	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization\s*[:=]\s*)(?:(?:bearer|basic|token|digest)\s+)?[^\s",;]+`), "${1}" + Redacted},
+	// Bearer tokens anywhere.
+	{regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]+=*`), "${1}" + Redacted},
+	// JSON Web Tokens.
+	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*`), Redacted},
+	// AWS access key ids.
+	{regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), Redacted},
+	// GitHub tokens.
+	{regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}\b`), Redacted},
+	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}\b`), Redacted},
+	// Slack tokens.
+	{regexp.MustCompile(`\bxox[baprs]-[A-Za-z0-9-]{10,}`), Redacted},
+	// Stripe secret and restricted keys.
+	{regexp.MustCompile(`\b[sr]k_(?:live|test)_[A-Za-z0-9]{10,}\b`), Redacted},
+	// user:password@ in URLs.
+	{regexp.MustCompile(`(://[^/\s:@]+:)[^/\s@]+@`), "${1}" + Redacted + "@"},
+	// password=, token=, key=, … in query strings, form bodies and free text.
+	{regexp.MustCompile(`(?i)\b((?:` + secretKeyRE + `|key|sig|pwd)=)[^&\s"'#]+`), "${1}" + Redacted},
+	// password: value in free text ("password: hunter2").
+	{regexp.MustCompile(`(?i)\b((?:password|passwd|passphrase|secret|api[_-]?key|token)\s*:\s*)[^\s",;]+`), "${1}" + Redacted},
+}
+
+// Redact returns s with every registered secret and every known credential format
+// replaced by Redacted.
+func (r *Redactor) Redact(s string) string {
+	if s == "" {
+		return s
+	}
+	if r != nil {
+		r.mu.RLock()
+		rep := r.replacer
+		r.mu.RUnlock()
+		if rep != nil {
+			s = rep.Replace(s)
+		}
+	}
+	for _, p := range patterns {
+		s = p.re.ReplaceAllString(s, p.repl)
+	}
+	return s
+}
+
+// RedactJSON returns a copy of raw with the values of secret-looking keys replaced by
+// Redacted (strings, objects and arrays; numbers, booleans and null are kept) and every
+// other string redacted like Redact. Object keys come out sorted. Input that is not JSON
+// is redacted as text.
+func (r *Redactor) RedactJSON(raw json.RawMessage) json.RawMessage {
+	return r.redactJSON(raw, nil)
+}
+
+// redactJSON is RedactJSON with extra field names to treat as secret.
+func (r *Redactor) redactJSON(raw json.RawMessage, fields []string) json.RawMessage {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return raw
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return json.RawMessage(r.Redact(string(raw)))
+	}
+	extra := map[string]bool{}
+	for _, f := range fields {
+		extra[f] = true
+	}
+	v = r.walk(v, extra)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return json.RawMessage(r.Redact(string(raw)))
+	}
+	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n"))
+}
+
+func (r *Redactor) walk(v any, extra map[string]bool) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if extra[k] || IsSecretKey(k) {
+				switch e.(type) {
+				case string, map[string]any, []any:
+					t[k] = Redacted
+					continue
+				}
+			}
+			t[k] = r.walk(e, extra)
+		}
+		return t
+	case []any:
+		for i, e := range t {
+			t[i] = r.walk(e, extra)
+		}
+		return t
+	case string:
+		return r.Redact(t)
+	}
+	return v
+}
+
+// IsSecretKey reports whether a field or header name looks like it holds a secret:
+// compared case-insensitively and ignoring '-' and '_', it contains one of password,
+// passwd, passphrase, secret, token, apikey, authorization, accesskey, privatekey,
+// credential, cookie, signature or sessionid.
+func IsSecretKey(name string) bool {
+	n := strings.ToLower(name)
+	n = strings.NewReplacer("-", "", "_", "", " ", "").Replace(n)
+	for _, w := range secretWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
