@@ -164,8 +164,11 @@ type Run struct {
 	// Prepared is the prepare phase's result (data handed to mutate and next).
 	Prepared     json.RawMessage `json:"prepared,omitempty"`
 	Reservations []Reservation   `json:"reservations,omitempty"`
-	InputState   json.RawMessage `json:"input_state,omitempty"`
-	OutputState  json.RawMessage `json:"output_state,omitempty"`
+	// WakeAt is the wake-up time the prepare phase asked for; it is saved with the
+	// handler state when the run commits.
+	WakeAt      time.Time       `json:"wake_at,omitzero"`
+	InputState  json.RawMessage `json:"input_state,omitempty"`
+	OutputState json.RawMessage `json:"output_state,omitempty"`
 	// Outcome is the mutate phase's outcome once known.
 	Outcome    *Outcome   `json:"outcome,omitempty"`
 	Error      string     `json:"error,omitempty"`
