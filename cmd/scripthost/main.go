@@ -1,0 +1,104 @@
+// Command scripthost runs sandboxed, durable handler workflows and approved plans, and
+// lets operators inspect runs and mutations and resolve the ones whose outcome is
+// unknown. It is the only place that picks concrete drivers (SQLite, goja, wazero).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/sqlite"
+)
+
+// globals are the flags and streams every subcommand shares.
+type globals struct {
+	DBPath string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// openStore opens the ledger named by --db.
+func (g *globals) openStore(ctx context.Context) (ledger.Store, error) {
+	return sqlite.Open(ctx, g.DBPath, sqlite.Options{})
+}
+
+// usageError marks a command-line mistake: exit code 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// exitCoder lets a command choose its exit code (the plan executor's codes).
+type exitCoder interface{ ExitCode() int }
+
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "scripthost",
+		Short:         "Run sandboxed, durable handler workflows",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.DBPath, "db", "./scripthost.db", "ledger database file (SQLite)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	for _, add := range commands {
+		root.AddCommand(add(g))
+	}
+	return root
+}
+
+// commands are the subcommand constructors; each file registers its own in init.
+var commands []func(*globals) *cobra.Command
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// execute runs the CLI and returns its exit code; tests call it directly.
+func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := &globals{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	root := newRoot(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return scripthost.ExitOK
+	}
+	fmt.Fprintf(stderr, "scripthost: %v\n", err)
+	return exitCode(err)
+}
+
+// exitCode is the one table from errors to exit codes; see README "Exit codes".
+func exitCode(err error) int {
+	var ue usageError
+	var ec exitCoder
+	var se *scripthost.Error
+	switch {
+	case err == nil:
+		return scripthost.ExitOK
+	case errors.As(err, &ue):
+		return scripthost.ExitUsage
+	case errors.As(err, &ec):
+		return ec.ExitCode()
+	case errors.As(err, &se):
+		return scripthost.ExitCode(err)
+	default:
+		return scripthost.ExitGeneral
+	}
+}

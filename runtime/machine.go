@@ -1,0 +1,439 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/sandbox"
+)
+
+// Drive moves a run forward until it is committed, paused, failed or waiting for a
+// reconciliation. It re-reads the run before every step and dispatches on its phase,
+// so the same code serves a first run and a run found after a restart. It returns
+// the run as it left it and whether any step made progress. Errors are failures of the
+// ledger; script and tool failures are recorded on the run instead.
+func (rt *Runtime) Drive(ctx context.Context, runID string) (scripthost.Run, bool, error) {
+	progress := false
+	for {
+		if err := ctx.Err(); err != nil {
+			return scripthost.Run{}, progress, err
+		}
+		run, err := rt.cfg.Store.Run(ctx, runID)
+		if err != nil {
+			return run, progress, err
+		}
+		if run.Status != scripthost.StatusActive || run.Phase == scripthost.RunCommitted {
+			return run, progress, nil
+		}
+		l, err := rt.program(ctx, run.Workflow, run.Version)
+		if err != nil {
+			return run, progress, err
+		}
+		var moved bool
+		if run.Kind == scripthost.KindProducer {
+			p, ok := l.def.Producers[run.Handler]
+			if !ok {
+				return run, progress, rt.failMissing(ctx, run)
+			}
+			moved, err = rt.stepProducer(ctx, l, p, run)
+		} else {
+			c, ok := l.def.Consumers[run.Handler]
+			if !ok {
+				return run, progress, rt.failMissing(ctx, run)
+			}
+			moved, err = rt.stepConsumer(ctx, l, c, run)
+		}
+		if err != nil {
+			return run, progress, err
+		}
+		if !moved {
+			return run, progress, nil
+		}
+		progress = true
+		rt.failpoint(string(run.Kind) + ":after:" + string(run.Phase))
+	}
+}
+
+func (rt *Runtime) failMissing(ctx context.Context, run scripthost.Run) error {
+	_, err := rt.cfg.Store.SetRunStatus(ctx, run.ID, ledger.StatusChange{
+		Status:     scripthost.StatusFailedLogic,
+		Error:      fmt.Sprintf("handler %s no longer exists in workflow %s version %d", run.Handler, run.Workflow, run.Version),
+		ErrorClass: scripthost.ClassLogic,
+	})
+	return err
+}
+
+func (rt *Runtime) stepProducer(ctx context.Context, l *loaded, p *Producer, run scripthost.Run) (bool, error) {
+	st := rt.cfg.Store
+	switch run.Phase {
+	case scripthost.RunPending:
+		ok, err := rt.guard(ctx, l, p.Lifecycle, run)
+		if err != nil {
+			return true, rt.routeError(ctx, run, p.Lifecycle, err)
+		}
+		if !ok {
+			_, err := st.SkipRun(ctx, run.ID, "guard returned false")
+			return true, err
+		}
+		_, err = st.AdvancePhase(ctx, run.ID, scripthost.RunPending, scripthost.RunExecuting)
+		return true, err
+	case scripthost.RunExecuting:
+		w := rt.wrapper(run, nil, p.Publishes)
+		res, err := rt.invoke(ctx, l, p.Lifecycle, run, w, scripthost.PhaseProducer, p.Handler,
+			sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
+		if err != nil {
+			return true, rt.routeError(ctx, run, p.Lifecycle, err)
+		}
+		state := newState(res, run.InputState)
+		_, err = st.CommitProducer(ctx, run.ID, ledger.Commit{
+			State:     state,
+			Output:    res,
+			Publish:   w.Published(),
+			NextRunAt: p.Schedule.NextAfter(rt.now()),
+		})
+		return true, err
+	}
+	return false, fmt.Errorf("runtime: run %s: producer in unexpected phase %s", run.ID, run.Phase)
+}
+
+func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run scripthost.Run) (bool, error) {
+	st := rt.cfg.Store
+	switch run.Phase {
+	case scripthost.RunPending:
+		ok, err := rt.guard(ctx, l, c.Lifecycle, run)
+		if err != nil {
+			return true, rt.routeError(ctx, run, c.Lifecycle, err)
+		}
+		if !ok {
+			_, err := st.SkipRun(ctx, run.ID, "guard returned false")
+			return true, err
+		}
+		_, err = st.AdvancePhase(ctx, run.ID, scripthost.RunPending, scripthost.RunPreparing)
+		return true, err
+
+	case scripthost.RunPreparing:
+		w := rt.wrapper(run, c.Subscribe, nil)
+		res, err := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhasePrepare, c.Prepare,
+			sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
+		if err != nil {
+			return true, rt.routeError(ctx, run, c.Lifecycle, err)
+		}
+		pr, err := parsePrepared(res, c)
+		if err != nil {
+			return true, rt.routeError(ctx, run, c.Lifecycle, err)
+		}
+		_, err = st.MarkPrepared(ctx, run.ID, pr)
+		if errors.Is(err, ledger.ErrEventUnavailable) {
+			return true, rt.routeError(ctx, run, c.Lifecycle, scripthost.Wrap(scripthost.ClassLogic, "reservation", err))
+		}
+		return true, err
+
+	case scripthost.RunPrepared:
+		_, err := st.AdvancePhase(ctx, run.ID, scripthost.RunPrepared, scripthost.RunMutating)
+		return true, err
+
+	case scripthost.RunMutating:
+		m, err := st.RunMutation(ctx, run.ID)
+		switch {
+		case err == nil:
+			return rt.settle(ctx, run, m)
+		case !errors.Is(err, ledger.ErrNotFound):
+			return false, err
+		}
+		// No mutation is recorded: the mutate phase never reached a tool (or this is
+		// its first attempt), so running it again cannot repeat a side effect.
+		if c.Mutate == "" {
+			_, err := st.MarkMutated(ctx, run.ID)
+			return true, err
+		}
+		w := rt.wrapper(run, nil, nil)
+		_, ierr := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhaseMutate, c.Mutate,
+			sandbox.Globals{Prepared: stateOrNull(run.Prepared)}, stateOrNull(run.Prepared))
+		if _, made := w.Mutation(); made {
+			// The ledger already holds the outcome (applied, failed or unknown); an
+			// error the script raised after it does not change what happened.
+			if ierr != nil && !errors.Is(ierr, sandbox.ErrTerminate) {
+				rt.cfg.Logger.Warn("error after the mutation", "run", run.ID, "err", rt.redact(ierr.Error()))
+			}
+			return true, nil
+		}
+		if ierr != nil {
+			return true, rt.routeError(ctx, run, c.Lifecycle, ierr)
+		}
+		_, err = st.MarkMutated(ctx, run.ID)
+		return true, err
+
+	case scripthost.RunMutated:
+		_, err := st.AdvancePhase(ctx, run.ID, scripthost.RunMutated, scripthost.RunEmitting)
+		return true, err
+
+	case scripthost.RunEmitting:
+		outcome := run.Outcome
+		if outcome == nil {
+			outcome = &scripthost.Outcome{Status: scripthost.OutcomeNone}
+		}
+		oj, err := json.Marshal(outcome)
+		if err != nil {
+			return false, fmt.Errorf("runtime: run %s: outcome: %w", run.ID, err)
+		}
+		state := run.InputState
+		var publish []ledger.NewEvent
+		var output json.RawMessage
+		if c.Next != "" {
+			w := rt.wrapper(run, nil, c.Publishes)
+			res, err := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhaseNext, c.Next,
+				sandbox.Globals{Prepared: stateOrNull(run.Prepared), MutationResult: oj},
+				stateOrNull(run.Prepared), oj)
+			if err != nil {
+				return true, rt.routeError(ctx, run, c.Lifecycle, err)
+			}
+			state = newState(res, run.InputState)
+			publish = w.Published()
+			output = res
+		}
+		wake := run.WakeAt
+		if !wake.After(rt.now()) {
+			wake = time.Time{}
+		}
+		_, err = st.CommitConsumer(ctx, run.ID, ledger.Commit{State: state, Output: output, Publish: publish, WakeAt: wake})
+		return true, err
+	}
+	return false, fmt.Errorf("runtime: run %s: consumer in unexpected phase %s", run.ID, run.Phase)
+}
+
+// settle handles a run found in phase mutating with its mutation already recorded: the
+// process stopped between the in-flight write and the outcome, or the outcome is being
+// reconciled. The mutate phase is never executed again.
+func (rt *Runtime) settle(ctx context.Context, run scripthost.Run, m scripthost.Mutation) (bool, error) {
+	switch m.Status {
+	case scripthost.MutationInFlight:
+		_, err := rt.reconcile(ctx, m)
+		return true, err
+	case scripthost.MutationNeedsReconcile:
+		if m.NextReconcileAt.After(rt.now()) {
+			return false, nil
+		}
+		_, err := rt.reconcile(ctx, m)
+		return true, err
+	default:
+		// applied, failed, skipped and indeterminate each move the run in the same
+		// transaction; a run still active here means the ledger disagrees with itself.
+		return false, fmt.Errorf("runtime: run %s is mutating but its mutation %s is %s", run.ID, m.ID, m.Status)
+	}
+}
+
+// reconcile asks the mutation's tool what became of it.
+func (rt *Runtime) reconcile(ctx context.Context, m scripthost.Mutation) (scripthost.Mutation, error) {
+	return hostfuncs.Reconcile(ctx, rt.cfg.Store, rt.cfg.Tools, m, rt.cfg.Reconcile, rt.now())
+}
+
+// guard runs the handler's guard, if any; true means run.
+func (rt *Runtime) guard(ctx context.Context, l *loaded, lc Lifecycle, run scripthost.Run) (bool, error) {
+	if lc.Guard == "" {
+		return true, nil
+	}
+	w := rt.wrapper(run, nil, nil)
+	res, err := rt.call(ctx, l, run, w, scripthost.PhaseNone, lc.Guard, sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
+	if err != nil {
+		return false, err
+	}
+	switch strings.TrimSpace(string(res.Value)) {
+	case "false", "null", "0", `""`:
+		return false, nil
+	}
+	return true, nil
+}
+
+// invoke runs one phase function with the before and after hooks around it.
+func (rt *Runtime) invoke(ctx context.Context, l *loaded, lc Lifecycle, run scripthost.Run, w *hostfuncs.ToolWrapper,
+	phase scripthost.Phase, fn string, g sandbox.Globals, args ...json.RawMessage) (json.RawMessage, error) {
+	info, _ := json.Marshal(map[string]any{"phase": phase, "handler": run.Handler, "workflow": run.Workflow, "run": run.ID, "attempt": run.Attempt})
+	if lc.Before != "" {
+		if _, err := rt.call(ctx, l, run, rt.wrapper(run, nil, nil), scripthost.PhaseNone, lc.Before, g, info); err != nil {
+			return nil, err
+		}
+	}
+	res, err := rt.call(ctx, l, run, w, phase, fn, g, args...)
+	if err != nil {
+		return nil, err
+	}
+	if lc.After != "" {
+		after, _ := json.Marshal(map[string]any{"phase": phase, "handler": run.Handler, "workflow": run.Workflow, "run": run.ID, "attempt": run.Attempt, "result": res.Value})
+		if _, err := rt.call(ctx, l, run, rt.wrapper(run, nil, nil), scripthost.PhaseNone, lc.After, g, after); err != nil {
+			return nil, err
+		}
+	}
+	return res.Value, nil
+}
+
+// call runs one function in a fresh sandbox instance.
+func (rt *Runtime) call(ctx context.Context, l *loaded, run scripthost.Run, w *hostfuncs.ToolWrapper,
+	phase scripthost.Phase, fn string, g sandbox.Globals, args ...json.RawMessage) (sandbox.Result, error) {
+	w.SetPhase(phase)
+	defer w.SetPhase(scripthost.PhaseNone)
+	res, err := l.prog.Invoke(ctx, sandbox.Invocation{
+		Function:      fn,
+		Phase:         phase,
+		Globals:       g,
+		Args:          args,
+		Tools:         w,
+		Limits:        rt.cfg.Limits,
+		Deterministic: rt.cfg.Deterministic,
+	})
+	if rt.cfg.OnConsole != nil && len(res.Console) > 0 {
+		rt.cfg.OnConsole(run, res.Console)
+	}
+	return res, err
+}
+
+func (rt *Runtime) wrapper(run scripthost.Run, subscribe, publishes []string) *hostfuncs.ToolWrapper {
+	var events []string
+	for _, r := range run.Reservations {
+		for _, id := range r.IDs {
+			events = append(events, r.Topic+"/"+id)
+		}
+	}
+	return hostfuncs.NewToolWrapper(rt.cfg.Tools, rt.cfg.Store, hostfuncs.RunInfo{
+		RunID:     run.ID,
+		Workflow:  run.Workflow,
+		Handler:   run.Handler,
+		Events:    events,
+		Scope:     run.ID,
+		Subscribe: subscribe,
+		Publishes: publishes,
+	}, hostfuncs.WrapperOptions{
+		Clock:           rt.cfg.Clock,
+		Redactor:        rt.cfg.Redactor,
+		ReconcilePolicy: rt.cfg.Reconcile,
+		Logger:          rt.cfg.Logger,
+	})
+}
+
+// routeError records a phase failure on the run: the error's class decides the status
+// (network errors pause the run for an automatic retry, the others follow the class
+// table), and the handler's onError strategy may turn a failure into a pause or a
+// scheduled retry. The ledger applies the event disposition rules.
+func (rt *Runtime) routeError(ctx context.Context, run scripthost.Run, lc Lifecycle, cause error) error {
+	if ctx.Err() != nil {
+		// The host is shutting down: leave the run active so that the next start
+		// resumes it where it is.
+		return ctx.Err()
+	}
+	class := scripthost.ClassOf(cause)
+	status := class.Info().Status
+	var notBefore time.Time
+	switch {
+	case class == scripthost.ClassNetwork:
+		status = scripthost.StatusPausedTransient
+		d := rt.cfg.TransientDelay
+		for i := 1; i < run.Attempt && d < time.Hour; i++ {
+			d *= 2
+		}
+		notBefore = rt.now().Add(d)
+	case status.Failed() && lc.OnError.Strategy == "pause":
+		status = scripthost.StatusPausedApproval
+	case status.Failed() && lc.OnError.Strategy == "retry":
+		notBefore = rt.now().Add(lc.OnError.Delay(run.Attempt))
+	}
+	_, err := rt.cfg.Store.SetRunStatus(ctx, run.ID, ledger.StatusChange{
+		Status:     status,
+		Error:      rt.redact(cause.Error()),
+		ErrorClass: class,
+		NotBefore:  notBefore,
+	})
+	return err
+}
+
+func (rt *Runtime) redact(s string) string { return rt.cfg.Redactor.Redact(s) }
+
+// parsePrepared reads prepare's return value: {reservations, data, wakeAt}.
+func parsePrepared(raw json.RawMessage, c *Consumer) (ledger.PrepareResult, error) {
+	var out ledger.PrepareResult
+	s := strings.TrimSpace(string(raw))
+	if s == "" || s == "null" {
+		out.Data = json.RawMessage("null")
+		return out, nil
+	}
+	var v struct {
+		Reservations []scripthost.Reservation `json:"reservations"`
+		Data         json.RawMessage          `json:"data"`
+		WakeAt       json.RawMessage          `json:"wakeAt"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return out, scripthost.LogicError("prepare of %s must return {reservations: [{topic, ids}], data, wakeAt?}: %v", c.Name, err)
+	}
+	for _, r := range v.Reservations {
+		if !contains(c.Subscribe, r.Topic) {
+			return out, scripthost.LogicError("prepare of %s reserves events of topic %q, which it does not subscribe to", c.Name, r.Topic)
+		}
+		if len(r.IDs) == 0 {
+			return out, scripthost.LogicError("prepare of %s: reservation of topic %q names no ids", c.Name, r.Topic)
+		}
+	}
+	out.Reservations = v.Reservations
+	out.Data = v.Data
+	if len(out.Data) == 0 {
+		out.Data = json.RawMessage("null")
+	}
+	if w := strings.TrimSpace(string(v.WakeAt)); w != "" && w != "null" {
+		t, err := parseTime(v.WakeAt)
+		if err != nil {
+			return out, scripthost.LogicError("prepare of %s: wakeAt: %v", c.Name, err)
+		}
+		out.WakeAt = t
+	}
+	return out, nil
+}
+
+func parseTime(raw json.RawMessage) (time.Time, error) {
+	var ms float64
+	if err := json.Unmarshal(raw, &ms); err == nil {
+		return time.UnixMilli(int64(ms)).UTC(), nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return time.Time{}, fmt.Errorf("want milliseconds since the epoch or an ISO 8601 string, got %s", raw)
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.UnixMilli(n).UTC(), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("want an ISO 8601 time, got %q", s)
+	}
+	return t.UTC(), nil
+}
+
+// newState is what a handler's return value makes of its state: undefined or null
+// keeps the old state.
+func newState(res, old json.RawMessage) json.RawMessage {
+	s := strings.TrimSpace(string(res))
+	if s == "" || s == "null" {
+		return old
+	}
+	return res
+}
+
+func stateOrNull(s json.RawMessage) json.RawMessage {
+	if len(s) == 0 {
+		return json.RawMessage("null")
+	}
+	return s
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,246 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/sandbox"
+)
+
+// Config wires a Runtime. Store, Engines and Tools are required.
+type Config struct {
+	Store ledger.Store
+	// Engines by language: "js", "ts", "wasm".
+	Engines map[string]sandbox.Engine
+	Tools   *hostfuncs.Registry
+	// Clock defaults to time.Now.
+	Clock  func() time.Time
+	Limits sandbox.Limits
+	// Deterministic, when set, fixes the clock, seed and time zone inside scripts.
+	Deterministic *sandbox.Determinism
+	Reconcile     hostfuncs.ReconcilePolicy
+	Redactor      *hostfuncs.Redactor
+	Logger        *slog.Logger
+	// TransientRetries caps the automatic retries of runs paused by network errors
+	// (default 5); TransientDelay is the first backoff (default 1s, doubling).
+	TransientRetries int
+	TransientDelay   time.Duration
+	// Failpoint, when set, is called with a name at every phase boundary; crash tests
+	// use it to kill the process at a chosen point.
+	Failpoint func(name string)
+	// OnConsole receives the console output of every invocation.
+	OnConsole func(run scripthost.Run, lines []sandbox.ConsoleLine)
+}
+
+// Runtime drives runs. It is safe for concurrent use; the scheduler runs one session
+// per workflow at a time.
+type Runtime struct {
+	cfg Config
+
+	mu       sync.Mutex
+	programs map[string]*loaded // by source hash
+	idle     map[string]int64   // workflow/handler → newest pending seq when it last found nothing to do
+	wfLocks  map[string]*sync.Mutex
+}
+
+type loaded struct {
+	prog sandbox.Program
+	def  *Definition
+}
+
+// New returns a Runtime for cfg.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.Store == nil || cfg.Tools == nil || len(cfg.Engines) == 0 {
+		return nil, errors.New("runtime: Config needs Store, Tools and at least one engine")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = hostfuncs.NewRedactor()
+	}
+	if cfg.TransientRetries == 0 {
+		cfg.TransientRetries = 5
+	}
+	if cfg.TransientDelay == 0 {
+		cfg.TransientDelay = time.Second
+	}
+	return &Runtime{
+		cfg:      cfg,
+		programs: map[string]*loaded{},
+		idle:     map[string]int64{},
+		wfLocks:  map[string]*sync.Mutex{},
+	}, nil
+}
+
+// Store returns the ledger the runtime writes to.
+func (rt *Runtime) Store() ledger.Store { return rt.cfg.Store }
+
+// Language returns the language of a workflow file by its extension.
+func Language(path string) (string, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".js", ".mjs", ".cjs":
+		return "js", nil
+	case ".ts", ".mts":
+		return "ts", nil
+	case ".wasm":
+		return "wasm", nil
+	}
+	return "", fmt.Errorf("runtime: %s: unknown workflow language (want .js, .ts or .wasm)", path)
+}
+
+// WorkflowName derives a workflow's name from its path: the directory name for a file
+// called workflow.*, the file name without extension otherwise.
+func WorkflowName(path string) string {
+	base := filepath.Base(path)
+	stem := strings.TrimSuffix(base, filepath.Ext(base))
+	if stem == "workflow" {
+		if dir := filepath.Base(filepath.Dir(path)); dir != "." && dir != "/" {
+			return dir
+		}
+	}
+	return stem
+}
+
+// Validate loads and validates a workflow without storing anything.
+func (rt *Runtime) Validate(ctx context.Context, path string, source []byte) (*Definition, error) {
+	lang, err := Language(path)
+	if err != nil {
+		return nil, err
+	}
+	l, err := rt.load(ctx, lang, path, source)
+	if err != nil {
+		return nil, err
+	}
+	return l.def, nil
+}
+
+// LoadWorkflow validates a workflow's source and stores it as the workflow's newest
+// version (unchanged source keeps its version). Nothing is written when it is invalid.
+func (rt *Runtime) LoadWorkflow(ctx context.Context, name, path string, source []byte) (ledger.WorkflowVersion, error) {
+	lang, err := Language(path)
+	if err != nil {
+		return ledger.WorkflowVersion{}, err
+	}
+	l, err := rt.load(ctx, lang, path, source)
+	if err != nil {
+		return ledger.WorkflowVersion{}, err
+	}
+	def, err := l.prog.Definition(ctx)
+	if err != nil {
+		return ledger.WorkflowVersion{}, err
+	}
+	return rt.cfg.Store.PutWorkflow(ctx, ledger.WorkflowVersion{
+		Workflow:   name,
+		Language:   lang,
+		Path:       path,
+		Source:     source,
+		Hash:       hash(source),
+		Definition: def,
+	})
+}
+
+func hash(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// load compiles a module once per content hash and validates its definition.
+func (rt *Runtime) load(ctx context.Context, lang, path string, source []byte) (*loaded, error) {
+	key := lang + ":" + hash(source)
+	rt.mu.Lock()
+	l, ok := rt.programs[key]
+	rt.mu.Unlock()
+	if ok {
+		return l, nil
+	}
+	eng, ok := rt.cfg.Engines[lang]
+	if !ok {
+		return nil, fmt.Errorf("runtime: %s: no engine for language %q", path, lang)
+	}
+	prog, err := eng.Load(ctx, sandbox.Source{Name: filepath.Base(path), Code: source})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := prog.Definition(ctx)
+	if err != nil {
+		_ = prog.Close(ctx)
+		return nil, err
+	}
+	def, err := ParseDefinition(raw)
+	if err != nil {
+		_ = prog.Close(ctx)
+		var se *scripthost.Error
+		if errors.As(err, &se) {
+			se.File = ""
+			se.Message = filepath.Base(path) + ": " + se.Message
+		}
+		return nil, err
+	}
+	l = &loaded{prog: prog, def: def}
+	rt.mu.Lock()
+	if prev, ok := rt.programs[key]; ok {
+		rt.mu.Unlock()
+		_ = prog.Close(ctx)
+		return prev, nil
+	}
+	rt.programs[key] = l
+	rt.mu.Unlock()
+	return l, nil
+}
+
+// program returns the loaded module of a stored workflow version.
+func (rt *Runtime) program(ctx context.Context, workflow string, version int) (*loaded, error) {
+	v, err := rt.cfg.Store.WorkflowVersion(ctx, workflow, version)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: workflow %s version %d: %w", workflow, version, err)
+	}
+	return rt.load(ctx, v.Language, v.Path, v.Source)
+}
+
+// Definition returns the definition of a stored workflow's newest version.
+func (rt *Runtime) Definition(ctx context.Context, workflow string) (*Definition, int, error) {
+	wf, err := rt.cfg.Store.Workflow(ctx, workflow)
+	if err != nil {
+		return nil, 0, err
+	}
+	l, err := rt.program(ctx, workflow, wf.LatestVersion)
+	if err != nil {
+		return nil, 0, err
+	}
+	return l.def, wf.LatestVersion, nil
+}
+
+// Close releases the loaded programs.
+func (rt *Runtime) Close(ctx context.Context) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	var errs []error
+	for k, l := range rt.programs {
+		errs = append(errs, l.prog.Close(ctx))
+		delete(rt.programs, k)
+	}
+	return errors.Join(errs...)
+}
+
+func (rt *Runtime) failpoint(name string) {
+	if rt.cfg.Failpoint != nil {
+		rt.cfg.Failpoint(name)
+	}
+}
+
+func (rt *Runtime) now() time.Time { return rt.cfg.Clock() }

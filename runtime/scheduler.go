@@ -1,0 +1,333 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// Recover picks up what a previous process left: every mutation found in_flight is
+// reconciled exactly like an uncertain outcome (none is left stranded). Active runs are
+// resumed by the next Tick of their workflow.
+func (rt *Runtime) Recover(ctx context.Context) error {
+	rec, err := rt.cfg.Store.Recover(ctx)
+	if err != nil {
+		return fmt.Errorf("runtime: recover: %w", err)
+	}
+	for _, m := range rec.InFlight {
+		if _, err := rt.reconcile(ctx, m); err != nil {
+			return fmt.Errorf("runtime: recover mutation %s: %w", m.ID, err)
+		}
+	}
+	return nil
+}
+
+// Tick makes one scheduling pass over a workflow and reports whether anything
+// happened. In order: due reconciliations, active runs (resumed where they stopped),
+// retries whose time has come, due producers, and consumers with pending events or a
+// due wake-up. A handler whose newest run failed or is paused is not started again
+// until that run is retried. Only one Tick per workflow runs at a time.
+func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
+	lock := rt.workflowLock(workflow)
+	lock.Lock()
+	defer lock.Unlock()
+
+	st := rt.cfg.Store
+	wf, err := st.Workflow(ctx, workflow)
+	if err != nil {
+		return false, err
+	}
+	if wf.Paused {
+		return false, nil
+	}
+	def, version, err := rt.Definition(ctx, workflow)
+	if err != nil {
+		return false, err
+	}
+	did := false
+
+	due, err := st.DueReconciles(ctx, rt.now())
+	if err != nil {
+		return false, err
+	}
+	for _, m := range due {
+		if m.Workflow != workflow {
+			continue
+		}
+		if _, err := rt.reconcile(ctx, m); err != nil {
+			return did, err
+		}
+		did = true
+	}
+
+	runs, err := st.Runs(ctx, ledger.RunFilter{Workflow: workflow})
+	if err != nil {
+		return did, err
+	}
+	for _, r := range runs {
+		if r.Status != scripthost.StatusActive {
+			continue
+		}
+		_, moved, err := rt.Drive(ctx, r.ID)
+		if err != nil {
+			return did, err
+		}
+		did = did || moved
+	}
+	if did {
+		// Re-read: driving may have changed which handlers are blocked.
+		if runs, err = st.Runs(ctx, ledger.RunFilter{Workflow: workflow}); err != nil {
+			return did, err
+		}
+	}
+
+	latest, retried := latestRuns(runs)
+	retriedAny, err := rt.retries(ctx, def, latest, retried)
+	if err != nil {
+		return did, err
+	}
+	did = did || retriedAny
+	if retriedAny {
+		if runs, err = st.Runs(ctx, ledger.RunFilter{Workflow: workflow}); err != nil {
+			return did, err
+		}
+		latest, _ = latestRuns(runs)
+	}
+	blocked := func(handler string) bool {
+		r, ok := latest[handler]
+		return ok && r.Status != scripthost.StatusCommitted && r.Status != scripthost.StatusSkipped
+	}
+
+	now := rt.now()
+	for _, name := range sortedKeys(def.Producers) {
+		if blocked(name) {
+			continue
+		}
+		s, err := st.Schedule(ctx, workflow, name)
+		if err != nil {
+			return did, err
+		}
+		if !s.NextRunAt.IsZero() && s.NextRunAt.After(now) {
+			continue
+		}
+		if err := rt.start(ctx, workflow, version, name, scripthost.KindProducer); err != nil {
+			return did, err
+		}
+		did = true
+	}
+
+	for _, name := range sortedKeys(def.Consumers) {
+		if blocked(name) {
+			continue
+		}
+		c := def.Consumers[name]
+		newest := int64(0)
+		for _, topic := range c.Subscribe {
+			evs, err := st.PendingEvents(ctx, workflow, topic, 1000)
+			if err != nil {
+				return did, err
+			}
+			for _, e := range evs {
+				newest = max(newest, e.Seq)
+			}
+		}
+		hs, err := st.HandlerState(ctx, workflow, name)
+		if err != nil {
+			return did, err
+		}
+		key := workflow + "/" + name
+		rt.mu.Lock()
+		idleAt := rt.idle[key]
+		rt.mu.Unlock()
+		wake := !hs.WakeAt.IsZero() && !hs.WakeAt.After(now)
+		if !wake && newest <= idleAt {
+			continue
+		}
+		run, err := rt.startRun(ctx, workflow, version, name, scripthost.KindConsumer)
+		if err != nil {
+			return did, err
+		}
+		did = true
+		// A run that reserved nothing (or was skipped by its guard) leaves the pending
+		// events as they were: wait for a newer event or a wake-up before trying again.
+		rt.mu.Lock()
+		if len(run.Reservations) == 0 {
+			rt.idle[key] = newest
+		} else {
+			delete(rt.idle, key)
+		}
+		rt.mu.Unlock()
+	}
+	return did, nil
+}
+
+// retries creates the retry runs whose time has come: runs paused by a network error
+// (up to TransientRetries) and failed runs of handlers whose onError strategy is retry
+// (up to maxRetries). A run whose mutation outcome is unknown is never retried.
+func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[string]scripthost.Run, retried map[string]bool) (bool, error) {
+	did := false
+	now := rt.now()
+	for _, handler := range sortedKeys(latest) {
+		r := latest[handler]
+		if retried[r.ID] || r.NotBefore.After(now) {
+			continue
+		}
+		lc, ok := lifecycleOf(def, handler)
+		if !ok {
+			continue
+		}
+		switch {
+		case r.Status == scripthost.StatusPausedTransient && r.Attempt <= rt.cfg.TransientRetries:
+		case r.Status.Failed() && lc.OnError.Strategy == "retry" && r.Attempt <= lc.OnError.MaxRetries:
+		default:
+			continue
+		}
+		if m, err := rt.cfg.Store.RunMutation(ctx, r.ID); err == nil && m.Status.Unknown() {
+			continue
+		} else if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+			return did, err
+		}
+		next, err := rt.cfg.Store.CreateRetryRun(ctx, r.ID)
+		if ledger.IsIllegalTransition(err) {
+			continue
+		}
+		if err != nil {
+			return did, err
+		}
+		if _, _, err := rt.Drive(ctx, next.ID); err != nil {
+			return true, err
+		}
+		did = true
+	}
+	return did, nil
+}
+
+func lifecycleOf(def *Definition, handler string) (Lifecycle, bool) {
+	if p, ok := def.Producers[handler]; ok {
+		return p.Lifecycle, true
+	}
+	if c, ok := def.Consumers[handler]; ok {
+		return c.Lifecycle, true
+	}
+	return Lifecycle{}, false
+}
+
+// latestRuns returns the newest run of each handler (runs must be oldest first) and the set of runs that already
+// have a retry.
+func latestRuns(runs []scripthost.Run) (map[string]scripthost.Run, map[string]bool) {
+	latest := map[string]scripthost.Run{}
+	retried := map[string]bool{}
+	for _, r := range runs {
+		if r.RetryOf != "" {
+			retried[r.RetryOf] = true
+		}
+		// Runs lists oldest first, so the last one seen is the newest.
+		latest[r.Handler] = r
+	}
+	return latest, retried
+}
+
+func (rt *Runtime) start(ctx context.Context, workflow string, version int, handler string, kind scripthost.HandlerKind) error {
+	_, err := rt.startRun(ctx, workflow, version, handler, kind)
+	return err
+}
+
+// startRun creates a run with the handler's saved state and drives it.
+func (rt *Runtime) startRun(ctx context.Context, workflow string, version int, handler string, kind scripthost.HandlerKind) (scripthost.Run, error) {
+	hs, err := rt.cfg.Store.HandlerState(ctx, workflow, handler)
+	if err != nil {
+		return scripthost.Run{}, err
+	}
+	run, err := rt.cfg.Store.CreateRun(ctx, ledger.NewRun{
+		Workflow: workflow, Version: version, Handler: handler, Kind: kind, InputState: hs.State,
+	})
+	if err != nil {
+		return run, err
+	}
+	rt.failpoint(string(kind) + ":created")
+	run, _, err = rt.Drive(ctx, run.ID)
+	return run, err
+}
+
+func (rt *Runtime) workflowLock(name string) *sync.Mutex {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	l, ok := rt.wfLocks[name]
+	if !ok {
+		l = &sync.Mutex{}
+		rt.wfLocks[name] = l
+	}
+	return l
+}
+
+// RunOnce recovers, then runs every named workflow (each in its own goroutine) until a
+// pass finds no work left.
+func (rt *Runtime) RunOnce(ctx context.Context, workflows []string) error {
+	if err := rt.Recover(ctx); err != nil {
+		return err
+	}
+	return rt.each(workflows, func(wf string) error {
+		for {
+			did, err := rt.Tick(ctx, wf)
+			if err != nil {
+				return fmt.Errorf("runtime: workflow %s: %w", wf, err)
+			}
+			if !did {
+				return nil
+			}
+		}
+	})
+}
+
+// Run recovers, then keeps running the named workflows until ctx is done, polling
+// every poll interval when there is nothing to do.
+func (rt *Runtime) Run(ctx context.Context, workflows []string, poll time.Duration) error {
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+	if err := rt.Recover(ctx); err != nil {
+		return err
+	}
+	err := rt.each(workflows, func(wf string) error {
+		t := time.NewTimer(0)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+			did, err := rt.Tick(ctx, wf)
+			if err != nil && ctx.Err() == nil {
+				return fmt.Errorf("runtime: workflow %s: %w", wf, err)
+			}
+			if did {
+				t.Reset(0)
+			} else {
+				t.Reset(poll)
+			}
+		}
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (rt *Runtime) each(workflows []string, f func(string) error) error {
+	wfs := append([]string(nil), workflows...)
+	sort.Strings(wfs)
+	errs := make([]error, len(wfs))
+	var wg sync.WaitGroup
+	for i, wf := range wfs {
+		wg.Go(func() { errs[i] = f(wf) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
