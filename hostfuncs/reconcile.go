@@ -1,0 +1,135 @@
+package hostfuncs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// Default reconcile policy values, used for the zero fields of a ReconcilePolicy.
+const (
+	DefaultReconcileAttempts = 5
+	DefaultReconcileBase     = time.Second
+	DefaultReconcileMax      = 5 * time.Minute
+)
+
+// ledgerWriteTimeout bounds one ledger write that must complete even when the caller's
+// context is already cancelled (the outcome of a call that was made).
+const ledgerWriteTimeout = 30 * time.Second
+
+// ReconcilePolicy bounds how often a mutation with an uncertain outcome is reconciled
+// before it is handed to a person. Zero fields take the defaults: 5 attempts, a 1s
+// base delay doubling per attempt, capped at 5m.
+type ReconcilePolicy struct {
+	// MaxAttempts is the number of reconcile attempts before the mutation becomes
+	// indeterminate.
+	MaxAttempts int
+	// BaseDelay is the wait after the first undecided attempt; it doubles per attempt.
+	BaseDelay time.Duration
+	// MaxDelay caps the wait between attempts.
+	MaxDelay time.Duration
+	// Redactor, when set, redacts the reasons stored in the ledger. The credential
+	// patterns are applied even without one.
+	Redactor *Redactor
+}
+
+// WithDefaults returns p with every zero field set to its default.
+func (p ReconcilePolicy) WithDefaults() ReconcilePolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = DefaultReconcileAttempts
+	}
+	if p.BaseDelay <= 0 {
+		p.BaseDelay = DefaultReconcileBase
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = DefaultReconcileMax
+	}
+	return p
+}
+
+// Backoff returns the wait after the given number of undecided attempts (1 for the
+// first): BaseDelay·2^(attempts-1), capped at MaxDelay.
+func (p ReconcilePolicy) Backoff(attempts int) time.Duration {
+	p = p.WithDefaults()
+	d := p.BaseDelay
+	for i := 1; i < attempts; i++ {
+		d *= 2
+		if d >= p.MaxDelay || d <= 0 {
+			return p.MaxDelay
+		}
+	}
+	return min(d, p.MaxDelay)
+}
+
+// Reconcile asks m's tool what became of m and records the answer: applied (with the
+// tool's result), failed (a logic error "reconciled as failed: reason"), or, when the
+// tool cannot tell yet or its Reconcile fails, another attempt due after the policy's
+// backoff. A tool without a reconciler, or a mutation whose attempts are used up,
+// becomes indeterminate and waits for a person. A panicking Reconcile counts as an
+// undecided attempt. The returned error is a ledger error; the mutation is returned as
+// the ledger holds it after the call.
+//
+// The runtime uses Reconcile for the immediate attempt after an uncertain call, for
+// in_flight mutations found at startup, and for due needs_reconcile mutations.
+func Reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripthost.Mutation, p ReconcilePolicy, now time.Time) (scripthost.Mutation, error) {
+	p = p.WithDefaults()
+	redact := p.Redactor.Redact
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
+	defer cancel()
+
+	var tool *Tool
+	if reg != nil {
+		tool, _ = reg.Lookup(m.Namespace, m.Method)
+	}
+	if tool == nil || tool.Reconcile == nil {
+		reason := fmt.Sprintf("no reconciler for %s: the outcome must be resolved by a person", m.Tool())
+		return wrapLedger(store.MarkIndeterminate(wctx, m.ID, reason))
+	}
+
+	rec, err := callReconcile(WithIdempotencyKey(ctx, m.IdempotencyKey), tool, m)
+	if err == nil {
+		switch rec.Outcome {
+		case scripthost.ReconcileApplied:
+			result := rec.Result
+			if len(result) == 0 {
+				result = json.RawMessage("null")
+			}
+			return wrapLedger(store.ApplyMutation(wctx, m.ID, result))
+		case scripthost.ReconcileFailed:
+			cause := scripthost.LogicError("reconciled as failed: %s", redact(rec.Reason))
+			cause.Op = m.Tool()
+			return wrapLedger(store.FailMutation(wctx, m.ID, cause))
+		case scripthost.ReconcileRetryLater:
+			err = fmt.Errorf("retry later: %s", rec.Reason)
+		default:
+			err = fmt.Errorf("unknown reconcile outcome %q", rec.Outcome)
+		}
+	}
+	attempts := m.ReconcileAttempts + 1
+	reason := redact(fmt.Sprintf("reconcile attempt %d of %d: %v", attempts, p.MaxAttempts, err))
+	if attempts >= p.MaxAttempts {
+		return wrapLedger(store.MarkIndeterminate(wctx, m.ID, reason))
+	}
+	return wrapLedger(store.MarkNeedsReconcile(wctx, m.ID, attempts, now.Add(p.Backoff(attempts)), reason))
+}
+
+// callReconcile runs the tool's Reconcile, turning a panic into an error.
+func callReconcile(ctx context.Context, t *Tool, m scripthost.Mutation) (rec scripthost.Reconciliation, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s reconcile panicked: %v", t.Name(), r)
+		}
+	}()
+	return t.Reconcile(ctx, m)
+}
+
+func wrapLedger(m scripthost.Mutation, err error) (scripthost.Mutation, error) {
+	if err != nil {
+		return m, fmt.Errorf("hostfuncs: reconcile: %w", err)
+	}
+	return m, nil
+}

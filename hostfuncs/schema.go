@@ -1,0 +1,117 @@
+package hostfuncs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// schemaCache maps a schema's text to its compiled form. Keying by content rather than
+// by tool means a schema is compiled once however many wrappers, tools or registries
+// share it, and a tool whose schema changes is never validated against a stale one.
+var schemaCache sync.Map // string → *compiled
+
+type compiled struct {
+	once   sync.Once
+	schema *jsonschema.Schema
+	err    error
+}
+
+var printer = message.NewPrinter(language.English)
+
+// compileSchema returns the compiled schema for raw. A nil or empty raw gives nil: the
+// tool accepts anything. Remote references are not loaded: a schema must be
+// self-contained.
+func compileSchema(raw []byte) (*jsonschema.Schema, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil
+	}
+	v, _ := schemaCache.LoadOrStore(string(raw), &compiled{})
+	c := v.(*compiled)
+	c.once.Do(func() {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			c.err = fmt.Errorf("hostfuncs: schema is not JSON: %w", err)
+			return
+		}
+		comp := jsonschema.NewCompiler()
+		const loc = "mem:///schema.json"
+		if err := comp.AddResource(loc, doc); err != nil {
+			c.err = fmt.Errorf("hostfuncs: schema: %w", err)
+			return
+		}
+		c.schema, c.err = comp.Compile(loc)
+		if c.err != nil {
+			c.err = fmt.Errorf("hostfuncs: schema: %w", c.err)
+		}
+	})
+	return c.schema, c.err
+}
+
+// CompileSchema checks that raw is a valid, self-contained JSON Schema. Tool loaders
+// call it to report a bad schema when the tool is declared rather than when it is
+// first called.
+func CompileSchema(raw []byte) error {
+	_, err := compileSchema(raw)
+	return err
+}
+
+// validateValue checks a decoded JSON value (from jsonschema.UnmarshalJSON) against
+// sch and returns every violation as "pointer: message", sorted by pointer. The
+// instance root is shown as "(root)".
+func validateValue(sch *jsonschema.Schema, v any) ([]string, error) {
+	if sch == nil {
+		return nil, nil
+	}
+	err := sch.Validate(v)
+	if err == nil {
+		return nil, nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return nil, err
+	}
+	var out []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			out = append(out, pointer(e.InstanceLocation)+": "+e.ErrorKind.LocalizedString(printer))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.Strings(out)
+	return dedupe(out), nil
+}
+
+func pointer(tokens []string) string {
+	if len(tokens) == 0 {
+		return "(root)"
+	}
+	var sb strings.Builder
+	for _, t := range tokens {
+		sb.WriteByte('/')
+		sb.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(t))
+	}
+	return sb.String()
+}
+
+func dedupe(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,180 @@
+// Package workspace owns the file tools: a Workspace rooted at one directory, and the
+// tools that read, write, move, delete, search and glob files inside it. Every path a
+// caller passes is relative to the root and confined to it: absolute paths, ".."
+// components and symbolic links that resolve outside the root are refused with a
+// sandbox_violation error naming the path. Operations go through an os.Root, which
+// refuses escapes by construction even if the tree changes between the check and the
+// call.
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/scripthost/scripthost"
+)
+
+// Workspace is a directory that file tools may touch. It is safe for concurrent use.
+type Workspace struct {
+	// dir is the root as given, made absolute; real is the same directory with its
+	// symbolic links resolved, the prefix every resolved path must keep.
+	dir  string
+	real string
+	root *os.Root
+}
+
+// New opens the workspace rooted at dir, which must be an existing directory.
+func New(dir string) (*Workspace, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: root: %w", err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: root: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("workspace: root %s is not a directory", dir)
+	}
+	root, err := os.OpenRoot(real)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: root: %w", err)
+	}
+	return &Workspace{dir: abs, real: real, root: root}, nil
+}
+
+// Dir returns the absolute, symlink-free path of the root.
+func (w *Workspace) Dir() string { return w.real }
+
+// Close releases the root directory handle.
+func (w *Workspace) Close() error { return w.root.Close() }
+
+// Violation returns the sandbox_violation error for path with the reason why.
+func Violation(op, path, reason string) *scripthost.Error {
+	return &scripthost.Error{
+		Class:   scripthost.ClassLogic,
+		Code:    scripthost.CodeSandboxViolation,
+		Op:      op,
+		Message: fmt.Sprintf("path %q refused: %s", path, reason),
+	}
+}
+
+// Clean checks that rel names a place inside the workspace and returns its cleaned,
+// slash-separated relative form ("." for the root). It refuses absolute paths, ".."
+// components, NUL bytes, and paths whose longest existing prefix is a symbolic link
+// (or passes through one) that resolves outside the root or cannot be resolved.
+func (w *Workspace) Clean(op, rel string) (string, error) {
+	if strings.ContainsRune(rel, 0) {
+		return "", Violation(op, rel, "contains a NUL byte")
+	}
+	if rel == "" {
+		rel = "."
+	}
+	if filepath.IsAbs(rel) || strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, `\`) || filepath.VolumeName(rel) != "" {
+		return "", Violation(op, rel, "absolute paths are not allowed")
+	}
+	for _, part := range strings.FieldsFunc(rel, func(r rune) bool { return r == '/' || r == filepath.Separator }) {
+		if part == ".." {
+			return "", Violation(op, rel, `".." is not allowed`)
+		}
+	}
+	clean := filepath.Clean(filepath.FromSlash(rel))
+	if err := w.checkLinks(op, rel, clean); err != nil {
+		return "", err
+	}
+	return filepath.ToSlash(clean), nil
+}
+
+// checkLinks resolves the longest existing prefix of clean and refuses it when it lies
+// outside the root. The final component counts too: a link named by the path itself is
+// followed, and a dangling link is refused because writing through it would create its
+// target wherever it points.
+func (w *Workspace) checkLinks(op, rel, clean string) error {
+	p := filepath.Join(w.real, clean)
+	for {
+		if _, err := os.Lstat(p); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			// ENOTDIR and friends: the operation itself will fail inside the root.
+			break
+		}
+		parent := filepath.Dir(p)
+		if parent == p || len(parent) < len(w.real) {
+			return nil
+		}
+		p = parent
+	}
+	resolved, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Violation(op, rel, "a symbolic link on the path cannot be resolved")
+		}
+		return nil
+	}
+	if !w.inside(resolved) {
+		return Violation(op, rel, "resolves outside the workspace")
+	}
+	return nil
+}
+
+func (w *Workspace) inside(p string) bool {
+	if p == w.real {
+		return true
+	}
+	prefix := w.real
+	if !strings.HasSuffix(prefix, string(filepath.Separator)) {
+		prefix += string(filepath.Separator)
+	}
+	return strings.HasPrefix(p, prefix)
+}
+
+// Abs checks rel like Clean and returns the absolute path it names, for callers (the
+// command tool's working directory) that must hand a path to another process.
+func (w *Workspace) Abs(op, rel string) (string, error) {
+	clean, err := w.Clean(op, rel)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(w.real, filepath.FromSlash(clean)), nil
+}
+
+// classify turns an error from the file system into a classified error: escapes
+// caught by os.Root become sandbox violations, a missing file or a name clash is a
+// logic error (the call definitely did nothing), anything else is internal.
+func classify(op, rel string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *scripthost.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "escapes from parent") || strings.Contains(msg, "path escapes") {
+		return Violation(op, rel, "resolves outside the workspace")
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &scripthost.Error{Class: scripthost.ClassLogic, Code: CodeNotFound, Op: op, Message: fmt.Sprintf("%s: no such file or directory", rel), Err: err}
+	case errors.Is(err, fs.ErrExist):
+		return &scripthost.Error{Class: scripthost.ClassLogic, Code: CodeExists, Op: op, Message: fmt.Sprintf("%s: already exists", rel), Err: err}
+	case errors.Is(err, fs.ErrPermission):
+		return &scripthost.Error{Class: scripthost.ClassPermission, Code: "permission_denied", Op: op, Message: fmt.Sprintf("%s: permission denied", rel), Err: err}
+	}
+	return &scripthost.Error{Class: scripthost.ClassInternal, Code: "io_error", Op: op, Message: msg, Err: err}
+}
+
+// Codes of the file tools' logic errors, besides scripthost.CodeSandboxViolation.
+const (
+	CodeNotFound = "not_found"
+	CodeExists   = "already_exists"
+	CodeNotFile  = "not_a_file"
+)

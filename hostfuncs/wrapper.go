@@ -1,0 +1,385 @@
+package hostfuncs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/sandbox"
+)
+
+// Codes the wrapper reports besides the root package's.
+const (
+	// CodeInvalidOutput: a tool's result does not match its OutputSchema.
+	CodeInvalidOutput = "invalid_output"
+	// CodeInvalidSchema: a tool's own schema does not compile.
+	CodeInvalidSchema = "invalid_schema"
+	// CodeLedger: the ledger refused or failed a write around a mutation.
+	CodeLedger = "ledger_error"
+)
+
+// reconcileTimeout bounds the immediate reconcile after an uncertain call. It runs on
+// a context detached from the invocation, which may already be past its deadline.
+const reconcileTimeout = 30 * time.Second
+
+// RunInfo names the run a ToolWrapper serves.
+type RunInfo struct {
+	RunID    string
+	Workflow string
+	Handler  string
+	// Events are the reserved input events as "topic/message-id".
+	Events []string
+	// Scope names the mutation when there are no events (see scripthost.KeyInput);
+	// empty means the run id.
+	Scope string
+	// Subscribes are the topics the handler declares it reads: Topics.peek accepts
+	// only these.
+	Subscribes []string
+	// Publishes are the topics the handler declares it writes: Topics.publish accepts
+	// only these.
+	Publishes []string
+}
+
+// WrapperOptions configure a ToolWrapper. Zero fields take defaults.
+type WrapperOptions struct {
+	// Clock gives the time for reconcile scheduling; nil means time.Now.
+	Clock func() time.Time
+	// Redactor removes secrets from stored params, logs and error messages; nil
+	// applies the credential patterns only.
+	Redactor *Redactor
+	// ReconcilePolicy bounds the reconcile attempts of an uncertain mutation.
+	ReconcilePolicy ReconcilePolicy
+	// Logger receives one record per call and per mutation transition; nil discards.
+	Logger *slog.Logger
+}
+
+// ToolWrapper is the sandbox.Tools of one run. Every call is looked up, validated
+// against the tool's input schema, classified, and checked against the current phase
+// before anything runs. A mutation is recorded in_flight in the ledger, durably,
+// before the tool is called, and its outcome is recorded after: applied, failed, or
+// reconciled when uncertain. Topics.publish calls are buffered for the runtime to store
+// with the commit. A ToolWrapper is safe for concurrent use, though a mutate phase
+// admits only one mutation however its calls are interleaved.
+type ToolWrapper struct {
+	reg      *Registry
+	store    ledger.Store
+	info     RunInfo
+	clock    func() time.Time
+	redactor *Redactor
+	policy   ReconcilePolicy
+	log      *slog.Logger
+
+	mu          sync.Mutex
+	phase       scripthost.Phase
+	mutated     bool // a mutation was admitted in this mutate phase
+	mutation    scripthost.Mutation
+	hasMutation bool
+	published   []ledger.NewEvent
+	seen        map[string]bool // topic + "\x00" + message id
+}
+
+// NewToolWrapper returns a wrapper for one run, with no phase set.
+func NewToolWrapper(reg *Registry, store ledger.Store, info RunInfo, opts WrapperOptions) *ToolWrapper {
+	w := &ToolWrapper{
+		reg:      reg,
+		store:    store,
+		info:     info,
+		clock:    opts.Clock,
+		redactor: opts.Redactor,
+		policy:   opts.ReconcilePolicy.WithDefaults(),
+		log:      opts.Logger,
+		seen:     map[string]bool{},
+	}
+	if w.reg == nil {
+		w.reg = NewRegistry()
+	}
+	if w.clock == nil {
+		w.clock = time.Now
+	}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	if w.policy.Redactor == nil {
+		w.policy.Redactor = w.redactor
+	}
+	if w.info.Scope == "" {
+		w.info.Scope = w.info.RunID
+	}
+	w.log = w.log.With("run", info.RunID, "workflow", info.Workflow, "handler", info.Handler)
+	return w
+}
+
+var _ sandbox.Tools = (*ToolWrapper)(nil)
+
+// SetPhase enters phase p and resets the mutation flags: a new mutate phase admits one
+// mutation again. The publish buffer is kept.
+func (w *ToolWrapper) SetPhase(p scripthost.Phase) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.phase = p
+	w.mutated = false
+	w.mutation = scripthost.Mutation{}
+	w.hasMutation = false
+}
+
+// Phase returns the current phase.
+func (w *ToolWrapper) Phase() scripthost.Phase {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.phase
+}
+
+// CheckPhaseAllowed reports whether op may run now: nil, or a logic error naming the
+// operation and the phase (code phase_violation), or second_mutation when the mutate
+// phase already made its mutation.
+func (w *ToolWrapper) CheckPhaseAllowed(op scripthost.Operation) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.checkLocked(op)
+}
+
+func (w *ToolWrapper) checkLocked(op scripthost.Operation) error {
+	if err := scripthost.CheckAllowed(w.phase, op); err != nil {
+		return err
+	}
+	if op == scripthost.OpMutate && w.mutated {
+		return scripthost.Errorf(scripthost.ClassLogic, scripthost.CodeSecondMutation,
+			"a second mutation is not allowed in one '%s' phase", w.phase)
+	}
+	return nil
+}
+
+// List names every tool of the registry plus the built-in topic tools, sorted.
+func (w *ToolWrapper) List() []sandbox.ToolName {
+	names := map[string]sandbox.ToolName{}
+	for _, t := range append(w.reg.Tools(), TopicTools()...) {
+		names[t.Name()] = sandbox.ToolName{Namespace: t.Namespace, Method: t.Method}
+	}
+	out := make([]sandbox.ToolName, 0, len(names))
+	for _, n := range names {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Namespace+"."+out[i].Method < out[j].Namespace+"."+out[j].Method
+	})
+	return out
+}
+
+func (w *ToolWrapper) lookup(namespace, method string) *Tool {
+	if t, ok := w.reg.Lookup(namespace, method); ok {
+		return t
+	}
+	for _, t := range TopicTools() {
+		if t.Namespace == namespace && t.Method == method {
+			return t
+		}
+	}
+	return nil
+}
+
+// Published returns a copy of the events buffered by Topics.publish, in call order,
+// one per topic and message id.
+func (w *ToolWrapper) Published() []ledger.NewEvent {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.published)
+}
+
+func (w *ToolWrapper) publish(e ledger.NewEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := e.Topic + "\x00" + e.MessageID
+	if w.seen[k] {
+		return
+	}
+	w.seen[k] = true
+	w.published = append(w.published, e)
+}
+
+// Mutation returns the mutation made in the current mutate phase, as the ledger last
+// recorded it, and whether there is one.
+func (w *ToolWrapper) Mutation() (scripthost.Mutation, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mutation, w.hasMutation
+}
+
+func (w *ToolWrapper) setMutation(m scripthost.Mutation) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mutation, w.hasMutation = m, true
+}
+
+// Call runs one tool call; see ToolWrapper. After the mutate phase's mutation, whatever
+// its outcome, every further call ends the invocation (sandbox.Terminate), and so does
+// a mutation that did not apply. Errors never carry the call's secret values.
+func (w *ToolWrapper) Call(ctx context.Context, namespace, method string, input json.RawMessage) (json.RawMessage, error) {
+	name := namespace + "." + method
+	w.mu.Lock()
+	phase, ended := w.phase, w.phase == scripthost.PhaseMutate && w.mutated
+	w.mu.Unlock()
+
+	tool := w.lookup(namespace, method)
+	if tool == nil {
+		err := scripthost.Errorf(scripthost.ClassLogic, scripthost.CodeUnknownTool, "unknown tool %s", name)
+		return nil, w.refuse(err, ended, nil)
+	}
+	input, value, err := w.validateInput(tool, input)
+	if err != nil {
+		return nil, w.refuse(err, ended, nil)
+	}
+	secrets := callSecrets(value, tool.SecretFields)
+	op := classify(tool, input)
+
+	w.mu.Lock()
+	ended = w.phase == scripthost.PhaseMutate && w.mutated
+	err = w.checkLocked(op)
+	if err == nil && op == scripthost.OpMutate {
+		w.mutated = true
+	}
+	w.mu.Unlock()
+	if err != nil {
+		w.log.Info("tool call refused", "tool", name, "op", op, "phase", phase.String(), "error", err.Error())
+		return nil, w.refuse(withOp(err, name), ended, secrets)
+	}
+	w.log.Debug("tool call", "tool", name, "op", op, "phase", phase.String())
+
+	if op == scripthost.OpMutate {
+		return w.mutate(ctx, tool, input, secrets)
+	}
+	out, err := w.execute(ctx, tool, input)
+	if err != nil {
+		err = w.scrub(withOp(err, name), secrets)
+		w.log.Info("tool call failed", "tool", name, "op", op, "error", err.Error())
+		return nil, err
+	}
+	if err := w.checkOutput(tool, out); err != nil {
+		return nil, w.scrub(err, secrets)
+	}
+	return out, nil
+}
+
+// refuse scrubs err and, when the mutate phase has made its mutation, ends the
+// invocation with it.
+func (w *ToolWrapper) refuse(err error, ended bool, secrets []string) error {
+	err = w.scrub(err, secrets)
+	if ended {
+		return sandbox.Terminate(err)
+	}
+	return err
+}
+
+// classify runs the tool's predicate; a panicking predicate makes the call a mutation,
+// the strictest classification.
+func classify(t *Tool, input json.RawMessage) (op scripthost.Operation) {
+	defer func() {
+		if recover() != nil {
+			op = scripthost.OpMutate
+		}
+	}()
+	return t.Classify(input)
+}
+
+// validateInput parses input (empty means null) and checks it against the tool's
+// input schema. It returns the input and its decoded value.
+func (w *ToolWrapper) validateInput(t *Tool, input json.RawMessage) (json.RawMessage, any, error) {
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = json.RawMessage("null")
+	}
+	value, err := jsonschema.UnmarshalJSON(bytes.NewReader(input))
+	if err != nil {
+		return nil, nil, &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidInput,
+			Op: t.Name(), Message: "input is not valid JSON: " + err.Error()}
+	}
+	sch, err := compileSchema(t.InputSchema)
+	if err != nil {
+		return nil, nil, &scripthost.Error{Class: scripthost.ClassInternal, Code: CodeInvalidSchema,
+			Op: t.Name(), Message: "input schema: " + err.Error()}
+	}
+	problems, err := validateValue(sch, value)
+	if err != nil {
+		return nil, nil, &scripthost.Error{Class: scripthost.ClassInternal, Code: CodeInvalidSchema, Op: t.Name(), Message: err.Error()}
+	}
+	if len(problems) > 0 {
+		return nil, nil, &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidInput,
+			Op: t.Name(), Message: fmt.Sprintf("invalid input: %s", joinProblems(problems))}
+	}
+	return input, value, nil
+}
+
+func joinProblems(p []string) string {
+	var b bytes.Buffer
+	for i, s := range p {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// checkOutput validates a successful result against the tool's output schema.
+func (w *ToolWrapper) checkOutput(t *Tool, out json.RawMessage) error {
+	if len(t.OutputSchema) == 0 {
+		return nil
+	}
+	sch, err := compileSchema(t.OutputSchema)
+	if err != nil {
+		return &scripthost.Error{Class: scripthost.ClassInternal, Code: CodeInvalidSchema, Op: t.Name(), Message: "output schema: " + err.Error()}
+	}
+	value, err := jsonschema.UnmarshalJSON(bytes.NewReader(out))
+	if err != nil {
+		return &scripthost.Error{Class: scripthost.ClassLogic, Code: CodeInvalidOutput, Op: t.Name(), Message: "output is not JSON"}
+	}
+	problems, err := validateValue(sch, value)
+	if err == nil && len(problems) > 0 {
+		err = &scripthost.Error{Class: scripthost.ClassLogic, Code: CodeInvalidOutput, Op: t.Name(),
+			Message: "output does not match the tool's schema: " + joinProblems(problems)}
+	}
+	if err != nil {
+		w.log.Warn("tool output invalid", "tool", t.Name(), "error", w.redactor.Redact(err.Error()))
+	}
+	return err
+}
+
+// execute calls the tool with the wrapper in ctx, recovering a panic as an internal
+// error, and normalizes the result to one JSON value.
+func (w *ToolWrapper) execute(ctx context.Context, t *Tool, input json.RawMessage) (out json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.log.Error("tool panicked", "tool", t.Name(), "panic", w.redactor.Redact(fmt.Sprint(r)),
+				"stack", w.redactor.Redact(string(debug.Stack())))
+			out, err = nil, &scripthost.Error{Class: scripthost.ClassInternal, Code: scripthost.CodeToolPanic,
+				Op: t.Name(), Message: fmt.Sprintf("tool panicked: %v", r)}
+		}
+	}()
+	out, err = t.Execute(withWrapper(ctx, w), input)
+	if err != nil {
+		return nil, err
+	}
+	return w.normalize(t, out), nil
+}
+
+// normalize makes out one JSON value: empty is null, and text that is not JSON becomes
+// a JSON string.
+func (w *ToolWrapper) normalize(t *Tool, out json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(out)) == 0 {
+		return json.RawMessage("null")
+	}
+	if !json.Valid(out) {
+		w.log.Warn("tool returned text that is not JSON; wrapped as a string", "tool", t.Name())
+		b, _ := json.Marshal(string(out))
+		return b
+	}
+	return out
+}
