@@ -39,6 +39,10 @@ type Tool struct {
 	// SecretFields name input fields whose values are redacted wherever they are
 	// stored or printed.
 	SecretFields []string
+	// Secrets are values the tool itself uses (API keys read from the environment)
+	// that must never be logged, stored or shown. A ToolWrapper registers them with
+	// its Redactor.
+	Secrets []string
 }
 
 // Name returns "Namespace.method".

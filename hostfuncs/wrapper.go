@@ -109,6 +109,12 @@ func NewToolWrapper(reg *Registry, store ledger.Store, info RunInfo, opts Wrappe
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
+	if w.redactor == nil {
+		w.redactor = NewRedactor()
+	}
+	for _, t := range w.reg.Tools() {
+		w.redactor.AddSecret(t.Secrets...)
+	}
 	if w.policy.Redactor == nil {
 		w.policy.Redactor = w.redactor
 	}
