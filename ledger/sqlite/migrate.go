@@ -1,0 +1,211 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// migrations holds the schema, one file per version: NNNN_name.sql. Version N is
+// applied in one transaction that also records N in scripthost_schema and user_version.
+//
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// markerTable is the table that says "this database is a scripthost ledger".
+const markerTable = "scripthost_schema"
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, f := range files {
+		base := strings.TrimPrefix(f, "migrations/")
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("sqlite: migration %s: name must start with a positive version", f)
+		}
+		b, err := migrations.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: base, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("sqlite: migration %s: want version %d", m.name, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// SchemaVersion is the schema version this binary writes.
+func SchemaVersion() int {
+	ms, err := loadMigrations()
+	if err != nil {
+		panic(err) // the embedded files are part of the binary; tests cover them
+	}
+	return len(ms)
+}
+
+// sqliteHeader starts every SQLite database file.
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// checkHeader refuses an existing, non-empty file that is not an SQLite database
+// before the driver touches it.
+func checkHeader(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("sqlite: open %s: is a directory", path)
+	}
+	if st.Size() == 0 {
+		return nil
+	}
+	head := make([]byte, len(sqliteHeader))
+	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteHeader) {
+		return fmt.Errorf("sqlite: open %s: %w: the file is not an SQLite database", path, ledger.ErrNotLedger)
+	}
+	return nil
+}
+
+// migrate checks that the file is ours (or empty) and not newer than this binary,
+// switches it to WAL, and applies the missing migrations. Nothing is written before the
+// checks pass.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	want := len(ms)
+	have, err := s.inspect(ctx, want)
+	if err != nil {
+		return err
+	}
+	var mode string
+	if err := s.w.GetContext(ctx, &mode, "PRAGMA journal_mode=WAL"); err != nil {
+		return s.dbErr("open", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("sqlite: open %s: journal mode is %s, want wal", s.path, mode)
+	}
+	for _, m := range ms[have:] {
+		err := s.write(ctx, func(tx *sqlx.Tx) error {
+			// Re-check inside the write lock: another process may have migrated since.
+			v, err := schemaVersion(ctx, tx)
+			if err != nil {
+				return s.dbErr("open", err)
+			}
+			if v >= m.version {
+				return nil
+			}
+			if v != m.version-1 {
+				return fmt.Errorf("sqlite: open %s: schema version %d, cannot apply %s", s.path, v, m.name)
+			}
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.name, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO `+markerTable+` (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.version, m.name, s.now().UnixNano()); err != nil {
+				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.name, err)
+			}
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.name, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inspect reads the schema version under the write lock (so that a database another
+// process holds is reported as locked) and rolls back: it never writes.
+func (s *Store) inspect(ctx context.Context, want int) (int, error) {
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return 0, s.dbErr("open", err)
+	}
+	defer tx.Rollback()
+	var tables []string
+	if err := tx.SelectContext(ctx, &tables,
+		`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`); err != nil {
+		return 0, s.dbErr("open", err)
+	}
+	if len(tables) == 0 {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE `+markerTable+
+			` (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+			return 0, s.dbErr("open", err)
+		}
+		if err := tx.Commit(); err != nil {
+			return 0, s.dbErr("open", err)
+		}
+		return 0, nil
+	}
+	ours := false
+	for _, t := range tables {
+		if t == markerTable {
+			ours = true
+		}
+	}
+	if !ours {
+		return 0, fmt.Errorf("sqlite: open %s: %w: an SQLite database without the ledger schema (tables: %s)",
+			s.path, ledger.ErrNotLedger, strings.Join(tables, ", "))
+	}
+	have, err := schemaVersion(ctx, tx)
+	if err != nil {
+		return 0, s.dbErr("open", err)
+	}
+	if have > want {
+		return 0, fmt.Errorf("sqlite: open %s: %w: schema version %d, this binary knows up to %d",
+			s.path, ledger.ErrSchemaTooNew, have, want)
+	}
+	return have, nil
+}
+
+// schemaVersion is the larger of the marker table's newest version and user_version,
+// so that either one moved forward by a newer binary is noticed.
+func schemaVersion(ctx context.Context, q sqlx.QueryerContext) (int, error) {
+	var table, user int
+	if err := sqlx.GetContext(ctx, q, &table, `SELECT COALESCE(MAX(version), 0) FROM `+markerTable); err != nil {
+		return 0, err
+	}
+	if err := sqlx.GetContext(ctx, q, &user, `PRAGMA user_version`); err != nil {
+		return 0, err
+	}
+	return max(table, user), nil
+}

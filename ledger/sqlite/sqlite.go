@@ -1,0 +1,196 @@
+// Package sqlite is the embedded ledger.Store: one SQLite file in WAL mode, written by
+// one connection with synchronous=FULL and read through a separate pool.
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// Options configure a Store. The zero value is usable.
+type Options struct {
+	// Clock returns the current time; default time.Now.
+	Clock func() time.Time
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// connection or process before the store reports ledger.ErrLocked; default 5s.
+	BusyTimeout time.Duration
+	// WriteTimeout bounds a write that must complete even when the caller's context
+	// is cancelled (a mutation's in-flight record and its outcome); default 30s.
+	WriteTimeout time.Duration
+	// NewID returns a fresh id for runs and mutations; default a UUIDv7 string.
+	NewID func() string
+	// ReadConns is the size of the read pool; default 4.
+	ReadConns int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 30 * time.Second
+	}
+	if o.NewID == nil {
+		o.NewID = newUUID
+	}
+	if o.ReadConns <= 0 {
+		o.ReadConns = 4
+	}
+	return o
+}
+
+func newUUID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}
+
+// Store is a ledger.Store backed by one SQLite file.
+type Store struct {
+	path string
+	opts Options
+	// w is the one write connection: every write transaction goes through write.
+	w *sqlx.DB
+	// r is the read pool; its connections refuse writes.
+	r *sqlx.DB
+}
+
+var _ ledger.Store = (*Store)(nil)
+
+// Open opens or creates the ledger at path and brings its schema up to date.
+//
+// It refuses, without changing the file: a file that is not an SQLite database or is
+// an SQLite database without the ledger's schema (ledger.ErrNotLedger), a ledger
+// written by a newer binary (ledger.ErrSchemaTooNew), and a database whose write lock
+// another process holds for longer than the busy timeout (ledger.ErrLocked). Each
+// error names the file.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	if path == "" || strings.ContainsAny(path, "?") || strings.HasPrefix(path, "file:") || path == ":memory:" {
+		return nil, fmt.Errorf("sqlite: open %q: need a plain file path", path)
+	}
+	if err := checkHeader(path); err != nil {
+		return nil, err
+	}
+	s := &Store{path: path, opts: opts}
+	ms := strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
+
+	// The writer: one connection, immediate transactions so that a transaction takes
+	// the write lock when it begins (and waits busy_timeout for it) instead of failing
+	// half-way on its first write. journal_mode is set after the schema check so that
+	// a foreign database is never converted to WAL.
+	wq := url.Values{}
+	wq.Set("_busy_timeout", ms)
+	wq.Set("_foreign_keys", "1")
+	wq.Set("_synchronous", "FULL")
+	wq.Set("_txlock", "immediate")
+	w, err := sqlx.Open("sqlite3", path+"?"+wq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s.w = w
+	if err := s.migrate(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+
+	rq := url.Values{}
+	rq.Set("_busy_timeout", ms)
+	rq.Set("_foreign_keys", "1")
+	rq.Set("_query_only", "1")
+	r, err := sqlx.Open("sqlite3", path+"?"+rq.Encode())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(opts.ReadConns)
+	r.SetMaxIdleConns(opts.ReadConns)
+	s.r = r
+	return s, nil
+}
+
+// Path returns the file the store was opened on.
+func (s *Store) Path() string { return s.path }
+
+// Close closes both connection pools.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// now returns the clock's time in UTC at the precision the store keeps (nanoseconds,
+// no monotonic reading), so that values returned by a write equal values read back.
+func (s *Store) now() time.Time {
+	return time.Unix(0, s.opts.Clock().UnixNano()).UTC()
+}
+
+// write runs fn in one write transaction on the writer connection and commits it, or
+// rolls it back when fn or the commit fails. Every state change goes through here.
+//
+// Group commit can be added behind this signature without changing callers: write
+// would hand fn to a single committer goroutine instead of beginning a transaction
+// itself; the committer collects the closures waiting at that moment, opens one
+// transaction, runs each closure inside its own SAVEPOINT (ROLLBACK TO on the closure's
+// error, so one caller's failure leaves the others' work intact), commits once (one
+// fsync for the batch), and only then returns each caller its own result.
+func (s *Store) write(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return s.dbErr("begin", err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return s.dbErr("commit", err)
+	}
+	return nil
+}
+
+// mustWrite is write for a record that must reach the disk even when the caller gives
+// up: an in-flight mutation, its outcome, a commit. It ignores the caller's
+// cancellation and bounds the write with its own timeout instead.
+func (s *Store) mustWrite(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.WriteTimeout)
+	defer cancel()
+	return s.write(ctx, fn)
+}
+
+// dbErr wraps a driver error with the operation and the file, translating lock and
+// corruption errors to the ledger's sentinels.
+func (s *Store) dbErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrBusy, sqlite3.ErrLocked:
+			return fmt.Errorf("sqlite: %s %s: %w (held by another connection or process for more than %v): %v",
+				op, s.path, ledger.ErrLocked, s.opts.BusyTimeout, err)
+		case sqlite3.ErrNotADB, sqlite3.ErrCorrupt:
+			return fmt.Errorf("sqlite: %s %s: %w: %v", op, s.path, ledger.ErrNotLedger, err)
+		}
+	}
+	return fmt.Errorf("sqlite: %s %s: %w", op, s.path, err)
+}
