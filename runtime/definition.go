@@ -108,7 +108,7 @@ type rawDefinition struct {
 }
 
 type rawHandler struct {
-	Schedule  *struct {
+	Schedule *struct {
 		Every any    `json:"every"`
 		Cron  string `json:"cron"`
 	} `json:"schedule"`

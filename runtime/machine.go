@@ -302,13 +302,13 @@ func (rt *Runtime) wrapper(run scripthost.Run, subscribe, publishes []string) *h
 		}
 	}
 	return hostfuncs.NewToolWrapper(rt.cfg.Tools, rt.cfg.Store, hostfuncs.RunInfo{
-		RunID:     run.ID,
-		Workflow:  run.Workflow,
-		Handler:   run.Handler,
-		Events:    events,
-		Scope:     run.ID,
-		Subscribe: subscribe,
-		Publishes: publishes,
+		RunID:      run.ID,
+		Workflow:   run.Workflow,
+		Handler:    run.Handler,
+		Events:     events,
+		Scope:      run.ID,
+		Subscribes: subscribe,
+		Publishes:  publishes,
 	}, hostfuncs.WrapperOptions{
 		Clock:           rt.cfg.Clock,
 		Redactor:        rt.cfg.Redactor,

@@ -40,6 +40,12 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
+// Exit codes outside the error-class table (see README "Exit codes").
+const (
+	exitRefused = 7 // no such run/mutation/workflow, or a refused transition
+	exitLedger  = 8 // the ledger file is locked, corrupt or newer than this binary
+)
+
 // exitCoder lets a command choose its exit code (the plan executor's codes).
 type exitCoder interface{ ExitCode() int }
 
@@ -96,6 +102,10 @@ func exitCode(err error) int {
 		return scripthost.ExitUsage
 	case errors.As(err, &ec):
 		return ec.ExitCode()
+	case errors.Is(err, ledger.ErrLocked), errors.Is(err, ledger.ErrNotLedger), errors.Is(err, ledger.ErrSchemaTooNew):
+		return exitLedger
+	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, ledger.ErrIllegalTransition):
+		return exitRefused
 	case errors.As(err, &se):
 		return scripthost.ExitCode(err)
 	default:

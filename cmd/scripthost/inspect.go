@@ -1,0 +1,367 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/user"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+func init() {
+	commands = append(commands, newRunsCmd, newShowCmd, newMutationsCmd, newEventsCmd,
+		newPauseCmd(true), newPauseCmd(false), newResolveCmd, newRetryCmd)
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func table(w io.Writer, header string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+func oneLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func newRunsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	var f ledger.RunFilter
+	var status string
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List handler runs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if status != "" {
+				f.Status = scripthost.RunStatus(status)
+				if !f.Status.Valid() {
+					return usagef("--status %q: not a run status", status)
+				}
+			}
+			store, err := g.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			runs, err := store.Runs(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if runs == nil {
+					runs = []scripthost.Run{}
+				}
+				return printJSON(g.Stdout, runs)
+			}
+			var rows [][]string
+			for _, r := range runs {
+				rows = append(rows, []string{r.ID, r.Workflow, r.Handler, string(r.Phase), string(r.Status), fmt.Sprint(r.Attempt), oneLine(r.Error, 80)})
+			}
+			return table(g.Stdout, "ID\tWORKFLOW\tHANDLER\tPHASE\tSTATUS\tATTEMPT\tERROR", rows)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
+	cmd.Flags().StringVar(&status, "status", "", "only this status (e.g. failed:logic)")
+	return cmd
+}
+
+// runDetail is what `show` prints: the run, its mutation and its snapshots.
+type runDetail struct {
+	Run       scripthost.Run     `json:"run"`
+	Mutation  *mutationView      `json:"mutation,omitempty"`
+	Snapshots []ledger.Snapshot  `json:"snapshots"`
+	Events    []scripthost.Event `json:"events,omitempty"`
+}
+
+func newShowCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show RUN_ID",
+		Short: "Show one run as JSON: its fields, its mutation and the snapshot of each phase",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			store, err := g.openStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			run, err := store.Run(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			d := runDetail{Run: run}
+			if m, err := store.RunMutation(ctx, run.ID); err == nil {
+				v := viewMutation(m)
+				d.Mutation = &v
+			}
+			if d.Snapshots, err = store.Snapshots(ctx, run.ID); err != nil {
+				return err
+			}
+			return printJSON(g.Stdout, d)
+		},
+	}
+}
+
+// mutationView is the JSON shape of a mutation in listings: the tool as one name.
+type mutationView struct {
+	ID                string                    `json:"id"`
+	RunID             string                    `json:"run_id"`
+	Workflow          string                    `json:"workflow,omitempty"`
+	Handler           string                    `json:"handler,omitempty"`
+	Tool              string                    `json:"tool"`
+	Status            scripthost.MutationStatus `json:"status"`
+	IdempotencyKey    string                    `json:"idempotency_key"`
+	Params            json.RawMessage           `json:"params,omitempty"`
+	Result            json.RawMessage           `json:"result"`
+	Error             string                    `json:"error"`
+	ErrorClass        scripthost.ErrorClass     `json:"error_class,omitempty"`
+	ReconcileAttempts int                       `json:"reconcile_attempts"`
+	NextReconcileAt   *time.Time                `json:"next_reconcile_at,omitempty"`
+	ResolvedBy        string                    `json:"resolved_by,omitempty"`
+	ResolvedAt        *time.Time                `json:"resolved_at,omitempty"`
+	CreatedAt         time.Time                 `json:"created_at"`
+	UpdatedAt         time.Time                 `json:"updated_at"`
+}
+
+func viewMutation(m scripthost.Mutation) mutationView {
+	v := mutationView{
+		ID: m.ID, RunID: m.RunID, Workflow: m.Workflow, Handler: m.Handler, Tool: m.Tool(), Status: m.Status,
+		IdempotencyKey: m.IdempotencyKey, Params: m.Params, Result: m.Result, Error: m.Error, ErrorClass: m.ErrorClass,
+		ReconcileAttempts: m.ReconcileAttempts, ResolvedBy: m.ResolvedBy, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
+	}
+	if len(v.Result) == 0 {
+		v.Result = json.RawMessage("null")
+	}
+	if !m.NextReconcileAt.IsZero() {
+		t := m.NextReconcileAt
+		v.NextReconcileAt = &t
+	}
+	if !m.ResolvedAt.IsZero() {
+		t := m.ResolvedAt
+		v.ResolvedAt = &t
+	}
+	return v
+}
+
+func newMutationsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	var f ledger.MutationFilter
+	var status string
+	cmd := &cobra.Command{
+		Use:   "mutations",
+		Short: "List recorded mutations (side effects)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if status != "" {
+				f.Status = scripthost.MutationStatus(status)
+				switch f.Status {
+				case scripthost.MutationInFlight, scripthost.MutationApplied, scripthost.MutationFailed,
+					scripthost.MutationNeedsReconcile, scripthost.MutationIndeterminate, scripthost.MutationSkipped:
+				default:
+					return usagef("--status %q: want in_flight, applied, failed, needs_reconcile, indeterminate or skipped", status)
+				}
+			}
+			store, err := g.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			ms, err := store.Mutations(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			views := make([]mutationView, 0, len(ms))
+			for _, m := range ms {
+				views = append(views, viewMutation(m))
+			}
+			if asJSON {
+				return printJSON(g.Stdout, views)
+			}
+			var rows [][]string
+			for _, m := range views {
+				rows = append(rows, []string{m.ID, m.RunID, m.Tool, string(m.Status), m.IdempotencyKey, oneLine(m.Error, 60)})
+			}
+			return table(g.Stdout, "ID\tRUN\tTOOL\tSTATUS\tIDEMPOTENCY KEY\tERROR", rows)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	cmd.Flags().StringVar(&status, "status", "", "only this status (e.g. indeterminate)")
+	cmd.Flags().StringVar(&f.RunID, "run", "", "only this run's mutation")
+	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
+	return cmd
+}
+
+func newEventsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	var f ledger.EventFilter
+	var status string
+	cmd := &cobra.Command{
+		Use:   "events",
+		Short: "List events on topics",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if status != "" {
+				f.Status = scripthost.EventStatus(status)
+				switch f.Status {
+				case scripthost.EventPending, scripthost.EventReserved, scripthost.EventConsumed, scripthost.EventSkipped:
+				default:
+					return usagef("--status %q: want pending, reserved, consumed or skipped", status)
+				}
+			}
+			store, err := g.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			evs, err := store.Events(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if evs == nil {
+					evs = []scripthost.Event{}
+				}
+				return printJSON(g.Stdout, evs)
+			}
+			var rows [][]string
+			for _, e := range evs {
+				rows = append(rows, []string{fmt.Sprint(e.Seq), e.Workflow, e.Topic, e.MessageID, string(e.Status), e.ReservedBy, oneLine(string(e.Payload), 60)})
+			}
+			return table(g.Stdout, "SEQ\tWORKFLOW\tTOPIC\tID\tSTATUS\tRESERVED BY\tPAYLOAD", rows)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
+	cmd.Flags().StringVar(&f.Topic, "topic", "", "only this topic")
+	cmd.Flags().StringVar(&status, "status", "", "only this status")
+	return cmd
+}
+
+func newPauseCmd(pause bool) func(*globals) *cobra.Command {
+	return func(g *globals) *cobra.Command {
+		use, short := "pause WORKFLOW", "Stop starting new runs of a workflow"
+		if !pause {
+			use, short = "resume WORKFLOW", "Start running a paused workflow again"
+		}
+		return &cobra.Command{
+			Use:   use,
+			Short: short,
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				store, err := g.openStore(cmd.Context())
+				if err != nil {
+					return err
+				}
+				defer store.Close()
+				if err := store.SetWorkflowPaused(cmd.Context(), args[0], pause); err != nil {
+					return err
+				}
+				state := "paused"
+				if !pause {
+					state = "resumed"
+				}
+				fmt.Fprintf(g.Stdout, "workflow %s %s\n", args[0], state)
+				return nil
+			},
+		}
+	}
+}
+
+func newResolveCmd(g *globals) *cobra.Command {
+	var as, result, by string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "resolve MUTATION_ID --as applied|failed|skipped",
+		Short: "Record a person's answer for a mutation whose outcome is unknown",
+		Long: `Resolve an indeterminate mutation (or, with --force, one still being reconciled):
+  applied  the side effect happened: the run continues to next with --result
+  failed   it did not happen: the events are released and a fresh run prepares again
+  skipped  leave it: the events are marked skipped and next runs with {status: 'skipped'}`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r := ledger.Resolution{As: scripthost.MutationStatus(as), Force: force, By: by}
+			switch r.As {
+			case scripthost.MutationApplied, scripthost.MutationFailed, scripthost.MutationSkipped:
+			default:
+				return usagef("--as %q: want applied, failed or skipped", as)
+			}
+			if result != "" {
+				if r.As != scripthost.MutationApplied {
+					return usagef("--result goes with --as applied")
+				}
+				if !json.Valid([]byte(result)) {
+					return usagef("--result is not valid JSON: %s", result)
+				}
+				r.Result = json.RawMessage(result)
+			}
+			if r.By == "" {
+				r.By = "cli"
+				if u, err := user.Current(); err == nil {
+					r.By = u.Username
+				}
+			}
+			store, err := g.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			m, err := store.Resolve(cmd.Context(), args[0], r)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.Stdout, "mutation %s resolved as %s by %s\n", m.ID, m.Status, m.ResolvedBy)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&as, "as", "", "applied, failed or skipped")
+	cmd.Flags().StringVar(&result, "result", "", "the mutation's result as JSON (with --as applied)")
+	cmd.Flags().StringVar(&by, "by", "", "who resolves (default: the current user)")
+	cmd.Flags().BoolVar(&force, "force", false, "also resolve a mutation that is still being reconciled")
+	_ = cmd.MarkFlagRequired("as")
+	return cmd
+}
+
+func newRetryCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "retry RUN_ID",
+		Short: "Create a retry of a failed or paused run (it resumes at emitting if its mutation was applied)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store, err := g.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			if m, err := store.RunMutation(cmd.Context(), args[0]); err == nil && m.Status.Unknown() {
+				return fmt.Errorf("run %s: its mutation %s is %s: resolve it instead of retrying", args[0], m.ID, m.Status)
+			}
+			r, err := store.CreateRetryRun(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.Stdout, "run %s retries %s from %s\n", r.ID, args[0], r.Phase)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/scripthost/scripthost/runtime"
+	"github.com/scripthost/scripthost/sandbox"
+	"github.com/scripthost/scripthost/sandbox/js"
+	"github.com/scripthost/scripthost/sandbox/wasm"
+)
+
+func langOf(path string) (string, error) { return runtime.Language(path) }
+
+// validateOnly loads a workflow in its engine and checks its definition, without a
+// ledger; it returns a one-line summary.
+func validateOnly(ctx context.Context, path string, src []byte) (string, error) {
+	lang, err := runtime.Language(path)
+	if err != nil {
+		return "", err
+	}
+	var eng sandbox.Engine
+	if lang == "wasm" {
+		we, err := wasm.New(ctx, wasm.Options{})
+		if err != nil {
+			return "", err
+		}
+		defer we.Close(ctx)
+		eng = we
+	} else {
+		eng = js.New(js.Options{})
+	}
+	prog, err := eng.Load(ctx, sandbox.Source{Name: filepath.Base(path), Code: src})
+	if err != nil {
+		return "", err
+	}
+	defer prog.Close(ctx)
+	raw, err := prog.Definition(ctx)
+	if err != nil {
+		return "", err
+	}
+	def, err := runtime.ParseDefinition(raw)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	var parts []string
+	for _, name := range sortedNames(def.Producers) {
+		parts = append(parts, fmt.Sprintf("producer %s (%s)", name, def.Producers[name].Schedule))
+	}
+	for _, name := range sortedNames(def.Consumers) {
+		parts = append(parts, fmt.Sprintf("consumer %s (on %s)", name, strings.Join(def.Consumers[name].Subscribe, ", ")))
+	}
+	return fmt.Sprintf("%s: ok: topics %s; %s", path, strings.Join(def.Topics, ", "), strings.Join(parts, "; ")), nil
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}

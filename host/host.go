@@ -1,0 +1,165 @@
+// Package host is the embedding API: it wires a ledger, the script engines, the tool
+// registry and the runtime together, so that a Go service can register its own tools
+// and run workflows in a few lines. The CLI is built on it.
+//
+//	store, _ := sqlite.Open(ctx, "app.db", sqlite.Options{})
+//	h, _ := host.New(ctx, store, host.Options{Workspace: "data"})
+//	h.RegisterTool(&hostfuncs.Tool{Namespace: "Mail", Method: "send", Execute: send})
+//	h.LoadWorkflow(ctx, "workflow.ts")
+//	h.RunOnce(ctx)
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/hostfuncs/workspace"
+	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/runtime"
+	"github.com/scripthost/scripthost/sandbox"
+	"github.com/scripthost/scripthost/sandbox/js"
+	"github.com/scripthost/scripthost/sandbox/wasm"
+)
+
+// Options configure a Host. Zero fields take defaults.
+type Options struct {
+	// Workspace, when set, registers the Files.* tools confined to this directory.
+	Workspace string
+	// Limits bound every invocation (zero fields: sandbox.DefaultLimits).
+	Limits sandbox.Limits
+	// Clock defaults to time.Now.
+	Clock func() time.Time
+	// Deterministic fixes the clock, seed and time zone inside scripts (tests).
+	Deterministic *sandbox.Determinism
+	// Reconcile bounds reconcile attempts of uncertain mutations.
+	Reconcile hostfuncs.ReconcilePolicy
+	// WasmCacheDir holds compiled Wasm modules; empty uses the user cache directory.
+	WasmCacheDir string
+	Logger       *slog.Logger
+	Redactor     *hostfuncs.Redactor
+	// Failpoint is called at every phase boundary (crash tests).
+	Failpoint func(name string)
+	// OnConsole receives script console output.
+	OnConsole func(run scripthost.Run, lines []sandbox.ConsoleLine)
+}
+
+// Host runs workflows against one ledger.
+type Host struct {
+	store     ledger.Store
+	tools     *hostfuncs.Registry
+	rt        *runtime.Runtime
+	redactor  *hostfuncs.Redactor
+	workflows []string
+	wasm      *wasm.Engine
+}
+
+// New builds a Host on store. The caller keeps ownership of the store.
+func New(ctx context.Context, store ledger.Store, opts Options) (*Host, error) {
+	if store == nil {
+		return nil, errors.New("host: no ledger store")
+	}
+	reg := hostfuncs.NewRegistry()
+	if opts.Redactor == nil {
+		opts.Redactor = hostfuncs.NewRedactor()
+	}
+	if opts.Workspace != "" {
+		tools, err := workspace.Tools(opts.Workspace)
+		if err != nil {
+			return nil, fmt.Errorf("host: workspace: %w", err)
+		}
+		if err := reg.Register(tools...); err != nil {
+			return nil, fmt.Errorf("host: %w", err)
+		}
+	}
+	we, err := wasm.New(ctx, wasm.Options{CacheDir: opts.WasmCacheDir})
+	if err != nil {
+		return nil, fmt.Errorf("host: wasm engine: %w", err)
+	}
+	je := js.New(js.Options{})
+	rt, err := runtime.New(runtime.Config{
+		Store:         store,
+		Engines:       map[string]sandbox.Engine{"js": je, "ts": je, "wasm": we},
+		Tools:         reg,
+		Clock:         opts.Clock,
+		Limits:        opts.Limits,
+		Deterministic: opts.Deterministic,
+		Reconcile:     opts.Reconcile,
+		Redactor:      opts.Redactor,
+		Logger:        opts.Logger,
+		Failpoint:     opts.Failpoint,
+		OnConsole:     opts.OnConsole,
+	})
+	if err != nil {
+		_ = we.Close(ctx)
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	return &Host{store: store, tools: reg, rt: rt, redactor: opts.Redactor, wasm: we}, nil
+}
+
+// RegisterTool adds tools scripts can call.
+func (h *Host) RegisterTool(tools ...*hostfuncs.Tool) error { return h.tools.Register(tools...) }
+
+// Tools returns the registry (the whitelist of callable tools).
+func (h *Host) Tools() *hostfuncs.Registry { return h.tools }
+
+// Redactor returns the host's redactor; register secret values with it.
+func (h *Host) Redactor() *hostfuncs.Redactor { return h.redactor }
+
+// Runtime returns the runtime, for callers that drive runs themselves.
+func (h *Host) Runtime() *runtime.Runtime { return h.rt }
+
+// Store returns the ledger.
+func (h *Host) Store() ledger.Store { return h.store }
+
+// LoadWorkflow reads, validates and stores a workflow file under the name derived from
+// its path (see runtime.WorkflowName), and adds it to the workflows Run and RunOnce
+// drive. An invalid workflow writes nothing.
+func (h *Host) LoadWorkflow(ctx context.Context, path string) (ledger.WorkflowVersion, error) {
+	return h.LoadWorkflowAs(ctx, runtime.WorkflowName(path), path)
+}
+
+// LoadWorkflowAs is LoadWorkflow with an explicit name.
+func (h *Host) LoadWorkflowAs(ctx context.Context, name, path string) (ledger.WorkflowVersion, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return ledger.WorkflowVersion{}, fmt.Errorf("host: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	v, err := h.rt.LoadWorkflow(ctx, name, abs, src)
+	if err != nil {
+		return v, err
+	}
+	for _, w := range h.workflows {
+		if w == name {
+			return v, nil
+		}
+	}
+	h.workflows = append(h.workflows, name)
+	return v, nil
+}
+
+// Workflows names the workflows loaded into this host.
+func (h *Host) Workflows() []string { return append([]string(nil), h.workflows...) }
+
+// RunOnce runs the loaded workflows until no work is left.
+func (h *Host) RunOnce(ctx context.Context) error { return h.rt.RunOnce(ctx, h.workflows) }
+
+// Run runs the loaded workflows until ctx is done.
+func (h *Host) Run(ctx context.Context, poll time.Duration) error {
+	return h.rt.Run(ctx, h.workflows, poll)
+}
+
+// Close releases the engines; it does not close the store.
+func (h *Host) Close(ctx context.Context) error {
+	return errors.Join(h.rt.Close(ctx), h.wasm.Close(ctx))
+}
