@@ -205,9 +205,12 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		Stdout: stdout.String(), Stderr: stderr.String(),
 		StdoutTruncated: stdout.dropped, StderrTruncated: stderr.dropped,
 	}
-	if ctx.Err() != nil {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		// The caller gave up; the group is dead, but what the command did before is
+		// not known to the caller's caller.
 		return res, &scripthost.Error{Class: scripthost.ClassInternal, Code: scripthost.CodeTimeout, Op: op, Message: "cancelled", Err: ctx.Err()}
 	}
+	// Our timeout or the caller's deadline: the group was killed, the outcome is known.
 	res.TimedOut = errors.Is(tctx.Err(), context.DeadlineExceeded)
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
