@@ -333,9 +333,13 @@ func TestOutputSchema(t *testing.T) {
 	reg := hostfuncs.NewRegistry()
 	mustRegister(t, reg,
 		&hostfuncs.Tool{Namespace: "Svc", Method: "write", OutputSchema: json.RawMessage(`{"type":"object","required":["id"]}`),
-			Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{"no":1}`), nil }},
+			Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+				return json.RawMessage(`{"no":1}`), nil
+			}},
 		&hostfuncs.Tool{Namespace: "Svc", Method: "text", ReadOnly: hostfuncs.ReadOnlyAlways,
-			Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`plain text`), nil }})
+			Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+				return json.RawMessage(`plain text`), nil
+			}})
 	r := mutatingRun(t, s)
 	w := wrapperFor(reg, s, &r, hostfuncs.WrapperOptions{})
 	w.SetPhase(scripthost.PhaseMutate)
