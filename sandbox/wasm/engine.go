@@ -1,0 +1,215 @@
+// Package wasm is the WebAssembly sandbox engine: it runs handler modules on wazero
+// under the guest ABI described in ABI.md. Modules are compiled once per Program (and
+// cached on disk across processes), every Invoke runs in a fresh module instance with
+// a wall-clock timeout, a memory cap and no ambient authority (no files, network,
+// environment or real clock), and every guest pointer is checked before the host
+// touches memory.
+//
+// The Go guest SDK lives in the guest subpackage.
+package wasm
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/sandbox"
+)
+
+// ABIVersion is the guest ABI version this engine implements. A module declares the
+// version it was built for through its scripthost_abi_version export.
+const ABIVersion = 1
+
+// Options configure an Engine. The zero value is usable.
+type Options struct {
+	// CacheDir is where compiled modules are cached across processes. Empty means
+	// os.UserCacheDir()/scripthost/wazero; NoDiskCache disables the disk cache.
+	CacheDir    string
+	NoDiskCache bool
+	// Limits are the defaults for the zero fields of each invocation's Limits (the
+	// fields left zero here take sandbox.DefaultLimits). Limits.MaxMemoryPages is
+	// also the engine-wide ceiling: an invocation may lower it, never raise it, and a
+	// module declaring a larger maximum memory is refused at Load.
+	Limits sandbox.Limits
+	// WASI configures what the WASI imports expose outside deterministic mode.
+	WASI WASIConfig
+}
+
+// WASIConfig says what a guest can observe through WASI. Files, sockets, arguments and
+// environment variables are never exposed.
+type WASIConfig struct {
+	// RealClock exposes the host's wall clock, monotonic clock and sleep. Without it
+	// the clocks are wazero's fake ones (they start at the epoch and advance 1ms per
+	// reading) and sleep returns at once.
+	RealClock bool
+	// Rand is the source of random_get outside deterministic mode; nil means
+	// crypto/rand.
+	Rand io.Reader
+}
+
+// Engine loads Wasm handler modules. It is safe for concurrent use; Close releases
+// the runtime and every Program loaded from it.
+type Engine struct {
+	opts    Options
+	limits  sandbox.Limits // opts.Limits with defaults
+	cache   wazero.CompilationCache
+	runtime wazero.Runtime
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ sandbox.Engine = (*Engine)(nil)
+
+// New returns an Engine with one wazero runtime whose memory limit is the default
+// MaxMemoryPages, with the host module "scripthost" and WASI preview 1 instantiated.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	e := &Engine{opts: opts, limits: mergeLimits(sandbox.Limits{}, opts.Limits)}
+	if e.limits.MaxMemoryPages > 65536 {
+		return nil, fmt.Errorf("wasm: MaxMemoryPages %d above the 65536 pages of a 32-bit memory", e.limits.MaxMemoryPages)
+	}
+	if opts.NoDiskCache {
+		e.cache = wazero.NewCompilationCache()
+	} else {
+		dir := opts.CacheDir
+		if dir == "" {
+			base, err := os.UserCacheDir()
+			if err != nil {
+				return nil, fmt.Errorf("wasm: cache dir: %w", err)
+			}
+			dir = filepath.Join(base, "scripthost", "wazero")
+		}
+		c, err := wazero.NewCompilationCacheWithDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("wasm: cache dir %s: %w", dir, err)
+		}
+		e.cache = c
+	}
+	cfg := wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(e.limits.MaxMemoryPages).
+		WithCompilationCache(e.cache)
+	e.runtime = wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.runtime); err != nil {
+		_ = e.Close(ctx)
+		return nil, fmt.Errorf("wasm: instantiate WASI: %w", err)
+	}
+	if err := instantiateHost(ctx, e.runtime); err != nil {
+		_ = e.Close(ctx)
+		return nil, fmt.Errorf("wasm: instantiate host module: %w", err)
+	}
+	return e, nil
+}
+
+// Limits returns the engine's default limits.
+func (e *Engine) Limits() sandbox.Limits { return e.limits }
+
+// Close releases the runtime, every module compiled by it and the in-memory cache. The
+// disk cache stays.
+func (e *Engine) Close(ctx context.Context) error {
+	e.closeOnce.Do(func() {
+		var errs []error
+		if e.runtime != nil {
+			errs = append(errs, e.runtime.Close(ctx))
+		}
+		if e.cache != nil {
+			errs = append(errs, e.cache.Close(ctx))
+		}
+		if err := errors.Join(errs...); err != nil {
+			e.closeErr = fmt.Errorf("wasm: close: %w", err)
+		}
+	})
+	return e.closeErr
+}
+
+// Load validates and compiles a module, checks its ABI version and reads its
+// definition. Every failure is a logic error naming the module.
+func (e *Engine) Load(ctx context.Context, src sandbox.Source) (sandbox.Program, error) {
+	return e.load(ctx, src)
+}
+
+func (e *Engine) load(ctx context.Context, src sandbox.Source) (*Program, error) {
+	name := src.Name
+	if name == "" {
+		name = "module.wasm"
+	}
+	info, err := inspect(src.Code)
+	if err != nil {
+		return nil, loadError(name, "%v", err)
+	}
+	if err := info.checkMemory(e.limits.MaxMemoryPages); err != nil {
+		return nil, loadError(name, "%v", err)
+	}
+	compiled, err := e.runtime.CompileModule(ctx, src.Code)
+	if err != nil {
+		return nil, loadError(name, "compile: %v", err)
+	}
+	p := &Program{eng: e, name: name, compiled: compiled, info: info}
+	if err := p.checkImports(); err != nil {
+		_ = compiled.Close(ctx)
+		return nil, loadError(name, "%v", err)
+	}
+	if err := p.checkExports(); err != nil {
+		_ = compiled.Close(ctx)
+		return nil, loadError(name, "%v", err)
+	}
+	if err := p.describe(ctx); err != nil {
+		_ = compiled.Close(ctx)
+		return nil, err
+	}
+	return p, nil
+}
+
+func loadError(name, format string, args ...any) error {
+	return &scripthost.Error{
+		Class:   scripthost.ClassLogic,
+		Code:    scripthost.CodeInvalidWorkflow,
+		Message: fmt.Sprintf("wasm: load %s: ", name) + fmt.Sprintf(format, args...),
+	}
+}
+
+// mergeLimits fills the zero fields of l from defaults, then from sandbox defaults.
+func mergeLimits(l, defaults sandbox.Limits) sandbox.Limits {
+	if l.Timeout == 0 {
+		l.Timeout = defaults.Timeout
+	}
+	if l.MaxStackDepth == 0 {
+		l.MaxStackDepth = defaults.MaxStackDepth
+	}
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = defaults.MemoryBytes
+	}
+	if l.MaxOutputBytes == 0 {
+		l.MaxOutputBytes = defaults.MaxOutputBytes
+	}
+	if l.MaxConsoleBytes == 0 {
+		l.MaxConsoleBytes = defaults.MaxConsoleBytes
+	}
+	if l.MaxToolCalls == 0 {
+		l.MaxToolCalls = defaults.MaxToolCalls
+	}
+	if l.RegexTimeout == 0 {
+		l.RegexTimeout = defaults.RegexTimeout
+	}
+	if l.MaxMemoryPages == 0 {
+		l.MaxMemoryPages = defaults.MaxMemoryPages
+	}
+	return l.WithDefaults()
+}
+
+// randSource returns the configured random source outside deterministic mode.
+func (e *Engine) randSource() io.Reader {
+	if e.opts.WASI.Rand != nil {
+		return e.opts.WASI.Rand
+	}
+	return rand.Reader
+}

@@ -1,0 +1,64 @@
+package guest
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// Workflow is the definition a module declares: the same shape as a JS workflow's
+// default export, with export names in place of functions.
+type Workflow struct {
+	Topics    []string            `json:"topics,omitempty"`
+	Producers map[string]Producer `json:"producers,omitempty"`
+	Consumers map[string]Consumer `json:"consumers,omitempty"`
+}
+
+// Producer runs on a schedule and may publish.
+type Producer struct {
+	Schedule  *Schedule `json:"schedule,omitempty"`
+	Publishes []string  `json:"publishes,omitempty"`
+	// Handler is the export name of the producer function.
+	Handler string   `json:"handler"`
+	OnError *OnError `json:"onError,omitempty"`
+}
+
+// Schedule says when a producer runs.
+type Schedule struct {
+	Every string `json:"every,omitempty"`
+	Cron  string `json:"cron,omitempty"`
+}
+
+// Consumer handles events of the topics it subscribes to in three phases. The phase
+// fields are export names; Guard is optional.
+type Consumer struct {
+	Subscribe []string `json:"subscribe"`
+	Publishes []string `json:"publishes,omitempty"`
+	Prepare   string   `json:"prepare"`
+	Mutate    string   `json:"mutate,omitempty"`
+	Next      string   `json:"next,omitempty"`
+	Guard     string   `json:"guard,omitempty"`
+	OnError   *OnError `json:"onError,omitempty"`
+}
+
+// OnError is a handler's error policy.
+type OnError struct {
+	Strategy   string `json:"strategy"`
+	MaxRetries int    `json:"maxRetries,omitempty"`
+}
+
+var declared any
+
+// Define sets the definition scripthost_describe returns: a Workflow, or any value
+// that encodes to the definition JSON (json.RawMessage for literal JSON). Call it from
+// an init function.
+func Define(def any) { declared = def }
+
+func definition() (any, error) {
+	if declared == nil {
+		return nil, errors.New("guest: no workflow definition: call guest.Define from an init function")
+	}
+	if raw, ok := declared.(json.RawMessage); ok && !json.Valid(raw) {
+		return nil, errors.New("guest: the definition is not valid JSON")
+	}
+	return declared, nil
+}

@@ -1,0 +1,10 @@
+;; A definition whose handler names a function the module does not export.
+(module
+  (import "scripthost" "return_value" (func $return_value (param i32 i32)))
+  (memory (export "memory") 1)
+  ;; def: offset 1024, length 41
+  (data (i32.const 1024) "{\"producers\":{\"p\":{\"handler\":\"missing\"}}}")
+  (func (export "scripthost_abi_version") (result i32) (i32.const 1))
+  (func (export "scripthost_describe") (call $return_value (i32.const 1024) (i32.const 41)))
+
+)
