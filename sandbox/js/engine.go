@@ -1,0 +1,220 @@
+// Package js is the JavaScript and TypeScript sandbox engine, built on goja. A module
+// is transformed once with esbuild (TypeScript stripped, syntax goja lacks lowered,
+// CommonJS output with an inline source map so errors point at the original lines),
+// compiled once, and then evaluated in a fresh goja runtime for every definition read
+// and every invocation: nothing a script does survives its invocation.
+//
+// goja has no memory limit and its built-ins ignore interrupts, so the engine guards
+// the built-ins that allocate in one step (Array.prototype.fill, String.prototype.repeat,
+// typed arrays, ...) and watches the process heap while invocations run (see
+// memwatch.go). Backtracking regular expressions run on regexp2, whose match timeout is
+// a process-wide setting: importing this package sets regexp2.DefaultMatchTimeout to
+// sandbox.DefaultLimits.RegexTimeout.
+package js
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dlclark/regexp2/v2"
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
+	"github.com/evanw/esbuild/pkg/api"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/sandbox"
+)
+
+// regexHardTimeout is regexp2's process-wide match timeout. An invocation's RegexTimeout
+// above it is capped to it.
+var regexHardTimeout = sandbox.DefaultLimits.RegexTimeout
+
+func init() {
+	// regexp2 reads its default timeout when a pattern is compiled, and goja offers no
+	// per-pattern setting. Setting it here, before any goroutine can compile a
+	// pattern, avoids a data race; per-invocation RegexTimeout values are enforced on
+	// top of it by timing every match (see limits.go).
+	regexp2.DefaultMatchTimeout = regexHardTimeout
+}
+
+// Options configure an Engine. The zero value is ready to use.
+type Options struct {
+	// Limits fill the zero fields of an invocation's limits before
+	// sandbox.DefaultLimits fill the rest.
+	Limits sandbox.Limits
+	// CacheEntries bounds the number of transformed modules kept, keyed by a hash of
+	// their name and content; 0 means 256.
+	CacheEntries int
+	// Clock is the wall clock scripts see outside deterministic mode; nil means
+	// time.Now.
+	Clock func() time.Time
+}
+
+// Engine loads JavaScript (.js, .mjs, .cjs) and TypeScript (.ts, .mts, .cts) modules.
+// It is safe for concurrent use.
+type Engine struct {
+	opts  Options
+	mu    sync.Mutex
+	cache map[[32]byte]*compiled
+	order [][32]byte // insertion order, for eviction
+}
+
+var _ sandbox.Engine = (*Engine)(nil)
+
+// New returns an engine with opts.
+func New(opts Options) *Engine {
+	if opts.CacheEntries <= 0 {
+		opts.CacheEntries = 256
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	return &Engine{opts: opts, cache: map[[32]byte]*compiled{}}
+}
+
+// compiled is a transformed and compiled module, shared by every program loaded from
+// the same source. goja programs are not tied to a runtime and may run concurrently.
+type compiled struct {
+	name string
+	prg  *goja.Program
+
+	reOnce sync.Once
+	re     *regexp.Regexp // matches this module's frames in stack traces
+}
+
+// Load transforms and compiles src. Syntax errors and unsupported syntax are logic
+// errors carrying the file, line and column.
+func (e *Engine) Load(ctx context.Context, src sandbox.Source) (sandbox.Program, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sandbox/js: load %s: %w", src.Name, err)
+	}
+	c, err := e.compile(src)
+	if err != nil {
+		return nil, err
+	}
+	return &program{eng: e, mod: c}, nil
+}
+
+func (e *Engine) compile(src sandbox.Source) (*compiled, error) {
+	h := sha256.New()
+	h.Write([]byte(src.Name))
+	h.Write([]byte{0})
+	h.Write(src.Code)
+	var key [32]byte
+	h.Sum(key[:0])
+
+	e.mu.Lock()
+	c, ok := e.cache[key]
+	e.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	code, err := transform(src)
+	if err != nil {
+		return nil, err
+	}
+	ast, err := goja.Parse(src.Name, code, parser.WithSourceMapLoader(refuseSourceMap))
+	if err != nil {
+		return nil, syntaxError(src.Name, err)
+	}
+	prg, err := goja.CompileAST(ast, false)
+	if err != nil {
+		return nil, syntaxError(src.Name, err)
+	}
+	c = &compiled{name: src.Name, prg: prg}
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.cache[key]; !ok {
+		e.cache[key] = c
+		e.order = append(e.order, key)
+		for len(e.order) > e.opts.CacheEntries {
+			delete(e.cache, e.order[0])
+			e.order = e.order[1:]
+		}
+	}
+	return c, nil
+}
+
+// refuseSourceMap is goja's source map loader: only inline data: maps (which goja
+// decodes itself) are honoured; a script never makes the host read a file or URL.
+func refuseSourceMap(url string) ([]byte, error) {
+	return nil, fmt.Errorf("sandbox/js: source map %q refused: only inline maps are read", url)
+}
+
+// wrapHead and wrapTail turn CommonJS output into one function expression. The head
+// stays on the first line so line numbers match the source map; goja looks for the
+// sourceMappingURL comment on the last line, skipping a final "})".
+const (
+	wrapHead = "(function (exports, require, module) {"
+	wrapTail = "\n})"
+)
+
+// transform runs esbuild: TypeScript or JavaScript in, CommonJS out, lowered to what
+// goja supports, with an inline source map.
+func transform(src sandbox.Source) (string, error) {
+	loader := api.LoaderJS
+	switch strings.ToLower(path.Ext(src.Name)) {
+	case ".ts", ".mts", ".cts":
+		loader = api.LoaderTS
+	}
+	res := api.Transform(string(src.Code), api.TransformOptions{
+		Loader:         loader,
+		Format:         api.FormatCommonJS,
+		Target:         api.ES2017,
+		Sourcemap:      api.SourceMapInline,
+		SourcesContent: api.SourcesContentExclude,
+		Sourcefile:     src.Name,
+		LegalComments:  api.LegalCommentsNone,
+	})
+	if len(res.Errors) > 0 {
+		m := res.Errors[0]
+		e := &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidWorkflow, File: src.Name,
+			Message: "sandbox/js: " + m.Text}
+		if m.Location != nil {
+			e.Line, e.Column = m.Location.Line, m.Location.Column+1
+		}
+		return "", e
+	}
+	return wrapHead + string(res.Code) + wrapTail, nil
+}
+
+// syntaxError classifies a goja compile error; esbuild catches nearly all of them
+// first, so this is a fallback.
+func syntaxError(name string, err error) error {
+	return &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidWorkflow, File: name,
+		Message: "sandbox/js: " + err.Error(), Err: err}
+}
+
+// limits merges an invocation's limits with the engine's and the defaults.
+func (e *Engine) limits(l sandbox.Limits) sandbox.Limits {
+	o := e.opts.Limits
+	if l.Timeout == 0 {
+		l.Timeout = o.Timeout
+	}
+	if l.MaxStackDepth == 0 {
+		l.MaxStackDepth = o.MaxStackDepth
+	}
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = o.MemoryBytes
+	}
+	if l.MaxOutputBytes == 0 {
+		l.MaxOutputBytes = o.MaxOutputBytes
+	}
+	if l.MaxConsoleBytes == 0 {
+		l.MaxConsoleBytes = o.MaxConsoleBytes
+	}
+	if l.MaxToolCalls == 0 {
+		l.MaxToolCalls = o.MaxToolCalls
+	}
+	if l.RegexTimeout == 0 {
+		l.RegexTimeout = o.RegexTimeout
+	}
+	return l.WithDefaults()
+}

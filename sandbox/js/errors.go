@@ -1,0 +1,145 @@
+package js
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+
+	"github.com/dop251/goja"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/sandbox"
+)
+
+// classify turns an error from the runtime into the error Invoke returns.
+func (in *instance) classify(err error) error {
+	var (
+		ie *goja.InterruptedError
+		so *goja.StackOverflowError
+		ex *goja.Exception
+		se *scripthost.Error
+	)
+	switch {
+	case errors.As(err, &ie):
+		reason, _ := ie.Value().(error)
+		if reason == nil {
+			reason = fmt.Errorf("sandbox/js: interrupted: %v", ie.Value())
+		}
+		return in.reasonError(reason, ie.Stack())
+	case errors.As(err, &so):
+		le := &sandbox.LimitError{Limit: "stack", Detail: fmt.Sprintf("call stack deeper than %d frames", in.lim.MaxStackDepth)}
+		return in.reasonError(le, so.Stack())
+	case errors.As(err, &ex):
+		return in.scriptError(ex.Value(), ex.Stack())
+	case errors.As(err, &se):
+		return err
+	}
+	if le, ok := errLimit(err); ok {
+		return le.AsError()
+	}
+	return scripthost.Wrap(scripthost.ClassInternal, "", fmt.Errorf("sandbox/js: %w", err))
+}
+
+// reasonError is the error for an invocation interrupted for reason, located at the
+// innermost script frame of stack when there is one.
+func (in *instance) reasonError(reason error, stack []goja.StackFrame) error {
+	if le, ok := reason.(*sandbox.LimitError); ok {
+		e := le.AsError()
+		in.locate(e, "", stack)
+		return e
+	}
+	if errors.Is(reason, context.Canceled) || errors.Is(reason, context.DeadlineExceeded) {
+		return fmt.Errorf("sandbox/js: %s: invocation stopped: %w", in.mod.name, reason)
+	}
+	// A tool error wrapping sandbox.ErrTerminate, returned as it is.
+	return reason
+}
+
+// stackOf returns the script stack an interrupted or thrown error carries.
+func stackOf(err error) []goja.StackFrame {
+	var (
+		ie *goja.InterruptedError
+		ex *goja.Exception
+	)
+	switch {
+	case errors.As(err, &ie):
+		return ie.Stack()
+	case errors.As(err, &ex):
+		return ex.Stack()
+	}
+	return nil
+}
+
+// scriptError is the error for a value the script threw or a promise rejected with.
+// A tool's error keeps the tool's Go error, class and code.
+func (in *instance) scriptError(v goja.Value, stack []goja.StackFrame) error {
+	msg, stackText := "uncaught exception", ""
+	if d, err := in.helpers.describe(goja.Undefined(), v); err == nil {
+		if parts, ok := d.Export().([]any); ok && len(parts) == 2 {
+			msg, _ = parts[0].(string)
+			stackText, _ = parts[1].(string)
+		}
+	}
+	if stackText == "" && len(stack) > 0 {
+		var b bytes.Buffer
+		for _, f := range stack {
+			b.WriteString("\tat ")
+			f.Write(&b)
+			b.WriteByte('\n')
+		}
+		stackText = b.String()
+	}
+	if obj, ok := v.(*goja.Object); ok {
+		if orig, ok := in.toolErrors[obj]; ok {
+			class, code, m := describe(orig)
+			e := &scripthost.Error{Class: class, Code: code, Message: m, Err: orig}
+			if name, ok := obj.Get("tool").Export().(string); ok {
+				e.Op = name
+			}
+			in.locate(e, stackText, stack)
+			return e
+		}
+	}
+	e := &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeScript, Message: msg}
+	in.locate(e, stackText, stack)
+	return e
+}
+
+// locate fills e's file, line, column and stack from the first frame of the module in
+// stackText (an Error's stack property) or, failing that, in frames.
+func (in *instance) locate(e *scripthost.Error, stackText string, frames []goja.StackFrame) {
+	e.Stack = stackText
+	re := in.mod.frameRE()
+	if m := re.FindStringSubmatch(stackText); m != nil {
+		e.File = in.mod.name
+		e.Line, _ = strconv.Atoi(m[1])
+		e.Column, _ = strconv.Atoi(m[2])
+		return
+	}
+	for _, f := range frames {
+		if p := f.Position(); p.Filename == in.mod.name && p.Line > 0 {
+			e.File, e.Line, e.Column = p.Filename, p.Line, p.Column
+			if e.Stack == "" {
+				var b bytes.Buffer
+				for _, f := range frames {
+					b.WriteString("\tat ")
+					f.Write(&b)
+					b.WriteByte('\n')
+				}
+				e.Stack = b.String()
+			}
+			return
+		}
+	}
+}
+
+// frameRE matches "name:line:col" in a goja stack trace.
+func (c *compiled) frameRE() *regexp.Regexp {
+	c.reOnce.Do(func() {
+		c.re = regexp.MustCompile(regexp.QuoteMeta(c.name) + `:(\d+):(\d+)`)
+	})
+	return c.re
+}

@@ -1,0 +1,257 @@
+package js
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/sandbox"
+)
+
+//go:embed prelude.js
+var preludeSource string
+
+// preludeName is the file name prelude frames carry in stack traces.
+const preludeName = "<sandbox>"
+
+var prelude = goja.MustCompile(preludeName, preludeSource, true)
+
+// instance is one fresh goja runtime running one module for one invocation (or one
+// definition read). It is owned by the goroutine that created it; only abort may be
+// called from other goroutines.
+type instance struct {
+	vm      *goja.Runtime
+	mod     *compiled
+	lim     sandbox.Limits
+	ctx     context.Context
+	tools   sandbox.Tools
+	helpers struct {
+		parseFrozen, parse, deepFreeze, serialize, definition, resolve, describe goja.Callable
+		overflow                                                                 goja.Value
+	}
+	start time.Time
+
+	toolCalls   int
+	console     []sandbox.ConsoleLine
+	consoleUsed int
+	consoleFull bool
+	// toolErrors maps the error objects tool calls rejected with to the Go errors
+	// behind them, so that an uncaught tool error keeps its class.
+	toolErrors map[*goja.Object]error
+	mem        *memEntry
+
+	mu     sync.Mutex
+	reason error // why the runtime was interrupted; the first reason wins
+}
+
+// newInstance creates a runtime with the prelude, the console, the tools and the
+// globals of inv installed, but without the module evaluated.
+func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Invocation) (*instance, error) {
+	in := &instance{
+		vm:         goja.New(),
+		mod:        mod,
+		lim:        e.limits(inv.Limits),
+		ctx:        ctx,
+		tools:      inv.Tools,
+		toolErrors: map[*goja.Object]error{},
+		start:      time.Now(),
+	}
+	vm := in.vm
+	// eval and new Function parse code at run time: they must not read source maps
+	// from the file system either.
+	vm.SetParserOptions(parser.WithSourceMapLoader(refuseSourceMap))
+	vm.SetMaxCallStackSize(in.lim.MaxStackDepth)
+	if d := inv.Deterministic; d != nil {
+		now := d.Now
+		vm.SetTimeSource(func() time.Time { return now })
+		rng := rand.New(rand.NewPCG(uint64(d.Seed), 0x5eed))
+		vm.SetRandSource(rng.Float64)
+	} else {
+		vm.SetTimeSource(e.opts.Clock)
+	}
+	if err := in.installPrelude(); err != nil {
+		return nil, err
+	}
+	if err := in.installTools(); err != nil {
+		return nil, err
+	}
+	if err := in.installGlobals(inv.Globals); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+func (in *instance) installPrelude() error {
+	vm := in.vm
+	host := vm.NewObject()
+	_ = host.Set("abort", func(kind, detail string) {
+		in.abort(&sandbox.LimitError{Limit: kind, Detail: detail})
+	})
+	_ = host.Set("elapsed", func() float64 {
+		return float64(time.Since(in.start)) / float64(time.Millisecond)
+	})
+	_ = host.Set("emit", in.emit)
+	lim := vm.NewObject()
+	_ = lim.Set("memoryBytes", in.lim.MemoryBytes)
+	_ = lim.Set("maxConsoleBytes", in.lim.MaxConsoleBytes)
+	rt := min(in.lim.RegexTimeout, regexHardTimeout)
+	_ = lim.Set("regexTimeoutMs", float64(rt)/float64(time.Millisecond))
+
+	fv, err := vm.RunProgram(prelude)
+	if err != nil {
+		return fmt.Errorf("sandbox/js: prelude: %w", err)
+	}
+	f, _ := goja.AssertFunction(fv)
+	hv, err := f(goja.Undefined(), host, lim)
+	if err != nil {
+		return fmt.Errorf("sandbox/js: prelude: %w", err)
+	}
+	h := hv.ToObject(vm)
+	fn := func(name string) goja.Callable {
+		c, _ := goja.AssertFunction(h.Get(name))
+		return c
+	}
+	in.helpers.parseFrozen = fn("parseFrozen")
+	in.helpers.parse = fn("parse")
+	in.helpers.deepFreeze = fn("deepFreeze")
+	in.helpers.serialize = fn("serialize")
+	in.helpers.definition = fn("definition")
+	in.helpers.resolve = fn("resolve")
+	in.helpers.describe = fn("describe")
+	in.helpers.overflow = h.Get("overflow")
+	return nil
+}
+
+// emit records one console line, dropping lines past MaxConsoleBytes and saying so
+// once.
+func (in *instance) emit(level, text string) {
+	if in.consoleFull {
+		return
+	}
+	if in.consoleUsed+len(text) > in.lim.MaxConsoleBytes {
+		in.consoleFull = true
+		in.console = append(in.console, sandbox.ConsoleLine{Level: "warn",
+			Text: fmt.Sprintf("[console output truncated: more than %d bytes]", in.lim.MaxConsoleBytes)})
+		return
+	}
+	in.consoleUsed += len(text)
+	in.console = append(in.console, sandbox.ConsoleLine{Level: level, Text: text})
+}
+
+// abort interrupts the runtime with reason. It may be called from any goroutine.
+func (in *instance) abort(reason error) {
+	in.mu.Lock()
+	if in.reason == nil {
+		in.reason = reason
+	}
+	in.mu.Unlock()
+	in.vm.Interrupt(reason)
+}
+
+func (in *instance) interruptReason() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.reason
+}
+
+// installGlobals defines __state__, __prepared__ and __mutationResult__ as frozen plain
+// values parsed inside the runtime, on non-writable, non-configurable properties.
+func (in *instance) installGlobals(g sandbox.Globals) error {
+	global := in.vm.GlobalObject()
+	for _, kv := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"__state__", g.State}, {"__prepared__", g.Prepared}, {"__mutationResult__", g.MutationResult}} {
+		if kv.raw == nil {
+			continue
+		}
+		v, err := in.parse(kv.raw)
+		if err != nil {
+			return fmt.Errorf("sandbox/js: global %s: %w", kv.name, err)
+		}
+		if err := global.DefineDataProperty(kv.name, v, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
+			return fmt.Errorf("sandbox/js: global %s: %w", kv.name, err)
+		}
+	}
+	return nil
+}
+
+// parse turns host JSON into a frozen plain JS value.
+func (in *instance) parse(raw json.RawMessage) (goja.Value, error) {
+	v, err := in.helpers.parseFrozen(goja.Undefined(), in.vm.ToValue(string(raw)))
+	if err != nil {
+		return nil, scripthost.Wrap(scripthost.ClassInternal, scripthost.CodeInvalidInput, err)
+	}
+	return v, nil
+}
+
+// serialize returns v as JSON, or a LimitError named limit when it would be larger
+// than max bytes.
+func (in *instance) serialize(v goja.Value, max int, limit, what string) (json.RawMessage, error) {
+	s, err := in.helpers.serialize(goja.Undefined(), v, in.vm.ToValue(max))
+	if err != nil {
+		return nil, err
+	}
+	if s == in.helpers.overflow {
+		return nil, &sandbox.LimitError{Limit: limit, Detail: fmt.Sprintf("%s is larger than %d bytes", what, max)}
+	}
+	out := s.String()
+	if len(out) > max {
+		return nil, &sandbox.LimitError{Limit: limit, Detail: fmt.Sprintf("%s is %d bytes, more than %d", what, len(out), max)}
+	}
+	return json.RawMessage(out), nil
+}
+
+// evaluate runs the module and returns its default export.
+func (in *instance) evaluate() (*goja.Object, error) {
+	vm := in.vm
+	fv, err := vm.RunProgram(in.mod.prg)
+	if err != nil {
+		return nil, err
+	}
+	f, ok := goja.AssertFunction(fv)
+	if !ok {
+		return nil, fmt.Errorf("sandbox/js: %s: module wrapper is not a function", in.mod.name)
+	}
+	module := vm.NewObject()
+	exports := vm.NewObject()
+	_ = module.Set("exports", exports)
+	require := vm.ToValue(func(call goja.FunctionCall) goja.Value {
+		panic(vm.NewTypeError(fmt.Sprintf("imports are not supported (%q): a workflow is one self-contained file",
+			call.Argument(0).String())))
+	})
+	if _, err := f(goja.Undefined(), exports, require, module); err != nil {
+		return nil, err
+	}
+	ex := module.Get("exports")
+	var def goja.Value
+	if obj, ok := ex.(*goja.Object); ok {
+		def = obj.Get("default")
+	}
+	defObj, ok := def.(*goja.Object)
+	if !ok || def == nil || goja.IsUndefined(def) || goja.IsNull(def) {
+		return nil, &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidWorkflow, File: in.mod.name,
+			Message: "sandbox/js: the module has no default export object (write `export default { ... }`)"}
+	}
+	if _, isFn := goja.AssertFunction(defObj); isFn {
+		return nil, &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidWorkflow, File: in.mod.name,
+			Message: "sandbox/js: the default export is a function, want the workflow definition object"}
+	}
+	return defObj, nil
+}
+
+// errLimit reports whether err is a LimitError, returning it.
+func errLimit(err error) (*sandbox.LimitError, bool) {
+	var le *sandbox.LimitError
+	ok := errors.As(err, &le)
+	return le, ok
+}

@@ -1,0 +1,281 @@
+// The prelude runs in every fresh runtime before the workflow module. It captures the
+// built-ins the host relies on before a script can replace them, installs the guards on
+// built-ins that allocate in one step, and returns the helpers the Go side calls.
+// `host` holds Go functions: abort(kind, detail), elapsed() (milliseconds, monotonic),
+// emit(level, text).
+(function (host, lim) {
+  'use strict';
+  const G = globalThis;
+  const O = Object, A = Array, R = Reflect;
+  const freeze = O.freeze, isFrozen = O.isFrozen, names = O.getOwnPropertyNames;
+  const defineProperty = O.defineProperty, keys = O.keys, isArray = A.isArray;
+  const hasOwn = O.prototype.hasOwnProperty;
+  const apply = R.apply, construct = R.construct;
+  const parse = JSON.parse, stringify = JSON.stringify;
+  const ProxyC = Proxy, ErrorC = Error, StringC = String;
+  const abort = host.abort, elapsed = host.elapsed, emit = host.emit;
+
+  // maxElems and maxChars bound what one built-in call may allocate: a Value is about
+  // 16 bytes, a string character one or two.
+  const maxElems = Math.floor(lim.memoryBytes / 16);
+  const maxChars = Math.floor(lim.memoryBytes / 2);
+
+  function toLen(v) {
+    const n = Math.trunc(+v);
+    return n > 0 ? n : 0;
+  }
+
+  function refuse(what, n) {
+    abort('memory', what + ' of ' + n + ' exceeds the memory budget of ' + lim.memoryBytes + ' bytes');
+    throw new ErrorC('memory limit');
+  }
+
+  function guard(obj, name, check) {
+    const orig = obj[name];
+    if (typeof orig !== 'function') return;
+    const wrapped = {
+      [name](...args) {
+        check(this, args);
+        return apply(orig, this, args);
+      },
+    }[name];
+    defineProperty(obj, name, { value: wrapped, writable: true, configurable: true, enumerable: false });
+  }
+
+  function rel(v, len, dflt) {
+    if (v === undefined) return dflt;
+    const n = Math.trunc(+v) || 0;
+    return n < 0 ? Math.max(len + n, 0) : Math.min(n, len);
+  }
+
+  guard(A.prototype, 'fill', function (self, args) {
+    const len = self == null ? 0 : toLen(self.length);
+    const n = rel(args[2], len, len) - rel(args[1], len, 0);
+    if (n > maxElems) refuse('Array.prototype.fill', n);
+  });
+  guard(A.prototype, 'join', function (self, args) {
+    const len = self == null ? 0 : toLen(self.length);
+    const sep = args[0] === undefined ? 1 : StringC(args[0]).length;
+    if (len > maxElems || len * sep > maxChars) refuse('Array.prototype.join', len);
+  });
+  guard(A, 'from', function (self, args) {
+    const src = args[0];
+    if (src != null && typeof src === 'object' && !isArray(src)) {
+      const n = toLen(src.length);
+      if (n > maxElems) refuse('Array.from', n);
+    }
+  });
+  guard(StringC.prototype, 'repeat', function (self, args) {
+    const n = StringC(self).length * toLen(args[0]);
+    if (n > maxChars) refuse('String.prototype.repeat', n);
+  });
+  for (const pad of ['padStart', 'padEnd']) {
+    guard(StringC.prototype, pad, function (self, args) {
+      const n = toLen(args[0]);
+      if (n > maxChars) refuse('String.prototype.' + pad, n);
+    });
+  }
+  function argsGuard(list) {
+    if (list != null && typeof list === 'object') {
+      const n = toLen(list.length);
+      if (n > maxElems) refuse('argument list', n);
+    }
+  }
+  guard(Function.prototype, 'apply', function (self, args) { argsGuard(args[1]); });
+  guard(R, 'apply', function (self, args) { argsGuard(args[2]); });
+  guard(R, 'construct', function (self, args) { argsGuard(args[1]); });
+
+  // Buffers and typed arrays are constructed through proxies that check the size; the
+  // prototypes' constructor properties point at the proxies so that
+  // `new x.constructor(n)` takes the same path.
+  const ArrayBufferC = ArrayBuffer;
+  for (const name of ['ArrayBuffer', 'SharedArrayBuffer', 'Int8Array', 'Uint8Array', 'Uint8ClampedArray',
+    'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'Float32Array', 'Float64Array',
+    'BigInt64Array', 'BigUint64Array']) {
+    const C = G[name];
+    if (typeof C !== 'function') continue;
+    const per = C.BYTES_PER_ELEMENT || 1;
+    const P = new ProxyC(C, {
+      construct(target, args, newTarget) {
+        const a = args[0];
+        let n = 0;
+        if (typeof a === 'number') n = toLen(a);
+        else if (a != null && typeof a === 'object' && !(a instanceof ArrayBufferC)) n = toLen(a.length);
+        if (n * per > lim.memoryBytes) refuse(name, n * per);
+        return construct(target, args, newTarget === P ? target : newTarget);
+      },
+    });
+    defineProperty(C.prototype, 'constructor', { value: P, writable: true, configurable: true, enumerable: false });
+    defineProperty(G, name, { value: P, writable: true, configurable: true, enumerable: false });
+  }
+
+  // Regular expressions: regexp2 gives up on a backtracking match after its
+  // process-wide timeout and reports "no match"; timing every match turns that silent
+  // answer into a limit error.
+  const RP = RegExp.prototype;
+  const regexTimeout = lim.regexTimeoutMs;
+  function timeRegex(obj, key) {
+    const orig = obj[key];
+    if (typeof orig !== 'function') return;
+    const wrapped = {
+      [typeof key === 'symbol' ? 'regex' : key](...args) {
+        const start = elapsed();
+        const r = apply(orig, this, args);
+        const took = elapsed() - start;
+        if (took >= regexTimeout) {
+          abort('regex', 'a regular expression match took ' + Math.round(took) + 'ms, over the ' + regexTimeout + 'ms limit');
+          throw new ErrorC('regex limit');
+        }
+        return r;
+      },
+    }[typeof key === 'symbol' ? 'regex' : key];
+    defineProperty(obj, key, { value: wrapped, writable: true, configurable: true, enumerable: false });
+  }
+  for (const k of ['exec', 'test', Symbol.match, Symbol.matchAll, Symbol.replace, Symbol.search, Symbol.split]) {
+    timeRegex(RP, k);
+  }
+
+  // bounded stringifies v, giving up (returning undefined) once the estimated output
+  // passes limit: an object graph that shares subtrees can stringify to far more than
+  // it occupies, and JSON.stringify ignores interrupts.
+  const overflow = {};
+  function bounded(v, limit, user, space) {
+    let n = 0;
+    try {
+      return stringify(v, function (k, x) {
+        if (user) x = apply(user, this, [k, x]);
+        n += k.length + (typeof x === 'string' ? x.length + 2 : 6);
+        if (n > limit) throw overflow;
+        return x;
+      }, space);
+    } catch (e) {
+      if (e === overflow) return overflow;
+      throw e;
+    }
+  }
+
+  const userStringify = {
+    stringify(v, replacer, space) {
+      if (isArray(replacer)) {
+        const r = apply(stringify, JSON, [v, replacer, space]);
+        if (typeof r === 'string' && r.length > maxChars) refuse('JSON.stringify', r.length);
+        return r;
+      }
+      const r = bounded(v, maxChars, typeof replacer === 'function' ? replacer : null, space);
+      if (r === overflow) refuse('JSON.stringify', 'more than ' + maxChars + ' characters');
+      return r;
+    },
+  }.stringify;
+  defineProperty(JSON, 'stringify', { value: userStringify, writable: true, configurable: true, enumerable: false });
+
+  function deepFreeze(v) {
+    if (v !== null && (typeof v === 'object' || typeof v === 'function') && !isFrozen(v)) {
+      freeze(v);
+      const ks = names(v);
+      for (let i = 0; i < ks.length; i++) deepFreeze(v[ks[i]]);
+    }
+    return v;
+  }
+
+  function format(v, room) {
+    switch (typeof v) {
+      case 'string': return v;
+      case 'undefined': return 'undefined';
+      case 'function': return '[Function' + (v.name ? ': ' + v.name : '') + ']';
+      case 'symbol': case 'bigint': return StringC(v);
+    }
+    if (v instanceof ErrorC) return StringC(v.stack || v);
+    try {
+      const s = bounded(v, room);
+      return s === overflow ? '[too large to print]' : StringC(s);
+    } catch (e) {
+      return '[unprintable: ' + StringC(e && e.message) + ']';
+    }
+  }
+
+  function printer(level) {
+    return {
+      [level](...args) {
+        let line = '';
+        for (let i = 0; i < args.length; i++) {
+          if (i > 0) line += ' ';
+          line += format(args[i], lim.maxConsoleBytes);
+        }
+        emit(level, line);
+      },
+    }[level];
+  }
+  const console = freeze({ log: printer('log'), info: printer('log'), debug: printer('log'), warn: printer('warn'), error: printer('error') });
+  defineProperty(G, 'console', { value: console, writable: false, configurable: false, enumerable: false });
+
+  // definition converts the default export to JSON, replacing every function by its
+  // path from the root.
+  function definition(def) {
+    const seen = [];
+    function walk(v, path) {
+      if (typeof v === 'function') return path;
+      if (v === null || typeof v !== 'object') return v;
+      if (seen.indexOf(v) >= 0) throw new TypeError('the definition refers to itself at ' + path);
+      seen.push(v);
+      let out;
+      if (isArray(v)) {
+        out = [];
+        for (let i = 0; i < v.length; i++) out.push(walk(v[i], path ? path + '.' + i : StringC(i)));
+      } else {
+        out = {};
+        const ks = keys(v);
+        for (let i = 0; i < ks.length; i++) out[ks[i]] = walk(v[ks[i]], path ? path + '.' + ks[i] : ks[i]);
+      }
+      seen.pop();
+      return out;
+    }
+    return walk(def, '');
+  }
+
+  // resolve finds the function at path through own properties only, returning it
+  // with the object it is a method of.
+  function resolve(def, path) {
+    let v = def, self;
+    const parts = apply(StringC.prototype.split, path, ['.']);
+    for (let i = 0; i < parts.length; i++) {
+      if (v === null || (typeof v !== 'object' && typeof v !== 'function') || !apply(hasOwn, v, [parts[i]])) return undefined;
+      self = v;
+      v = v[parts[i]];
+    }
+    return typeof v === 'function' ? { self, fn: v } : undefined;
+  }
+
+  // describe returns [message, stack] for a thrown value without letting a hostile
+  // value escape: any failure gives a fixed message.
+  function describe(v) {
+    try {
+      if (v instanceof ErrorC) {
+        const stack = v.stack;
+        return [StringC(v.name) + ': ' + StringC(v.message), typeof stack === 'string' ? stack : ''];
+      }
+      if (v !== null && typeof v === 'object') {
+        const s = bounded(v, 1000);
+        return ['uncaught exception: ' + (s === overflow || s === undefined ? '[object]' : s), ''];
+      }
+      if (typeof v === 'string') return ['uncaught exception: ' + stringify(v), ''];
+      return ['uncaught exception: ' + StringC(v), ''];
+    } catch (e) {
+      return ['uncaught exception (unprintable)', ''];
+    }
+  }
+
+  return {
+    parseFrozen(s) { return deepFreeze(parse(s)); },
+    parse(s) { return parse(s); },
+    deepFreeze,
+    // serialize returns the JSON text of v, null for undefined, or the overflow marker.
+    serialize(v, limit) {
+      const s = bounded(v, limit);
+      return s === undefined ? 'null' : s;
+    },
+    overflow,
+    definition,
+    resolve,
+    describe,
+  };
+})

@@ -1,0 +1,138 @@
+package js
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dop251/goja"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/sandbox"
+)
+
+// installTools exposes every tool as a method of a frozen namespace object bound to a
+// non-writable global. A method returns a Promise; the call itself runs synchronously
+// on the runtime's goroutine and the Promise settles in the job queue.
+func (in *instance) installTools() error {
+	if in.tools == nil {
+		return nil
+	}
+	vm := in.vm
+	errorCtor := vm.GlobalObject().Get("Error") // captured before any script runs
+	namespaces := map[string]*goja.Object{}
+	var order []string
+	for _, t := range in.tools.List() {
+		ns, ok := namespaces[t.Namespace]
+		if !ok {
+			ns = vm.NewObject()
+			namespaces[t.Namespace] = ns
+			order = append(order, t.Namespace)
+		}
+		if err := ns.Set(t.Method, in.toolMethod(t, errorCtor)); err != nil {
+			return fmt.Errorf("sandbox/js: tool %s.%s: %w", t.Namespace, t.Method, err)
+		}
+	}
+	global := vm.GlobalObject()
+	for _, name := range order {
+		if _, err := in.helpers.deepFreeze(goja.Undefined(), namespaces[name]); err != nil {
+			return fmt.Errorf("sandbox/js: tool namespace %s: %w", name, err)
+		}
+		if err := global.DefineDataProperty(name, namespaces[name], goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE); err != nil {
+			return fmt.Errorf("sandbox/js: tool namespace %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (in *instance) toolMethod(t sandbox.ToolName, errorCtor goja.Value) func(goja.FunctionCall) goja.Value {
+	name := t.Namespace + "." + t.Method
+	vm := in.vm
+	return func(call goja.FunctionCall) goja.Value {
+		if in.toolCalls >= in.lim.MaxToolCalls {
+			in.abort(&sandbox.LimitError{Limit: "tool_calls", Detail: fmt.Sprintf("more than %d tool calls (%s)", in.lim.MaxToolCalls, name)})
+			panic(vm.NewTypeError("tool call limit"))
+		}
+		input, err := in.serialize(call.Argument(0), in.lim.MaxOutputBytes, "output", "the input of "+name)
+		if err != nil {
+			if le, ok := errLimit(err); ok {
+				in.abort(le)
+			}
+			panic(err)
+		}
+		in.toolCalls++
+		out, err := in.callTool(t, input)
+		promise, resolve, reject := vm.NewPromise()
+		switch {
+		case errors.Is(err, sandbox.ErrTerminate):
+			in.abort(err)
+			panic(vm.NewTypeError("invocation terminated"))
+		case err != nil:
+			obj := in.toolError(name, err, errorCtor)
+			in.toolErrors[obj] = err
+			_ = reject(obj)
+		default:
+			if len(out) == 0 {
+				out = json.RawMessage("null")
+			}
+			v, perr := in.helpers.parse(goja.Undefined(), vm.ToValue(string(out)))
+			if perr != nil {
+				bad := scripthost.Errorf(scripthost.ClassInternal, scripthost.CodeInvalidInput, "sandbox/js: %s returned invalid JSON", name)
+				obj := in.toolError(name, bad, errorCtor)
+				in.toolErrors[obj] = bad
+				_ = reject(obj)
+			} else {
+				_ = resolve(v)
+			}
+		}
+		return vm.ToValue(promise)
+	}
+}
+
+// callTool runs one tool call, turning a panic into an internal error. While it runs
+// the invocation is not charged for heap growth: it is not running script code.
+func (in *instance) callTool(t sandbox.ToolName, input json.RawMessage) (out json.RawMessage, err error) {
+	if in.mem != nil {
+		in.mem.inJS.Store(false)
+		defer in.mem.inJS.Store(true)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &scripthost.Error{Class: scripthost.ClassInternal, Code: scripthost.CodeToolPanic,
+				Op:      t.Namespace + "." + t.Method,
+				Message: fmt.Sprintf("sandbox/js: tool panicked: %v", r)}
+		}
+	}()
+	return in.tools.Call(in.ctx, t.Namespace, t.Method, input)
+}
+
+// toolError builds the Error object a tool call rejects with: name "ToolError", the
+// message, and the class and code of the Go error.
+func (in *instance) toolError(name string, err error, errorCtor goja.Value) *goja.Object {
+	vm := in.vm
+	class, code, msg := describe(err)
+	ctor, _ := errorCtor.(*goja.Object)
+	obj, cerr := vm.New(ctor, vm.ToValue(msg))
+	if cerr != nil {
+		obj = vm.NewObject()
+		_ = obj.Set("message", msg)
+	}
+	_ = obj.Set("name", "ToolError")
+	_ = obj.Set("class", string(class))
+	_ = obj.Set("code", code)
+	_ = obj.Set("tool", name)
+	return obj
+}
+
+// describe returns the class, code and message of err.
+func describe(err error) (scripthost.ErrorClass, string, string) {
+	var se *scripthost.Error
+	if errors.As(err, &se) {
+		msg := se.Message
+		if msg == "" && se.Err != nil {
+			msg = se.Err.Error()
+		}
+		return se.Class, se.Code, msg
+	}
+	return scripthost.ClassInternal, "", err.Error()
+}
