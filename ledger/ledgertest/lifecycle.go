@@ -1,0 +1,302 @@
+package ledgertest
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+func testRetryRun(f *fixture) {
+	for _, tc := range []struct {
+		stage string
+		stop  scripthost.RunStatus
+	}{
+		{stEmitting, scripthost.StatusFailedInternal},
+		{stMutated, scripthost.StatusPausedTransient},
+	} {
+		f.with("after the mutation: "+tc.stage+" "+string(tc.stop), func(f *fixture) {
+			b := f.consumer(tc.stage)
+			src := must(f.s.SetRunStatus(f.ctx, b.run.ID, ledger.StatusChange{Status: tc.stop, Error: "next threw"}))(f.t)
+			r := must(f.s.CreateRetryRun(f.ctx, src.ID))(f.t)
+			if r.ID == src.ID || r.Phase != scripthost.RunEmitting || r.Status != scripthost.StatusActive || r.Attempt != 2 ||
+				r.RetryOf != src.ID || r.Workflow != src.Workflow || r.Handler != src.Handler || r.Version != src.Version {
+				f.t.Fatalf("got %+v, want attempt 2 of %s at emitting", r, src.ID)
+			}
+			if string(r.Prepared) != string(src.Prepared) || string(r.InputState) != string(src.InputState) ||
+				mustJSON(f.t, r.Reservations) != mustJSON(f.t, src.Reservations) || mustJSON(f.t, r.Outcome) != mustJSON(f.t, src.Outcome) {
+				f.t.Errorf("got prepared %s input %s reservations %v outcome %+v, want the source's", r.Prepared, r.InputState, r.Reservations, r.Outcome)
+			}
+			f.wantEvents(b.events, scripthost.EventReserved, r.ID)
+			if got := must(f.s.Run(f.ctx, src.ID))(f.t); got.Status != tc.stop {
+				f.t.Errorf("source: got status %s, want %s kept", got.Status, tc.stop)
+			}
+			before := f.dump()
+			_, err := f.s.CreateRetryRun(f.ctx, src.ID)
+			f.refused(before, err, nil)
+
+			must(f.s.CommitConsumer(f.ctx, r.ID, ledger.Commit{State: json.RawMessage(`{"ok":1}`)}))(f.t)
+			f.wantEvents(b.events, scripthost.EventConsumed, r.ID)
+		})
+	}
+	f.with("before the mutation", func(f *fixture) {
+		b := f.finished(scripthost.MutationFailed)
+		r := must(f.s.CreateRetryRun(f.ctx, b.run.ID))(f.t)
+		if r.Phase != scripthost.RunPending || r.Status != scripthost.StatusActive || r.Attempt != 2 || r.RetryOf != b.run.ID ||
+			string(r.InputState) != string(b.run.InputState) || len(r.Prepared) != 0 || len(r.Reservations) != 0 || r.Outcome != nil {
+			f.t.Fatalf("got %+v, want a fresh pending attempt 2 with the input state", r)
+		}
+		f.wantEvents(b.events, scripthost.EventPending, "")
+		// The retry prepares again and can take the same events.
+		must(f.s.AdvancePhase(f.ctx, r.ID, scripthost.RunPending, scripthost.RunPreparing))(f.t)
+		must(f.s.MarkPrepared(f.ctx, r.ID, ledger.PrepareResult{Reservations: b.run.Reservations}))(f.t)
+		f.wantEvents(b.events, scripthost.EventReserved, r.ID)
+		// A retry of the retry counts on.
+		must(f.s.SetRunStatus(f.ctx, r.ID, ledger.StatusChange{Status: scripthost.StatusPausedTransient}))(f.t)
+		r3 := must(f.s.CreateRetryRun(f.ctx, r.ID))(f.t)
+		if r3.Attempt != 3 || r3.RetryOf != r.ID {
+			f.t.Errorf("got attempt %d of %s, want 3 of %s", r3.Attempt, r3.RetryOf, r.ID)
+		}
+	})
+	refusals := []struct {
+		name  string
+		build func(f *fixture) string
+	}{
+		{"active run", func(f *fixture) string { return f.consumer(stPrepared).run.ID }},
+		{"committed run", func(f *fixture) string { return f.consumer(stCommitted).run.ID }},
+		{"skipped run", func(f *fixture) string {
+			b := f.consumer(stPending)
+			must(f.s.SkipRun(f.ctx, b.run.ID, "no"))(f.t)
+			return b.run.ID
+		}},
+		{"indeterminate mutation", func(f *fixture) string { return f.consumer(stIndeterminate).run.ID }},
+		{"in_flight mutation of a failed run", func(f *fixture) string {
+			b := f.consumer(stInFlight)
+			must(f.s.SetRunStatus(f.ctx, b.run.ID, ledger.StatusChange{Status: scripthost.StatusFailedInternal}))(f.t)
+			return b.run.ID
+		}},
+	}
+	for _, tc := range refusals {
+		f.with("refused: "+tc.name, func(f *fixture) {
+			id := tc.build(f)
+			before := f.dump()
+			_, err := f.s.CreateRetryRun(f.ctx, id)
+			f.refused(before, err, nil)
+		})
+	}
+	f.with("unknown run", func(f *fixture) {
+		before := f.dump()
+		_, err := f.s.CreateRetryRun(f.ctx, "no-such-run")
+		f.refused(before, err, ledger.ErrNotFound)
+	})
+}
+
+func testCommitConsumer(f *fixture) {
+	f.with("commits", func(f *fixture) {
+		b := f.consumer(stEmitting)
+		wake := time.Date(2030, 5, 6, 7, 8, 9, 123456789, time.UTC)
+		old := f.publish("out", "already-there")
+		r := must(f.s.CommitConsumer(f.ctx, b.run.ID, ledger.Commit{
+			State: json.RawMessage(`{"seen":2}`), Output: json.RawMessage(`{"out":true}`), WakeAt: wake,
+			Publish: []ledger.NewEvent{
+				{Topic: "out", MessageID: "shipped-1", Payload: json.RawMessage(`{"n":1}`)},
+				{Topic: "out", MessageID: "already-there", Payload: json.RawMessage(`{"n":2}`)},
+			},
+		}))(f.t)
+		if r.Phase != scripthost.RunCommitted || r.Status != scripthost.StatusCommitted || string(r.OutputState) != `{"out":true}` {
+			f.t.Errorf("got %s/%s output %s, want committed with the output", r.Phase, r.Status, r.OutputState)
+		}
+		f.wantEvents(b.events, scripthost.EventConsumed, b.run.ID)
+		hs := must(f.s.HandlerState(f.ctx, wf, "ship"))(f.t)
+		if string(hs.State) != `{"seen":2}` || !hs.WakeAt.Equal(wake) || hs.UpdatedAt.IsZero() {
+			f.t.Errorf("state: got %+v, want the committed state waking at %v", hs, wake)
+		}
+		out := must(f.s.Events(f.ctx, ledger.EventFilter{Topic: "out"}))(f.t)
+		if len(out) != 2 || out[0].Seq != old[0].Seq || out[0].CausedBy != "" || out[1].MessageID != "shipped-1" ||
+			out[1].CausedBy != b.run.ID || out[1].Workflow != wf || out[1].Status != scripthost.EventPending {
+			f.t.Errorf("publications: got %+v, want the old event untouched and shipped-1 caused by the run", out)
+		}
+	})
+	f.with("wake-up from prepare", func(f *fixture) {
+		wake := time.Date(2031, 1, 1, 0, 0, 0, 1, time.UTC)
+		r := must(f.s.CreateRun(f.ctx, ledger.NewRun{Workflow: wf, Version: 1, Handler: "digest", Kind: scripthost.KindConsumer}))(f.t)
+		must(f.s.AdvancePhase(f.ctx, r.ID, scripthost.RunPending, scripthost.RunPreparing))(f.t)
+		must(f.s.MarkPrepared(f.ctx, r.ID, ledger.PrepareResult{WakeAt: wake}))(f.t)
+		must(f.s.AdvancePhase(f.ctx, r.ID, scripthost.RunPrepared, scripthost.RunMutating))(f.t)
+		must(f.s.MarkMutated(f.ctx, r.ID))(f.t)
+		must(f.s.AdvancePhase(f.ctx, r.ID, scripthost.RunMutated, scripthost.RunEmitting))(f.t)
+		must(f.s.CommitConsumer(f.ctx, r.ID, ledger.Commit{State: json.RawMessage(`{"d":1}`)}))(f.t)
+		if hs := must(f.s.HandlerState(f.ctx, wf, "digest"))(f.t); !hs.WakeAt.Equal(wake) || string(hs.State) != `{"d":1}` {
+			f.t.Errorf("got %+v, want state waking at %v", hs, wake)
+		}
+	})
+	for _, stage := range []string{stPending, stPrepared, stMutating, stInFlight, stMutated, stCommitted} {
+		f.with("refused at "+stage, func(f *fixture) {
+			b := f.consumer(stage)
+			before := f.dump()
+			_, err := f.s.CommitConsumer(f.ctx, b.run.ID, ledger.Commit{State: json.RawMessage(`{}`)})
+			f.refused(before, err, nil)
+		})
+	}
+	f.with("refused when paused", func(f *fixture) {
+		b := f.consumer(stEmitting)
+		must(f.s.SetRunStatus(f.ctx, b.run.ID, ledger.StatusChange{Status: scripthost.StatusPausedTransient}))(f.t)
+		before := f.dump()
+		_, err := f.s.CommitConsumer(f.ctx, b.run.ID, ledger.Commit{State: json.RawMessage(`{}`)})
+		f.refused(before, err, nil)
+	})
+	f.with("refused for a producer", func(f *fixture) {
+		r := f.producer(true)
+		before := f.dump()
+		_, err := f.s.CommitConsumer(f.ctx, r.ID, ledger.Commit{State: json.RawMessage(`{}`)})
+		f.refused(before, err, nil)
+	})
+	f.with("bad publication leaves nothing", func(f *fixture) {
+		b := f.consumer(stEmitting)
+		before := f.dump()
+		_, err := f.s.CommitConsumer(f.ctx, b.run.ID, ledger.Commit{State: json.RawMessage(`{"x":1}`), Publish: []ledger.NewEvent{
+			{Topic: "out", MessageID: "good", Payload: json.RawMessage(`{}`)},
+			{Topic: "out", MessageID: "", Payload: json.RawMessage(`{}`)},
+		}})
+		if err == nil {
+			f.t.Fatal("got no error for a bad publication")
+		}
+		f.unchanged(before)
+	})
+}
+
+func testCommitProducer(f *fixture) {
+	f.with("commits", func(f *fixture) {
+		r := f.producer(true)
+		next := time.Date(2030, 1, 2, 3, 4, 5, 987654321, time.UTC)
+		c := must(f.s.CommitProducer(f.ctx, r.ID, ledger.Commit{State: json.RawMessage(`{"cursor":9}`), NextRunAt: next,
+			Publish: []ledger.NewEvent{{Topic: "in", MessageID: "p1", Payload: json.RawMessage(`{}`)}}}))(f.t)
+		if c.Phase != scripthost.RunCommitted || c.Status != scripthost.StatusCommitted || string(c.OutputState) != `{"cursor":9}` {
+			f.t.Errorf("got %s/%s output %s, want committed with the state", c.Phase, c.Status, c.OutputState)
+		}
+		sc := must(f.s.Schedule(f.ctx, wf, "poll"))(f.t)
+		if !sc.NextRunAt.Equal(next) || sc.LastRunAt.IsZero() || sc.Producer != "poll" {
+			f.t.Errorf("schedule: got %+v, want next %v and a last run", sc, next)
+		}
+		if hs := must(f.s.HandlerState(f.ctx, wf, "poll"))(f.t); string(hs.State) != `{"cursor":9}` {
+			f.t.Errorf("state: got %s, want the committed state", hs.State)
+		}
+		evs := must(f.s.PendingEvents(f.ctx, wf, "in", 0))(f.t)
+		if len(evs) != 1 || evs[0].CausedBy != r.ID {
+			f.t.Errorf("publications: got %+v, want p1 caused by the run", evs)
+		}
+	})
+	f.with("refused when pending", func(f *fixture) {
+		r := f.producer(false)
+		before := f.dump()
+		_, err := f.s.CommitProducer(f.ctx, r.ID, ledger.Commit{})
+		f.refused(before, err, nil)
+	})
+	f.with("refused for a consumer", func(f *fixture) {
+		b := f.consumer(stEmitting)
+		before := f.dump()
+		_, err := f.s.CommitProducer(f.ctx, b.run.ID, ledger.Commit{})
+		f.refused(before, err, nil)
+	})
+	f.with("bad publication leaves nothing", func(f *fixture) {
+		r := f.producer(true)
+		before := f.dump()
+		_, err := f.s.CommitProducer(f.ctx, r.ID, ledger.Commit{State: json.RawMessage(`{}`), NextRunAt: time.Now(),
+			Publish: []ledger.NewEvent{{Topic: "in", MessageID: "ok", Payload: json.RawMessage(`{}`)}, {Topic: "in", MessageID: "bad", Payload: json.RawMessage(`{`)}}})
+		if err == nil {
+			f.t.Fatal("got no error for a bad publication")
+		}
+		f.unchanged(before)
+	})
+}
+
+func testRecover(f *fixture) {
+	want := map[string]bool{}
+	for _, stage := range []string{stPending, stPrepared, stInFlight, stNeedsReconcile, stMutated, stEmitting} {
+		want[f.consumer(stage).run.ID] = true
+	}
+	want[f.producer(true).ID] = true
+	inFlight := map[string]bool{f.consumer(stInFlight).mut.ID: true}
+	for id := range want {
+		if m, err := f.s.RunMutation(f.ctx, id); err == nil && m.Status == scripthost.MutationInFlight {
+			inFlight[m.ID] = true
+		}
+	}
+	plan := must(f.s.BeginMutation(f.ctx, ledger.NewMutation{Namespace: "Cmd", Method: "run", IdempotencyKey: "plan-step"}))(f.t)
+	inFlight[plan.ID] = true
+	// Not to be recovered: paused, failed, skipped, committed runs.
+	f.consumer(stIndeterminate)
+	f.consumer(stCommitted)
+	f.finished(scripthost.MutationFailed)
+	p := f.consumer(stPrepared)
+	must(f.s.SetRunStatus(f.ctx, p.run.ID, ledger.StatusChange{Status: scripthost.StatusPausedTransient}))(f.t)
+	sk := f.consumer(stPending)
+	must(f.s.SkipRun(f.ctx, sk.run.ID, "no"))(f.t)
+	for id := range inFlight {
+		if m := must(f.s.Mutation(f.ctx, id))(f.t); m.RunID != "" {
+			want[m.RunID] = true
+		}
+	}
+
+	rec := must(f.s.Recover(f.ctx))(f.t)
+	var gotRuns, gotMuts []string
+	for _, r := range rec.Runs {
+		gotRuns = append(gotRuns, r.ID)
+	}
+	for _, m := range rec.InFlight {
+		gotMuts = append(gotMuts, m.ID)
+	}
+	if got, want := sorted(gotRuns), keys(want); got != want {
+		f.t.Errorf("runs: got %s, want %s", got, want)
+	}
+	if got, want := sorted(gotMuts), keys(inFlight); got != want {
+		f.t.Errorf("in-flight mutations: got %s, want %s", got, want)
+	}
+}
+
+func sorted(ss []string) string {
+	sort.Strings(ss)
+	return strings.Join(ss, ",")
+}
+
+func keys(m map[string]bool) string {
+	var ss []string
+	for k := range m {
+		ss = append(ss, k)
+	}
+	return sorted(ss)
+}
+
+func testSnapshots(f *fixture) {
+	b := f.consumer(stCommitted)
+	snaps := must(f.s.Snapshots(f.ctx, b.run.ID))(f.t)
+	want := []scripthost.RunPhase{scripthost.RunPending, scripthost.RunPreparing, scripthost.RunPrepared, scripthost.RunMutating,
+		scripthost.RunMutated, scripthost.RunEmitting, scripthost.RunCommitted}
+	if len(snaps) != len(want) {
+		f.t.Fatalf("got %d snapshots, want %d (one per transition)", len(snaps), len(want))
+	}
+	for i, sn := range snaps {
+		var r scripthost.Run
+		if err := json.Unmarshal(sn.Run, &r); err != nil {
+			f.t.Fatalf("snapshot %d: %v", i, err)
+		}
+		if sn.RunID != b.run.ID || sn.Seq != i+1 || sn.Phase != want[i] || r.Phase != want[i] || r.Status != sn.Status || sn.At.IsZero() {
+			f.t.Errorf("snapshot %d: got %s seq %d %s/%s (run %s), want seq %d phase %s", i, sn.RunID, sn.Seq, sn.Phase, sn.Status, r.Phase, i+1, want[i])
+		}
+	}
+	var last scripthost.Run
+	_ = json.Unmarshal(snaps[len(snaps)-1].Run, &last)
+	if mustJSON(f.t, last) != mustJSON(f.t, b.run) {
+		f.t.Errorf("last snapshot: got %s, want %s", mustJSON(f.t, last), mustJSON(f.t, b.run))
+	}
+
+	p := f.consumer(stPrepared)
+	must(f.s.SetRunStatus(f.ctx, p.run.ID, ledger.StatusChange{Status: scripthost.StatusPausedApproval}))(f.t)
+	snaps = must(f.s.Snapshots(f.ctx, p.run.ID))(f.t)
+	if got := snaps[len(snaps)-1]; got.Status != scripthost.StatusPausedApproval || got.Phase != scripthost.RunPrepared {
+		f.t.Errorf("after pause: got %s/%s, want prepared/paused:approval", got.Phase, got.Status)
+	}
+}
