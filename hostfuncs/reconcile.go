@@ -32,8 +32,9 @@ type ReconcilePolicy struct {
 	BaseDelay time.Duration
 	// MaxDelay caps the wait between attempts.
 	MaxDelay time.Duration
-	// Redactor, when set, redacts the reasons stored in the ledger. The credential
-	// patterns are applied even without one.
+	// Redactor, when set, redacts the reasons stored in the ledger; the tool's
+	// Secrets are added to it. Without one, a fresh Redactor with the tool's Secrets
+	// is used.
 	Redactor *Redactor
 }
 
@@ -77,7 +78,10 @@ func (p ReconcilePolicy) Backoff(attempts int) time.Duration {
 // in_flight mutations found at startup, and for due needs_reconcile mutations.
 func Reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripthost.Mutation, p ReconcilePolicy, now time.Time) (scripthost.Mutation, error) {
 	p = p.WithDefaults()
-	redact := p.Redactor.Redact
+	redactor := p.Redactor
+	if redactor == nil {
+		redactor = NewRedactor()
+	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
 	defer cancel()
 
@@ -85,6 +89,10 @@ func Reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 	if reg != nil {
 		tool, _ = reg.Lookup(m.Namespace, m.Method)
 	}
+	if tool != nil {
+		redactor.AddSecret(tool.Secrets...)
+	}
+	redact := redactor.Redact
 	if tool == nil || tool.Reconcile == nil {
 		reason := fmt.Sprintf("no reconciler for %s: the outcome must be resolved by a person", m.Tool())
 		return wrapLedger(store.MarkIndeterminate(wctx, m.ID, reason))

@@ -1,0 +1,267 @@
+package httptool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/hostfuncs"
+)
+
+// maxBody bounds a response body read into memory.
+const maxBody = 10 << 20
+
+// client never follows redirects: a redirected POST would silently turn into a GET.
+var client = &http.Client{
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+type httpTool struct {
+	name      string
+	method    string
+	url       template
+	header    http.Header
+	jsonBody  bool
+	readOnly  bool
+	timeout   time.Duration
+	reconcile *reconcileRequest
+}
+
+type reconcileRequest struct {
+	method string
+	url    template
+}
+
+func (h *httpTool) execute(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
+	key := hostfuncs.IdempotencyKey(ctx)
+	fields, err := inputFields(input)
+	if err != nil {
+		return nil, h.errorf(scripthost.ClassLogic, scripthost.CodeInvalidInput, "%v", err)
+	}
+	u, err := h.url.expand(fields, key)
+	if err != nil {
+		return nil, h.errorf(scripthost.ClassLogic, scripthost.CodeInvalidInput, "%v", err)
+	}
+	var body []byte
+	if h.jsonBody {
+		body = input
+	}
+	status, respBody, err := h.do(ctx, h.method, u, body, key)
+	if err != nil {
+		return nil, err
+	}
+	if status/100 == 2 {
+		return asJSON(respBody), nil
+	}
+	return nil, h.statusError(h.method, u, status, respBody)
+}
+
+// reconcileMutation asks the service about m with the declared reconcile request:
+// 2xx applied (the body is the result), 404 failed, anything else retry later.
+func (h *httpTool) reconcileMutation(ctx context.Context, m scripthost.Mutation) (scripthost.Reconciliation, error) {
+	fields, _ := inputFields(m.Params)
+	u, err := h.reconcile.url.expand(fields, m.IdempotencyKey)
+	if err != nil {
+		return scripthost.Reconciliation{}, h.errorf(scripthost.ClassLogic, "", "reconcile: %v", err)
+	}
+	status, body, err := h.do(ctx, h.reconcile.method, u, nil, "")
+	if err != nil {
+		return scripthost.Reconciliation{}, err
+	}
+	switch {
+	case status/100 == 2:
+		return scripthost.Reconciliation{Outcome: scripthost.ReconcileApplied, Result: asJSON(body)}, nil
+	case status == http.StatusNotFound:
+		return scripthost.Reconciliation{Outcome: scripthost.ReconcileFailed,
+			Reason: fmt.Sprintf("%s %s: HTTP 404: the service has no record of the mutation", h.reconcile.method, redactURL(u))}, nil
+	}
+	return scripthost.Reconciliation{Outcome: scripthost.ReconcileRetryLater,
+		Reason: fmt.Sprintf("%s %s: HTTP %d%s", h.reconcile.method, redactURL(u), status, snippet(body))}, nil
+}
+
+// do sends one request with the tool's headers and timeout. A transport failure is a
+// network error (code timeout when the deadline passed).
+func (h *httpTool) do(ctx context.Context, method, u string, body []byte, key string) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return 0, nil, h.errorf(scripthost.ClassLogic, scripthost.CodeInvalidInput, "building the request: %v", errors.Unwrap(err))
+	}
+	req.Header = h.header.Clone()
+	if body != nil && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
+	if key != "" && !h.readOnly {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		code := ""
+		if errors.Is(err, context.DeadlineExceeded) {
+			code = scripthost.CodeTimeout
+		}
+		// The *url.Error's text repeats the URL; only the cause is kept, and never
+		// the request, whose headers hold credentials.
+		cause := err
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			cause = ue.Err
+		}
+		return 0, nil, &scripthost.Error{Class: scripthost.ClassNetwork, Code: code, Op: h.name,
+			Message: fmt.Sprintf("%s %s: %v", method, redactURL(u), cause), Err: cause}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		// The status arrived but the body did not: for a mutation the outcome is
+		// unknown either way.
+		return 0, nil, &scripthost.Error{Class: scripthost.ClassNetwork, Op: h.name,
+			Message: fmt.Sprintf("%s %s: HTTP %d, reading the body: %v", method, redactURL(u), resp.StatusCode, err), Err: err}
+	}
+	return resp.StatusCode, data, nil
+}
+
+// statusError classifies a non-2xx answer: 401 auth, 403 permission, 408 and 429
+// network (try again), other 4xx logic (the service refused: definite), 5xx and the
+// rest network (the outcome of a mutation is unknown).
+func (h *httpTool) statusError(method, u string, status int, body []byte) error {
+	class := scripthost.ClassNetwork
+	switch {
+	case status == http.StatusUnauthorized:
+		class = scripthost.ClassAuth
+	case status == http.StatusForbidden:
+		class = scripthost.ClassPermission
+	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests:
+		class = scripthost.ClassNetwork
+	case status/100 == 4:
+		class = scripthost.ClassLogic
+	}
+	return h.errorf(class, "", "%s %s: HTTP %d%s", method, redactURL(u), status, snippet(body))
+}
+
+func (h *httpTool) errorf(class scripthost.ErrorClass, code, format string, args ...any) error {
+	return &scripthost.Error{Class: class, Code: code, Op: h.name, Message: fmt.Sprintf(format, args...)}
+}
+
+// asJSON returns body when it is JSON, a JSON string of it otherwise, null when empty.
+func asJSON(body []byte) json.RawMessage {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return json.RawMessage("null")
+	}
+	if json.Valid(body) {
+		return json.RawMessage(body)
+	}
+	b, _ := json.Marshal(string(body))
+	return b
+}
+
+func snippet(body []byte) string {
+	s := strings.TrimSpace(string(body))
+	if s == "" {
+		return ""
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return ": " + s
+}
+
+// redactURL drops user info from a URL for messages.
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.User == nil {
+		return u
+	}
+	p.User = nil
+	return p.String()
+}
+
+// inputFields decodes an object's top-level fields; anything else has none.
+func inputFields(input json.RawMessage) (map[string]any, error) {
+	if len(bytes.TrimSpace(input)) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("input is not JSON: %w", err)
+	}
+	m, _ := v.(map[string]any)
+	return m, nil
+}
+
+// expand fills the template: {key} with the idempotency key, {field} with the input
+// field, path-escaped before the query and query-escaped in it. A query parameter whose
+// field is absent (or null) is left out; a path field must be present.
+func (t template) expand(fields map[string]any, key string) (string, error) {
+	path, err := fill(t.raw[:t.query], fields, key, url.PathEscape)
+	if err != nil {
+		return "", err
+	}
+	if t.query == len(t.raw) {
+		return path, nil
+	}
+	var kept []string
+	for _, part := range strings.Split(t.raw[t.query+1:], "&") {
+		v, err := fill(part, fields, key, url.QueryEscape)
+		if errors.Is(err, errMissing) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		kept = append(kept, v)
+	}
+	if len(kept) == 0 {
+		return path, nil
+	}
+	return path + "?" + strings.Join(kept, "&"), nil
+}
+
+var errMissing = errors.New("missing field")
+
+func fill(s string, fields map[string]any, key string, escape func(string) string) (string, error) {
+	var err error
+	out := placeholderRE.ReplaceAllStringFunc(s, func(m string) string {
+		name := m[1 : len(m)-1]
+		if name == "key" {
+			if key == "" && err == nil {
+				err = fmt.Errorf("the URL needs the idempotency key, and the call has none")
+			}
+			return escape(key)
+		}
+		v, ok := fields[name]
+		if !ok || v == nil {
+			if err == nil {
+				err = fmt.Errorf("input field %q is needed by the URL: %w", name, errMissing)
+			}
+			return ""
+		}
+		switch x := v.(type) {
+		case string:
+			return escape(x)
+		case json.Number:
+			return escape(x.String())
+		}
+		b, _ := json.Marshal(v)
+		return escape(string(b))
+	})
+	return out, err
+}

@@ -1,0 +1,372 @@
+// Package httptool builds host tools that call HTTP services from a declaration file
+// (JSON or YAML): each tool names its URL template, HTTP method, headers (secrets read
+// from the environment), schemas, timeout, and optionally a reconcile request that asks
+// the service what became of a mutation.
+package httptool
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/scripthost/scripthost/hostfuncs"
+)
+
+// DefaultTimeout bounds one request when a tool declares none.
+const DefaultTimeout = 30 * time.Second
+
+// config is one tool as declared in the file.
+type config struct {
+	Namespace    string            `json:"namespace"`
+	Method       string            `json:"method"`
+	Description  string            `json:"description"`
+	URL          string            `json:"url"`
+	HTTPMethod   string            `json:"http_method"`
+	Headers      map[string]string `json:"headers"`
+	Body         string            `json:"body"`
+	InputSchema  json.RawMessage   `json:"input_schema"`
+	OutputSchema json.RawMessage   `json:"output_schema"`
+	ReadOnly     bool              `json:"read_only"`
+	Timeout      string            `json:"timeout"`
+	Reconcile    *reconcileConfig  `json:"reconcile"`
+	SecretFields []string          `json:"secret_fields"`
+}
+
+type reconcileConfig struct {
+	Method string `json:"method"`
+	URL    string `json:"url"`
+}
+
+var (
+	toolFields      = []string{"namespace", "method", "description", "url", "http_method", "headers", "body", "input_schema", "output_schema", "read_only", "timeout", "reconcile", "secret_fields"}
+	reconcileFields = []string{"method", "url"}
+	httpMethods     = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead}
+	placeholderRE   = regexp.MustCompile(`\{([^{}]*)\}`)
+	fieldRE         = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envRE           = regexp.MustCompile(`\$\{([^{}]*)\}`)
+	envNameRE       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// Load reads the tool declarations in path (".json", ".yaml" or ".yml") and returns the
+// tools. The file is a list of tools, or an object whose "tools" field is one. Header
+// values may name environment variables as ${NAME}, looked up with env (nil means
+// os.LookupEnv); their values are secrets, carried in each tool's Secrets so that a
+// ToolWrapper redacts them, and are never part of an error message. Every error names
+// the file and, when it is about one tool, the tool.
+func Load(path string, env func(string) (string, bool)) ([]*hostfuncs.Tool, error) {
+	if env == nil {
+		env = os.LookupEnv
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("httptool: %w", err)
+	}
+	doc, err := decode(path, data)
+	if err != nil {
+		return nil, fmt.Errorf("httptool: %s: %w", path, err)
+	}
+	list, err := toolList(doc)
+	if err != nil {
+		return nil, fmt.Errorf("httptool: %s: %w", path, err)
+	}
+	var tools []*hostfuncs.Tool
+	names := map[string]bool{}
+	for i, raw := range list {
+		name := toolName(i, raw)
+		t, err := build(raw, env)
+		if err != nil {
+			return nil, fmt.Errorf("httptool: %s: tool %s: %w", path, name, err)
+		}
+		if names[t.Name()] {
+			return nil, fmt.Errorf("httptool: %s: tool %s: declared twice", path, name)
+		}
+		names[t.Name()] = true
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// decode parses the file by its extension into plain JSON values.
+func decode(path string, data []byte) (any, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".json":
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("invalid JSON: %w", err)
+		}
+		return v, nil
+	case ".yaml", ".yml":
+		var v any
+		if err := yaml.Unmarshal(data, &v); err != nil {
+			return nil, fmt.Errorf("invalid YAML: %w", err)
+		}
+		return v, nil
+	}
+	return nil, fmt.Errorf("unknown file type %q: want .json, .yaml or .yml", filepath.Ext(path))
+}
+
+func toolList(doc any) ([]map[string]any, error) {
+	if m, ok := doc.(map[string]any); ok {
+		for k := range m {
+			if k != "tools" {
+				return nil, fmt.Errorf("unknown top-level field %q: want a list of tools or {\"tools\": [...]}", k)
+			}
+		}
+		doc = m["tools"]
+	}
+	items, ok := doc.([]any)
+	if !ok {
+		return nil, fmt.Errorf("want a list of tools or {\"tools\": [...]}")
+	}
+	out := make([]map[string]any, 0, len(items))
+	for i, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("tool %d: want an object", i+1)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// toolName names tool i for messages: "Namespace.method" when both are strings, its
+// position otherwise.
+func toolName(i int, raw map[string]any) string {
+	ns, _ := raw["namespace"].(string)
+	m, _ := raw["method"].(string)
+	if ns != "" && m != "" {
+		return fmt.Sprintf("%d (%s.%s)", i+1, ns, m)
+	}
+	return fmt.Sprint(i + 1)
+}
+
+func checkFields(raw map[string]any, allowed []string, where string) error {
+	var unknown []string
+	for k := range raw {
+		if !slices.Contains(allowed, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("unknown field %q%s (known: %s)", unknown[0], where, strings.Join(allowed, ", "))
+	}
+	return nil
+}
+
+// build validates one declaration and makes its tool.
+func build(raw map[string]any, env func(string) (string, bool)) (*hostfuncs.Tool, error) {
+	if err := checkFields(raw, toolFields, ""); err != nil {
+		return nil, err
+	}
+	if rc, ok := raw["reconcile"].(map[string]any); ok {
+		if err := checkFields(rc, reconcileFields, " in reconcile"); err != nil {
+			return nil, err
+		}
+	}
+	// YAML has been turned into JSON values; one decoder checks the types of both.
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w", err)
+	}
+	var c config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("bad field type: %w", err)
+	}
+	return c.tool(env)
+}
+
+func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) {
+	if !fieldRE.MatchString(c.Namespace) {
+		return nil, fmt.Errorf("namespace %q must be an identifier", c.Namespace)
+	}
+	if c.Method == "" || !fieldRE.MatchString(c.Method) {
+		return nil, fmt.Errorf("method %q must be an identifier", c.Method)
+	}
+	if c.URL == "" {
+		return nil, fmt.Errorf("missing url")
+	}
+	h := &httpTool{name: c.Namespace + "." + c.Method, readOnly: c.ReadOnly, timeout: DefaultTimeout, header: http.Header{}}
+
+	h.method = strings.ToUpper(c.HTTPMethod)
+	if h.method == "" {
+		h.method = http.MethodPost
+		if c.ReadOnly {
+			h.method = http.MethodGet
+		}
+	}
+	if !slices.Contains(httpMethods, h.method) {
+		return nil, fmt.Errorf("http_method %q: want one of %s", c.HTTPMethod, strings.Join(httpMethods, ", "))
+	}
+	switch c.Body {
+	case "":
+		h.jsonBody = h.method == http.MethodPost || h.method == http.MethodPut || h.method == http.MethodPatch
+	case "json":
+		h.jsonBody = true
+	case "none":
+	default:
+		return nil, fmt.Errorf("body %q: want json or none", c.Body)
+	}
+	if c.Timeout != "" {
+		d, err := time.ParseDuration(c.Timeout)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("timeout %q: want a positive duration such as 10s", c.Timeout)
+		}
+		h.timeout = d
+	}
+	for _, s := range [][]byte{c.InputSchema, c.OutputSchema} {
+		if err := hostfuncs.CompileSchema(s); err != nil {
+			return nil, err
+		}
+	}
+	props := schemaProperties(c.InputSchema)
+	var err error
+	if h.url, err = parseTemplate(c.URL, "url", props, !c.ReadOnly); err != nil {
+		return nil, err
+	}
+	var secrets []string
+	for name, value := range c.Headers {
+		v, vals, err := expandEnv(value, env)
+		if err != nil {
+			return nil, fmt.Errorf("header %s: %w", name, err)
+		}
+		secrets = append(secrets, vals...)
+		if hostfuncs.IsSecretKey(name) && len(vals) == 0 {
+			// A literal credential in the file is as secret as one from the environment.
+			secrets = append(secrets, v)
+			if i := strings.IndexByte(v, ' '); i > 0 {
+				secrets = append(secrets, v[i+1:])
+			}
+		}
+		h.header.Set(name, v)
+	}
+	if c.Reconcile != nil {
+		if c.ReadOnly {
+			return nil, fmt.Errorf("reconcile: a read-only tool has no mutations to reconcile")
+		}
+		m := strings.ToUpper(c.Reconcile.Method)
+		if m == "" {
+			m = http.MethodGet
+		}
+		if m != http.MethodGet && m != http.MethodHead && m != http.MethodPost {
+			return nil, fmt.Errorf("reconcile: method %q: want GET, HEAD or POST", c.Reconcile.Method)
+		}
+		if c.Reconcile.URL == "" {
+			return nil, fmt.Errorf("reconcile: missing url")
+		}
+		t, err := parseTemplate(c.Reconcile.URL, "reconcile url", props, true)
+		if err != nil {
+			return nil, err
+		}
+		h.reconcile = &reconcileRequest{method: m, url: t}
+	}
+
+	tool := &hostfuncs.Tool{
+		Namespace:    c.Namespace,
+		Method:       c.Method,
+		Description:  c.Description,
+		InputSchema:  c.InputSchema,
+		OutputSchema: c.OutputSchema,
+		Execute:      h.execute,
+		SecretFields: c.SecretFields,
+		Secrets:      secrets,
+	}
+	if c.ReadOnly {
+		tool.ReadOnly = hostfuncs.ReadOnlyAlways
+	}
+	if h.reconcile != nil {
+		tool.Reconcile = h.reconcileMutation
+	}
+	return tool, nil
+}
+
+// expandEnv replaces ${NAME} in a header value and returns the values it used.
+func expandEnv(value string, env func(string) (string, bool)) (string, []string, error) {
+	var used []string
+	var err error
+	out := envRE.ReplaceAllStringFunc(value, func(m string) string {
+		name := m[2 : len(m)-1]
+		if !envNameRE.MatchString(name) {
+			if err == nil {
+				err = fmt.Errorf("bad environment variable reference %q", m)
+			}
+			return ""
+		}
+		v, ok := env(name)
+		if !ok || v == "" {
+			if err == nil {
+				err = fmt.Errorf("environment variable %s is not set", name)
+			}
+			return ""
+		}
+		used = append(used, v)
+		return v
+	})
+	return out, used, err
+}
+
+// schemaProperties returns the names of the input schema's top-level properties, or
+// nil when the schema does not list them (every field is then accepted in a URL).
+func schemaProperties(schema json.RawMessage) []string {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if len(schema) == 0 || json.Unmarshal(schema, &s) != nil || s.Properties == nil {
+		return nil
+	}
+	out := make([]string, 0, len(s.Properties))
+	for k := range s.Properties {
+		out = append(out, k)
+	}
+	return out
+}
+
+// template is a URL with {field} and {key} placeholders.
+type template struct {
+	raw string
+	// query is the index in raw where the query string starts (len(raw) if none):
+	// values are path-escaped before it and query-escaped after.
+	query int
+}
+
+func parseTemplate(raw, what string, props []string, keyAllowed bool) (template, error) {
+	for _, m := range placeholderRE.FindAllStringSubmatch(raw, -1) {
+		f := m[1]
+		switch {
+		case !fieldRE.MatchString(f):
+			return template{}, fmt.Errorf("%s: bad template field %q: want {name} with an identifier", what, m[0])
+		case f == "key":
+			if !keyAllowed {
+				return template{}, fmt.Errorf("%s: {key} is the idempotency key, which a read-only tool does not have", what)
+			}
+		case props != nil && !slices.Contains(props, f):
+			return template{}, fmt.Errorf("%s: bad template field {%s}: not a property of the input schema", what, f)
+		}
+	}
+	probe := placeholderRE.ReplaceAllString(raw, "x")
+	u, err := url.Parse(probe)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return template{}, fmt.Errorf("%s %q: want an absolute http or https URL", what, raw)
+	}
+	if strings.Contains(raw[:strings.Index(raw, "://")+3+len(u.Host)], "{") {
+		return template{}, fmt.Errorf("%s %q: placeholders are not allowed in the scheme or host", what, raw)
+	}
+	q := strings.IndexByte(raw, '?')
+	if q < 0 {
+		q = len(raw)
+	}
+	return template{raw: raw, query: q}, nil
+}
