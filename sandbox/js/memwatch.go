@@ -140,7 +140,9 @@ func chargeLocked(cur int64) *memEntry {
 	var top *memEntry
 	share := delta / int64(len(running))
 	for _, e := range running {
-		e.charge = max(e.charge+share, 0)
+		// Shrinkage is shared like growth, so charges stay a fair split of the net
+		// growth; the floor keeps freed garbage from becoming a large credit.
+		e.charge = max(e.charge+share, -e.budget)
 		if !e.killed && e.charge > e.budget && (top == nil || e.charge > top.charge) {
 			top = e
 		}
@@ -152,7 +154,7 @@ func chargeLocked(cur int64) *memEntry {
 	top.detail = fmt.Sprintf("heap grew by about %d MiB while the script ran, over the budget of %d MiB", top.charge>>20, top.budget>>20)
 	for _, e := range running {
 		if e != top && !e.killed && e.charge > e.budget {
-			e.charge = max(e.charge-share, 0)
+			e.charge -= share
 		}
 	}
 	return top
