@@ -1,0 +1,131 @@
+package plan
+
+import (
+	"bytes"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/scripthost/scripthost/hostfuncs"
+)
+
+// DefaultNamespace is where a bare tool name in a plan (file_read) is looked up.
+const DefaultNamespace = "plan"
+
+// ToolName splits a plan's tool name into namespace and method: "file_read" is
+// plan.file_read, "Files.read" is Files.read.
+func ToolName(name string) (namespace, method string) {
+	if ns, m, ok := strings.Cut(name, "."); ok {
+		return ns, m
+	}
+	return DefaultNamespace, name
+}
+
+// Authorize checks that auth approves exactly p: status approved (E002), and the same
+// plan id and hash (E003).
+func Authorize(p *Plan, auth *Authorization) error {
+	if auth == nil {
+		return errorf(CodeNotApproved, "", "plan %s has no authorization", p.PlanID)
+	}
+	if auth.Status != StatusApproved {
+		status := auth.Status
+		if status == "" {
+			status = "missing"
+		}
+		return errorf(CodeNotApproved, "", "plan %s is not approved: status %s", p.PlanID, status)
+	}
+	if auth.PlanID != p.PlanID {
+		return errorf(CodeHashMismatch, "", "authorization is for plan %q, not %q", auth.PlanID, p.PlanID)
+	}
+	if auth.PlanHash != p.Hash() {
+		return errorf(CodeHashMismatch, "", "authorization is for plan hash %s, but the plan's hash is %s", auth.PlanHash, p.Hash())
+	}
+	return nil
+}
+
+// CheckTools checks every step against the registry, which is the whitelist: the tool
+// must be registered (E201) and the arguments must match its input schema (E202:
+// missing, extra or mistyped arguments).
+func CheckTools(p *Plan, reg *hostfuncs.Registry) error {
+	for _, s := range p.Steps {
+		ns, m := ToolName(s.Tool)
+		tool, ok := reg.Lookup(ns, m)
+		if !ok {
+			return errorf(CodeUnknownTool, s.StepID, "unknown tool %q", s.Tool)
+		}
+		if problems, err := validate(tool.InputSchema, s.args()); err != nil {
+			return &Error{Code: CodeBadArguments, StepID: s.StepID, Message: "tool " + s.Tool + ": " + err.Error(), Err: err}
+		} else if len(problems) > 0 {
+			return errorf(CodeBadArguments, s.StepID, "arguments do not match tool %s: %s", s.Tool, strings.Join(problems, "; "))
+		}
+	}
+	return nil
+}
+
+var printer = message.NewPrinter(language.English)
+
+var schemas sync.Map // schema text → *jsonschema.Schema
+
+func compile(raw []byte) (*jsonschema.Schema, error) {
+	if v, ok := schemas.Load(string(raw)); ok {
+		return v.(*jsonschema.Schema), nil
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	const loc = "mem:///input.json"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, err
+	}
+	sch, err := c.Compile(loc)
+	if err != nil {
+		return nil, err
+	}
+	schemas.Store(string(raw), sch)
+	return sch, nil
+}
+
+// validate returns the schema violations of args as "pointer: message", sorted.
+func validate(schema, args []byte) ([]string, error) {
+	if len(bytes.TrimSpace(schema)) == 0 {
+		return nil, nil
+	}
+	sch, err := compile(schema)
+	if err != nil {
+		return nil, err
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return nil, err
+	}
+	err = sch.Validate(v)
+	if err == nil {
+		return nil, nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return nil, err
+	}
+	var out []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			loc := "/" + strings.Join(e.InstanceLocation, "/")
+			out = append(out, loc+": "+e.ErrorKind.LocalizedString(printer))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.Strings(out)
+	return out, nil
+}

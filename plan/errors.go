@@ -1,0 +1,98 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Codes name why a plan was refused or stopped. E0xx: the plan or its authorization;
+// E1xx: a precondition; E2xx: a step's tool or arguments; E3xx: a step's execution.
+const (
+	CodeInvalidPlan  = "E001" // the plan is malformed
+	CodeNotApproved  = "E002" // no authorization, or it is pending or denied
+	CodeHashMismatch = "E003" // the authorization names another plan id or hash
+
+	CodeFileMissing    = "E101" // precondition file_exists failed
+	CodeDirMissing     = "E102" // precondition dir_exists failed
+	CodePathExists     = "E103" // precondition path_absent failed
+	CodeCommandMissing = "E104" // precondition command_available failed
+	CodeNoMatch        = "E105" // precondition file_matches failed
+
+	CodeUnknownTool  = "E201" // the tool is not registered
+	CodeBadArguments = "E202" // the arguments do not match the tool's input schema
+
+	CodeStepFailed         = "E301" // the tool failed or a command exited non-zero
+	CodeSandboxViolation   = "E302" // a path or program outside the sandbox
+	CodeConfirmationDenied = "E303" // the step needed a confirmation that was denied
+	CodeStepTimeout        = "E304" // the step or its command ran out of time
+	CodeBlocked            = "E305" // a step it depends on failed
+	CodeNeedsReconcile     = "E306" // an earlier attempt's outcome is unknown
+	CodeInternal           = "E900" // the ledger or the executor failed
+)
+
+// Exit codes of a plan run. Refusals (E0xx, E2xx), unknown outcomes and internal
+// failures exit 1.
+const (
+	ExitOK                 = 0
+	ExitGeneral            = 1
+	ExitStepFailed         = 30
+	ExitSandboxViolation   = 32
+	ExitConfirmationDenied = 33
+	ExitStepTimeout        = 34
+)
+
+// ExitCodeOf maps a code to the CLI's exit code.
+func ExitCodeOf(code string) int {
+	switch {
+	case code == "":
+		return ExitOK
+	case code == CodeSandboxViolation:
+		return ExitSandboxViolation
+	case code == CodeConfirmationDenied:
+		return ExitConfirmationDenied
+	case code == CodeStepTimeout:
+		return ExitStepTimeout
+	case code == CodeStepFailed, code == CodeBlocked, len(code) == 4 && code[1] == '1':
+		return ExitStepFailed
+	}
+	return ExitGeneral
+}
+
+// Error is a refusal or a stopped plan. Its Code is one of the E codes.
+type Error struct {
+	Code string
+	// StepID names the step, when the error is about one.
+	StepID  string
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	if e.StepID != "" {
+		return fmt.Sprintf("plan: %s: step %s: %s", e.Code, e.StepID, msg)
+	}
+	return fmt.Sprintf("plan: %s: %s", e.Code, msg)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ExitCode is the CLI exit code for the error.
+func (e *Error) ExitCode() int { return ExitCodeOf(e.Code) }
+
+// CodeOf returns the code of the first *Error in err's chain, or "" when there is none.
+func CodeOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+func errorf(code, step, format string, args ...any) *Error {
+	return &Error{Code: code, StepID: step, Message: fmt.Sprintf(format, args...)}
+}

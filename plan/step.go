@@ -1,0 +1,439 @@
+package plan
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// ledgerTimeout bounds a ledger write that must complete even when the caller's
+// context is cancelled: the outcome of a call that was made, and its evidence.
+const ledgerTimeout = 30 * time.Second
+
+// stepRun carries one step through its checks and attempts.
+type stepRun struct {
+	x       *execution
+	index   int
+	step    Step
+	tool    *hostfuncs.Tool
+	args    json.RawMessage // as approved
+	canon   []byte          // canonical arguments, for the key
+	redArgs json.RawMessage // what is stored and printed
+	op      scripthost.Operation
+	hash    string
+	start   time.Time
+	diag    Diagnostics
+}
+
+// step runs step i of x and writes its record. It returns the step's result and
+// whether the plan stops after it. An error means the plan stops without a record for
+// this step: the ledger failed, or an earlier attempt's outcome is unknown (E306) and
+// the execution stays open for a later resume.
+func (e *Executor) step(ctx context.Context, x *execution, i int, s Step) (StepResult, bool, error) {
+	if r, ok := x.done[s.StepID]; ok {
+		sr := fromRecord(r)
+		sr.Reused = true
+		typ := EventStepComplete
+		if !r.Success {
+			typ = EventStepFailed
+		}
+		e.emit(Event{Type: typ, PlanID: x.plan.PlanID, ExecutionID: r.ExecutionID, StepID: s.StepID, Tool: s.Tool, Reused: true, Code: r.ErrorCode, Error: r.Error})
+		return sr, false, nil
+	}
+	ns, m := ToolName(s.Tool)
+	tool, ok := e.o.Registry.Lookup(ns, m)
+	if !ok { // CheckTools ran before; the registry changed under us
+		return StepResult{}, true, errorf(CodeUnknownTool, s.StepID, "unknown tool %q", s.Tool)
+	}
+	r := &stepRun{x: x, index: i, step: s, tool: tool, args: s.args(), start: e.o.Clock()}
+	var err error
+	if r.canon, err = scripthost.CanonicalJSON(r.args); err != nil {
+		return StepResult{}, true, &Error{Code: CodeInvalidPlan, StepID: s.StepID, Message: "arguments", Err: err}
+	}
+	r.redArgs = e.redactArgs(tool, r.canon)
+	r.op = classify(tool, r.args)
+	r.diag = Diagnostics{PlanHash: x.hash, ExecutionNumber: x.number, Operation: string(r.op), Resumed: x.resumed}
+	if x.auth != nil {
+		r.diag.AuthorizedBy, r.diag.AuthorizedAt = x.auth.By, x.auth.At
+	}
+	info := StepInfo{ExecutionID: ExecutionID(x.plan.PlanID, x.number, s.StepID), StepID: s.StepID, Tool: s.Tool, Index: i + 1, Total: len(x.plan.Steps)}
+	e.emit(Event{Type: EventStepStart, PlanID: x.plan.PlanID, ExecutionID: info.ExecutionID, StepID: s.StepID, Tool: s.Tool})
+	if e.o.Progress.StepStart != nil {
+		e.o.Progress.StepStart(info)
+	}
+
+	for _, d := range s.DependsOn {
+		if x.failed[d] {
+			return e.finish(ctx, r, nil, errorf(CodeBlocked, s.StepID, "blocked: step %s it depends on did not succeed", d))
+		}
+	}
+	if r.op == scripthost.OpMutate {
+		r.hash = scripthost.InputHash(scripthost.KeyInput{
+			Workflow: workflowName(x.plan.PlanID), Handler: s.StepID, Namespace: tool.Namespace, Method: tool.Method,
+			Params: r.canon, Scope: scope(x.plan.PlanID, x.number, s.StepID),
+		})
+		// An earlier, interrupted run of this execution may have called the tool.
+		out, reused, err := e.earlier(ctx, r)
+		if err != nil {
+			return StepResult{}, true, err
+		}
+		if reused {
+			r.diag.ReusedMutation = true
+			return e.finish(ctx, r, out, nil)
+		}
+	}
+	if err := checkPrecondition(e.o.Workspace, e.o.Commands, s.StepID, s.Precondition); err != nil {
+		return e.finish(ctx, r, nil, asPlanError(s.StepID, err))
+	}
+	if s.RequiresConfirmation {
+		ok, err := false, error(nil)
+		if e.o.Confirm != nil {
+			ok, err = e.o.Confirm(ctx, x.plan, s)
+		}
+		if err != nil || !ok {
+			msg := "confirmation denied"
+			if err != nil {
+				msg += ": " + err.Error()
+			}
+			return e.finish(ctx, r, nil, &Error{Code: CodeConfirmationDenied, StepID: s.StepID, Message: msg, Err: err})
+		}
+		r.diag.Confirmed = true
+	}
+	return e.attempts(ctx, r)
+}
+
+// attempts calls the tool, again after a retryable failure when the step has a retry
+// policy, with exponential backoff between attempts.
+func (e *Executor) attempts(ctx context.Context, r *stepRun) (StepResult, bool, error) {
+	maxAttempts := 1
+	if r.step.Retry != nil {
+		maxAttempts = r.step.Retry.MaxAttempts
+	}
+	for attempt := 1; ; attempt++ {
+		r.diag.Attempts = attempt
+		out, ferr, err := e.attempt(ctx, r, attempt)
+		if err != nil {
+			return StepResult{}, true, err
+		}
+		if ferr == nil {
+			return e.finish(ctx, r, out, nil)
+		}
+		r.diag.AttemptErrors = append(r.diag.AttemptErrors, e.o.Redactor.Redact(ferr.Error()))
+		if attempt >= maxAttempts || (ferr.Code != CodeStepFailed && ferr.Code != CodeStepTimeout) || ctx.Err() != nil {
+			return e.finish(ctx, r, out, ferr)
+		}
+		d := r.step.Retry.Backoff(attempt)
+		r.diag.BackoffMS = append(r.diag.BackoffMS, d.Milliseconds())
+		if err := e.o.Sleep(ctx, d); err != nil {
+			return e.finish(ctx, r, out, &Error{Code: CodeStepFailed, StepID: r.step.StepID, Message: "interrupted while waiting to retry", Err: err})
+		}
+	}
+}
+
+// attempt makes one call. For a mutation the in_flight row is written durably before
+// the call and its outcome after; an uncertain outcome is reconciled once and, if it
+// stays unknown, stops the plan with E306.
+func (e *Executor) attempt(ctx context.Context, r *stepRun, attempt int) (json.RawMessage, *Error, error) {
+	s, x := r.step, r.x
+	callCtx := ctx
+	var mut scripthost.Mutation
+	if r.op == scripthost.OpMutate {
+		prior, err := e.o.Store.FailureCount(ctx, r.hash)
+		if err != nil {
+			return nil, nil, &Error{Code: CodeInternal, StepID: s.StepID, Message: "count failed attempts", Err: err}
+		}
+		key := scripthost.IdempotencyKey(r.hash, prior)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
+		mut, err = e.o.Store.BeginMutation(wctx, ledger.NewMutation{
+			Workflow: workflowName(x.plan.PlanID), Handler: s.StepID, Namespace: r.tool.Namespace, Method: r.tool.Method,
+			Params: r.redArgs, InputHash: r.hash, IdempotencyKey: key,
+		})
+		cancel()
+		if err != nil {
+			return nil, nil, &Error{Code: CodeInternal, StepID: s.StepID, Message: "record the mutation", Err: err}
+		}
+		x.muts[r.hash] = append(x.muts[r.hash], mut)
+		r.diag.MutationID, r.diag.IdempotencyKey = mut.ID, key
+		callCtx = hostfuncs.WithIdempotencyKey(ctx, key)
+	}
+	if s.TimeoutMS > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(callCtx, time.Duration(s.TimeoutMS)*time.Millisecond)
+		defer cancel()
+	}
+	execID := ExecutionID(x.plan.PlanID, x.number, s.StepID)
+	e.emit(Event{Type: EventToolCall, PlanID: x.plan.PlanID, ExecutionID: execID, StepID: s.StepID, Tool: s.Tool, Attempt: attempt, Arguments: r.redArgs})
+	out, callErr := execute(callCtx, r.tool, r.args)
+	timedOut := errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	ferr := outcome(s.StepID, out, callErr, timedOut)
+	ev := Event{Type: EventToolResult, PlanID: x.plan.PlanID, ExecutionID: execID, StepID: s.StepID, Tool: s.Tool, Attempt: attempt, Result: e.redactOut(out)}
+	if ferr != nil {
+		ev.Code, ev.Error = ferr.Code, e.o.Redactor.Redact(ferr.Error())
+	}
+	e.emit(ev)
+	if r.op != scripthost.OpMutate {
+		return out, ferr, nil
+	}
+
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
+	defer cancel()
+	var err error
+	switch {
+	case ferr == nil:
+		result := out
+		if len(bytes.TrimSpace(result)) == 0 {
+			result = json.RawMessage("null")
+		}
+		_, err = e.o.Store.ApplyMutation(wctx, mut.ID, e.redactOut(result))
+	case callErr == nil || scripthost.IsDefinite(callErr):
+		// The tool answered (a command exited non-zero or was killed at its timeout)
+		// or failed definitely: the next attempt gets a fresh key.
+		cause := &scripthost.Error{Class: scripthost.ClassLogic, Code: ferr.Code, Message: e.o.Redactor.Redact(ferr.Message)}
+		_, err = e.o.Store.FailMutation(wctx, mut.ID, cause)
+	default:
+		m, rerr := hostfuncs.Reconcile(ctx, e.o.Store, e.o.Registry, mut, hostfuncs.ReconcilePolicy{MaxAttempts: 1, Redactor: e.o.Redactor}, e.o.Clock())
+		if rerr != nil {
+			return nil, nil, &Error{Code: CodeInternal, StepID: s.StepID, Message: "reconcile", Err: rerr}
+		}
+		switch m.Status {
+		case scripthost.MutationApplied:
+			return m.Result, nil, nil
+		case scripthost.MutationFailed:
+			return out, ferr, nil
+		}
+		return nil, nil, &Error{Code: CodeNeedsReconcile, StepID: s.StepID, Err: ferr,
+			Message: fmt.Sprintf("the outcome of mutation %s is unknown (%s); resolve it, then run the plan again to resume: %s", mut.ID, m.Status, e.o.Redactor.Redact(ferr.Message))}
+	}
+	if err != nil {
+		return nil, nil, &Error{Code: CodeInternal, StepID: s.StepID, Message: "record the mutation's outcome", Err: err}
+	}
+	return out, ferr, nil
+}
+
+// earlier looks for a mutation an interrupted run of this execution made for the step.
+// Applied (or skipped by a person): its result is reused and the tool is not called
+// again. In flight: the tool's reconciler is asked once; unknown after that: E306.
+// Failed: the step runs again with the next key.
+func (e *Executor) earlier(ctx context.Context, r *stepRun) (json.RawMessage, bool, error) {
+	muts := r.x.muts[r.hash]
+	for i := len(muts) - 1; i >= 0; i-- {
+		m := muts[i]
+		if m.Status == scripthost.MutationInFlight {
+			var err error
+			m, err = hostfuncs.Reconcile(ctx, e.o.Store, e.o.Registry, m, hostfuncs.ReconcilePolicy{MaxAttempts: 1, Redactor: e.o.Redactor}, e.o.Clock())
+			if err != nil {
+				return nil, false, &Error{Code: CodeInternal, StepID: r.step.StepID, Message: "reconcile", Err: err}
+			}
+			muts[i] = m
+		}
+		r.diag.MutationID, r.diag.IdempotencyKey = m.ID, m.IdempotencyKey
+		switch {
+		case m.Status == scripthost.MutationApplied:
+			return m.Result, true, nil
+		case m.Status == scripthost.MutationSkipped:
+			return json.RawMessage("null"), true, nil
+		case m.Status.Unknown():
+			return nil, false, errorf(CodeNeedsReconcile, r.step.StepID,
+				"mutation %s of an interrupted run is %s: its outcome is unknown; resolve it, then run the plan again to resume", m.ID, m.Status)
+		}
+	}
+	r.diag.MutationID, r.diag.IdempotencyKey = "", ""
+	return nil, false, nil
+}
+
+// finish writes the step's record, emits its event and reports progress.
+func (e *Executor) finish(ctx context.Context, r *stepRun, out json.RawMessage, ferr *Error) (StepResult, bool, error) {
+	s, x := r.step, r.x
+	end := e.o.Clock()
+	rec := ledger.ExecutionRecord{
+		ExecutionID: ExecutionID(x.plan.PlanID, x.number, s.StepID), PlanID: x.plan.PlanID, StepID: s.StepID,
+		Seq: r.index + 1, Tool: s.Tool, Arguments: r.redArgs, StartedAt: r.start.UTC(), EndedAt: end.UTC(),
+		DurationMS: end.Sub(r.start).Milliseconds(), Success: ferr == nil,
+	}
+	if len(bytes.TrimSpace(out)) > 0 {
+		rec.Result = e.redactOut(out)
+		var co struct {
+			ExitCode *int   `json:"exit_code"`
+			Stdout   string `json:"stdout"`
+			Stderr   string `json:"stderr"`
+		}
+		if json.Unmarshal(out, &co) == nil {
+			rec.Stdout, rec.Stderr = e.o.Redactor.Redact(co.Stdout), e.o.Redactor.Redact(co.Stderr)
+			if co.ExitCode != nil {
+				rec.ExitCode = *co.ExitCode
+			}
+		}
+	}
+	if ferr != nil {
+		rec.Error, rec.ErrorCode = e.o.Redactor.Redact(ferr.Error()), ferr.Code
+		if rec.ExitCode == 0 {
+			rec.ExitCode = 1
+		}
+		x.failed[s.StepID] = true
+	}
+	if r.diag.Attempts == 0 && ferr == nil {
+		r.diag.Attempts = 1
+	}
+	rec.Diagnostics, _ = json.Marshal(r.diag)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
+	defer cancel()
+	if err := e.o.Store.AppendExecution(wctx, rec); err != nil {
+		return StepResult{}, true, &Error{Code: CodeInternal, StepID: s.StepID, Message: "write the execution record", Err: err}
+	}
+	sr := fromRecord(rec)
+	ev := Event{Type: EventStepComplete, PlanID: x.plan.PlanID, ExecutionID: rec.ExecutionID, StepID: s.StepID, Tool: s.Tool, Result: rec.Result}
+	if ferr != nil {
+		ev.Type, ev.Code, ev.Error = EventStepFailed, rec.ErrorCode, rec.Error
+	}
+	e.emit(ev)
+	if ferr != nil && e.o.Progress.StepFailed != nil {
+		e.o.Progress.StepFailed(sr)
+	} else if ferr == nil && e.o.Progress.StepComplete != nil {
+		e.o.Progress.StepComplete(sr)
+	}
+	// A blocked step never stops the plan: the failure that blocked it was allowed to
+	// continue. A denied confirmation always does.
+	stop := ferr != nil && ferr.Code != CodeBlocked && (!s.ContinueOnFailure || ferr.Code == CodeConfirmationDenied)
+	return sr, stop, nil
+}
+
+// fromRecord turns a record into a step result.
+func fromRecord(r ledger.ExecutionRecord) StepResult {
+	sr := StepResult{ExecutionID: r.ExecutionID, StepID: r.StepID, Tool: r.Tool, Status: StepSucceeded,
+		ExitCode: r.ExitCode, Result: r.Result, Code: r.ErrorCode, Error: r.Error, Record: r}
+	var d Diagnostics
+	if json.Unmarshal(r.Diagnostics, &d) == nil {
+		sr.Attempts = d.Attempts
+	}
+	switch {
+	case r.ErrorCode == CodeBlocked:
+		sr.Status = StepBlocked
+	case !r.Success:
+		sr.Status = StepFailed
+	}
+	return sr
+}
+
+// outcome decides whether a call failed: an error, a step timeout, or a result that
+// reports a command killed at its timeout or exiting non-zero.
+func outcome(step string, out json.RawMessage, callErr error, timedOut bool) *Error {
+	if callErr != nil {
+		pe := stepError(step, callErr)
+		if timedOut && pe.Code == CodeStepFailed {
+			pe.Code = CodeStepTimeout
+		}
+		return pe
+	}
+	var co struct {
+		ExitCode *int `json:"exit_code"`
+		TimedOut bool `json:"timed_out"`
+	}
+	if json.Unmarshal(out, &co) != nil {
+		return nil
+	}
+	if co.TimedOut {
+		return errorf(CodeStepTimeout, step, "timed out and was killed")
+	}
+	if co.ExitCode != nil && *co.ExitCode != 0 {
+		return errorf(CodeStepFailed, step, "exited with code %d", *co.ExitCode)
+	}
+	return nil
+}
+
+// execute calls the tool, turning a panic into an internal error.
+func execute(ctx context.Context, t *hostfuncs.Tool, args json.RawMessage) (out json.RawMessage, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			out, err = nil, &scripthost.Error{Class: scripthost.ClassInternal, Code: scripthost.CodeToolPanic, Op: t.Name(), Message: fmt.Sprintf("panic: %v", v)}
+		}
+	}()
+	return t.Execute(ctx, args)
+}
+
+// classify runs the tool's read-only predicate; a panic makes the call a mutation.
+func classify(t *hostfuncs.Tool, args json.RawMessage) (op scripthost.Operation) {
+	defer func() {
+		if recover() != nil {
+			op = scripthost.OpMutate
+		}
+	}()
+	return t.Classify(args)
+}
+
+func asPlanError(step string, err error) *Error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return stepError(step, err)
+}
+
+// redactArgs redacts the tool's secret fields, secret-looking keys and credential
+// formats from canonical arguments.
+func (e *Executor) redactArgs(t *hostfuncs.Tool, canon []byte) json.RawMessage {
+	raw := json.RawMessage(canon)
+	if len(t.SecretFields) > 0 {
+		var values []string
+		raw, values = redactFields(raw, t.SecretFields)
+		// The values may come back in the output (an echoed request): redact them
+		// wherever they appear.
+		e.o.Redactor.AddSecret(values...)
+	}
+	return e.o.Redactor.RedactJSON(raw)
+}
+
+func (e *Executor) redactOut(out json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(out)) == 0 {
+		return nil
+	}
+	return e.o.Redactor.RedactJSON(out)
+}
+
+// redactFields replaces the values of the named fields, at any depth, and returns
+// the string values it replaced.
+func redactFields(raw json.RawMessage, fields []string) (json.RawMessage, []string) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return raw, nil
+	}
+	names := map[string]bool{}
+	for _, f := range fields {
+		names[f] = true
+	}
+	var values []string
+	var walk func(any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, c := range t {
+				if names[k] {
+					if s, ok := c.(string); ok {
+						values = append(values, s)
+					}
+					t[k] = hostfuncs.Redacted
+					continue
+				}
+				walk(c)
+			}
+		case []any:
+			for _, c := range t {
+				walk(c)
+			}
+		}
+	}
+	walk(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		return raw, values
+	}
+	return b, values
+}
