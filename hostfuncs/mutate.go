@@ -65,6 +65,9 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 	log.Info("mutation in flight")
 
 	out, execErr := w.execute(WithIdempotencyKey(ctx, key), t, input)
+	// The result is stored, so the input's secret values are removed from it as they
+	// were from the params (a service may echo them back).
+	out = NewRedactor(secrets...).RedactSecrets(out)
 
 	// The call was made: its outcome is recorded even if the invocation's context
 	// has been cancelled meanwhile.
@@ -101,7 +104,7 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 	log.Warn("mutation outcome uncertain; reconciling", "class", cause.Class, "error", cause.Error())
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), reconcileTimeout)
 	defer rcancel()
-	rec, err := Reconcile(rctx, w.store, w.reg, m, w.policy, w.clock())
+	rec, err := reconcile(rctx, w.store, w.reg, m, w.policy, w.clock(), secrets)
 	if err != nil {
 		log.Error("recording reconcile outcome failed", "error", w.redactor.Redact(err.Error()))
 		return end(ledgerError("recording the reconcile outcome", err))
@@ -111,9 +114,6 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 	switch rec.Status {
 	case scripthost.MutationApplied:
 		result := rec.Result
-		if len(result) == 0 {
-			result = json.RawMessage("null")
-		}
 		if err := w.checkOutput(t, result); err != nil {
 			return nil, w.scrub(err, secrets)
 		}
@@ -185,8 +185,9 @@ func (w *ToolWrapper) scrub(err error, secrets []string) error {
 	return &c
 }
 
-// minCallSecret is the shortest secret field value removed from error messages.
-const minCallSecret = 3
+// minCallSecret is the shortest secret field value removed from error messages and
+// results; the same bound as for registered secrets.
+const minCallSecret = MinSecretLen
 
 // callSecrets collects the string values of the input's secret fields: those the tool
 // names and those whose key looks secret.

@@ -77,6 +77,12 @@ func (p ReconcilePolicy) Backoff(attempts int) time.Duration {
 // The runtime uses Reconcile for the immediate attempt after an uncertain call, for
 // in_flight mutations found at startup, and for due needs_reconcile mutations.
 func Reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripthost.Mutation, p ReconcilePolicy, now time.Time) (scripthost.Mutation, error) {
+	return reconcile(ctx, store, reg, m, p, now, nil)
+}
+
+// reconcile is Reconcile with the secret values of the call's input, which the wrapper
+// knows and the stored (redacted) params no longer show, removed from the result too.
+func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripthost.Mutation, p ReconcilePolicy, now time.Time, callSecrets []string) (scripthost.Mutation, error) {
 	p = p.WithDefaults()
 	redactor := p.Redactor
 	if redactor == nil {
@@ -103,9 +109,14 @@ func Reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 		switch rec.Outcome {
 		case scripthost.ReconcileApplied:
 			result := rec.Result
-			if len(result) == 0 {
-				result = json.RawMessage("null")
+			if len(result) == 0 || !json.Valid(result) {
+				b, _ := json.Marshal(string(result))
+				if len(result) == 0 {
+					b = []byte("null")
+				}
+				result = b
 			}
+			result = NewRedactor(callSecrets...).RedactSecrets(redactor.RedactSecrets(result))
 			return wrapLedger(store.ApplyMutation(wctx, m.ID, result))
 		case scripthost.ReconcileFailed:
 			cause := scripthost.LogicError("reconciled as failed: %s", redact(rec.Reason))

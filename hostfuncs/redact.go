@@ -230,3 +230,55 @@ func IsSecretKey(name string) bool {
 	}
 	return false
 }
+
+// RedactSecrets returns raw with every registered secret value replaced in its strings
+// (keys included). Unlike RedactJSON it leaves secret-looking keys and credential
+// formats alone: it is for tool results, which the script and the next phase must see
+// as the service sent them, less the host's own secrets. Input that is not JSON is
+// returned with the secrets replaced as text.
+func (r *Redactor) RedactSecrets(raw json.RawMessage) json.RawMessage {
+	if r == nil || len(raw) == 0 {
+		return raw
+	}
+	r.mu.RLock()
+	rep := r.replacer
+	r.mu.RUnlock()
+	if rep == nil {
+		return raw
+	}
+	if text := rep.Replace(string(raw)); text == string(raw) {
+		return raw
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return json.RawMessage(rep.Replace(string(raw)))
+	}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch t := v.(type) {
+		case map[string]any:
+			out := make(map[string]any, len(t))
+			for k, e := range t {
+				out[rep.Replace(k)] = walk(e)
+			}
+			return out
+		case []any:
+			for i, e := range t {
+				t[i] = walk(e)
+			}
+			return t
+		case string:
+			return rep.Replace(t)
+		}
+		return v
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(walk(v)); err != nil {
+		return json.RawMessage(rep.Replace(string(raw)))
+	}
+	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n"))
+}

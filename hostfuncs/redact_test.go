@@ -148,3 +148,25 @@ func TestRedactorConcurrent(t *testing.T) {
 		t.Errorf("got %q, want the secret redacted", got)
 	}
 }
+
+func TestRedactSecrets(t *testing.T) {
+	r := NewRedactor("tok-1234", "5678")
+	tests := []struct{ name, in, want string }{
+		{"string value", `{"echo":"Bearer tok-1234","password":"kept"}`, `{"echo":"Bearer [REDACTED]","password":"kept"}`},
+		{"numeric secret in a number is kept valid", `{"n":5678,"s":"x5678"}`, `{"n":5678,"s":"x[REDACTED]"}`},
+		{"key", `{"tok-1234":1}`, `{"[REDACTED]":1}`},
+		{"untouched when clean", `{"b":1, "a":2}`, `{"b":1, "a":2}`},
+		{"patterns left alone", `{"t":"sk_live_4eC39HqLyjWDarjtT1zdp7dc"}`, `{"t":"sk_live_4eC39HqLyjWDarjtT1zdp7dc"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(r.RedactSecrets(json.RawMessage(tt.in))); got != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+	var nilR *Redactor
+	if got := string(nilR.RedactSecrets(json.RawMessage(`{"a":1}`))); got != `{"a":1}` {
+		t.Errorf("nil redactor: got %s", got)
+	}
+}

@@ -376,16 +376,16 @@ func (w *ToolWrapper) execute(ctx context.Context, t *Tool, input json.RawMessag
 	return w.normalize(t, out), nil
 }
 
-// normalize makes out one JSON value: empty is null, and text that is not JSON becomes
-// a JSON string.
+// normalize makes out one JSON value (empty is null, text that is not JSON becomes a
+// JSON string) without the host's registered secrets.
 func (w *ToolWrapper) normalize(t *Tool, out json.RawMessage) json.RawMessage {
 	if len(bytes.TrimSpace(out)) == 0 {
 		return json.RawMessage("null")
 	}
 	if !json.Valid(out) {
 		w.log.Warn("tool returned text that is not JSON; wrapped as a string", "tool", t.Name())
-		b, _ := json.Marshal(string(out))
-		return b
+		out, _ = json.Marshal(string(out))
 	}
-	return out
+	// A service that echoes a credential must not hand it to the script or the ledger.
+	return w.redactor.RedactSecrets(out)
 }

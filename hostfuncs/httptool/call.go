@@ -19,9 +19,25 @@ import (
 // maxBody bounds a response body read into memory.
 const maxBody = 10 << 20
 
-// client never follows redirects: a redirected POST would silently turn into a GET.
-var client = &http.Client{
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+// noRedirect keeps a client from following redirects: a redirected POST would
+// silently turn into a GET.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// readClient sends reads and reconcile look-ups over pooled connections.
+var readClient = &http.Client{CheckRedirect: noRedirect}
+
+// mutateClient sends mutations, each on a fresh connection. net/http replays a request
+// that carries an Idempotency-Key header when a reused keep-alive connection turns out
+// to be closed, without telling the caller: a service that applied the first copy and
+// then dropped the connection would see the mutation twice, and a service that does
+// not honour the key would apply it twice. Without reused connections there is no
+// replay; the wrapper alone decides what happens after an uncertain outcome.
+var mutateClient = &http.Client{CheckRedirect: noRedirect, Transport: noKeepAlive()}
+
+func noKeepAlive() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DisableKeepAlives = true
+	return t
 }
 
 type httpTool struct {
@@ -107,8 +123,11 @@ func (h *httpTool) do(ctx context.Context, method, u string, body []byte, key st
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "application/json")
 	}
+	client := readClient
 	if key != "" && !h.readOnly {
 		req.Header.Set("Idempotency-Key", key)
+		req.GetBody = nil // not replayable, whatever the transport
+		client = mutateClient
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -330,3 +330,30 @@ func asErr(err error, target **scripthost.Error) bool {
 	}
 	return ok
 }
+
+// TestNoTransportReplay: net/http silently re-sends a request carrying an
+// Idempotency-Key header when a reused connection turns out dead. A mutation whose
+// connection the service drops after applying must reach the service once.
+func TestNoTransportReplay(t *testing.T) {
+	svc := fakesvc.New()
+	defer svc.Close()
+	tools := loadDecl(t, svc)
+	for i := range 5 {
+		ctx := hostfuncs.WithIdempotencyKey(context.Background(), fmt.Sprintf("drop-%d", i))
+		// Leave idle keep-alive connections behind, as earlier calls do.
+		if _, err := tools["Svc.lookup"].Execute(ctx, json.RawMessage(`{"id":"c"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tools["Svc.charge"].Execute(ctx, json.RawMessage(`{"customer":"c","amount":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		svc.Next(fakesvc.ApplyDrop)
+		_, err := tools["Svc.charge"].Execute(ctx, json.RawMessage(`{"customer":"c","amount":2}`))
+		if !scripthost.IsNetwork(err) {
+			t.Errorf("got %v, want a network error", err)
+		}
+		if got := svc.Applies(fmt.Sprintf("drop-%d", i)); got != 2 {
+			t.Errorf("got %d applies of the key, want 2 (one per call, no replay)", got)
+		}
+	}
+}
