@@ -1,0 +1,168 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// benchStore opens a ledger on the real disk (WAL, synchronous=FULL) with n consumer
+// runs already in phase mutating, inserted in one transaction outside the timer.
+func benchStore(b *testing.B, n int) (*Store, []string) {
+	b.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "ledger.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	ids := make([]string, n)
+	err = s.write(ctx, func(tx *sqlx.Tx) error {
+		now := s.now()
+		for i := range ids {
+			ids[i] = s.opts.NewID()
+			rec := runRec{Run: scripthost.Run{ID: ids[i], Workflow: "bench", Version: 1, Handler: "h",
+				Kind: scripthost.KindConsumer, Phase: scripthost.RunMutating, Status: scripthost.StatusActive,
+				Attempt: 1, CreatedAt: now, UpdatedAt: now}}
+			if err := s.insertRun(ctx, tx, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, ids
+}
+
+// mutate is one mutation's ledger work: the durable in-flight record, then the outcome.
+func mutate(ctx context.Context, s *Store, runID string) error {
+	m, err := s.BeginMutation(ctx, ledger.NewMutation{RunID: runID, Namespace: "Shop", Method: "ship",
+		Params: json.RawMessage(`{"order":1}`), InputHash: "ih-" + runID, IdempotencyKey: "key-" + runID})
+	if err != nil {
+		return err
+	}
+	_, err = s.ApplyMutation(ctx, m.ID, json.RawMessage(`{"ok":true}`))
+	return err
+}
+
+func reportRate(b *testing.B) {
+	if s := b.Elapsed().Seconds(); s > 0 {
+		b.ReportMetric(float64(b.N)/s, "mutations/s")
+	}
+}
+
+// BenchmarkMutation measures the durable in-flight write plus the apply per mutation,
+// one after the other.
+func BenchmarkMutation(b *testing.B) {
+	ctx := context.Background()
+	s, ids := benchStore(b, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		if err := mutate(ctx, s, ids[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportRate(b)
+}
+
+// BenchmarkMutationConcurrent measures the same with 16 runs mutating at once.
+func BenchmarkMutationConcurrent(b *testing.B) {
+	const workers = 16
+	ctx := context.Background()
+	s, ids := benchStore(b, b.N)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	b.ResetTimer()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(ids) {
+					return
+				}
+				if err := mutate(ctx, s, ids[i]); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	reportRate(b)
+}
+
+// BenchmarkConsumerRun measures a whole consumer run with one event and one mutation:
+// publish, create, prepare (reserving the event), mutate, apply, commit.
+func BenchmarkConsumerRun(b *testing.B) {
+	ctx := context.Background()
+	s, _ := benchStore(b, 0)
+	b.ResetTimer()
+	for i := range b.N {
+		if err := consumerRun(ctx, s, fmt.Sprint(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if sec := b.Elapsed().Seconds(); sec > 0 {
+		b.ReportMetric(float64(b.N)/sec, "runs/s")
+	}
+}
+
+func consumerRun(ctx context.Context, s *Store, n string) error {
+	if _, err := s.Publish(ctx, ledger.NewEvent{Workflow: "bench", Topic: "in", MessageID: n, Payload: json.RawMessage(`{}`)}); err != nil {
+		return err
+	}
+	r, err := s.CreateRun(ctx, ledger.NewRun{Workflow: "bench", Version: 1, Handler: "h", Kind: scripthost.KindConsumer})
+	if err != nil {
+		return err
+	}
+	steps := []func() error{
+		func() error {
+			_, err := s.AdvancePhase(ctx, r.ID, scripthost.RunPending, scripthost.RunPreparing)
+			return err
+		},
+		func() error {
+			_, err := s.MarkPrepared(ctx, r.ID, ledger.PrepareResult{Reservations: []scripthost.Reservation{{Topic: "in", IDs: []string{n}}}})
+			return err
+		},
+		func() error {
+			_, err := s.AdvancePhase(ctx, r.ID, scripthost.RunPrepared, scripthost.RunMutating)
+			return err
+		},
+		func() error { return mutate(ctx, s, r.ID) },
+		func() error {
+			_, err := s.AdvancePhase(ctx, r.ID, scripthost.RunMutated, scripthost.RunEmitting)
+			return err
+		},
+		func() error {
+			_, err := s.CommitConsumer(ctx, r.ID, ledger.Commit{State: json.RawMessage(`{}`)})
+			return err
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
