@@ -19,6 +19,10 @@
   // 16 bytes, a string character one or two.
   const maxElems = Math.floor(lim.memoryBytes / 16);
   const maxChars = Math.floor(lim.memoryBytes / 2);
+  // JSON text is quoted character by character into a builder that doubles as it
+  // grows, and goja does it slowly (tens of MB/s) without checking for interrupts: keep
+  // it to a quarter of the string budget.
+  const maxJSON = Math.floor(maxChars / 4);
 
   function toLen(v) {
     const n = Math.trunc(+v);
@@ -158,11 +162,11 @@
     stringify(v, replacer, space) {
       if (isArray(replacer)) {
         const r = apply(stringify, JSON, [v, replacer, space]);
-        if (typeof r === 'string' && r.length > maxChars) refuse('JSON.stringify', r.length);
+        if (typeof r === 'string' && r.length > maxJSON) refuse('JSON.stringify', r.length);
         return r;
       }
-      const r = bounded(v, maxChars, typeof replacer === 'function' ? replacer : null, space);
-      if (r === overflow) refuse('JSON.stringify', 'more than ' + maxChars + ' characters');
+      const r = bounded(v, maxJSON, typeof replacer === 'function' ? replacer : null, space);
+      if (r === overflow) refuse('JSON.stringify', 'more than ' + maxJSON + ' characters');
       return r;
     },
   }.stringify;

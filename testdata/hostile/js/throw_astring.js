@@ -1,0 +1,4 @@
+// want: logic uncaught exception
+export default { consumers: { c: { h() {
+  throw 'a string'
+} } } }

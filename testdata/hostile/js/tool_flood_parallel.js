@@ -1,0 +1,4 @@
+// want: limit tool_calls
+export default { consumers: { c: { h() {
+  for (;;) Echo.say({ flood: true })
+} } } }
