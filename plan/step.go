@@ -272,7 +272,12 @@ func (e *Executor) finish(ctx context.Context, r *stepRun, out json.RawMessage, 
 		}
 	}
 	if ferr != nil {
-		rec.Error, rec.ErrorCode = e.o.Redactor.Redact(ferr.Error()), ferr.Code
+		// The record keeps the message; the code has its own field.
+		msg := ferr.Message
+		if msg == "" && ferr.Err != nil {
+			msg = ferr.Err.Error()
+		}
+		rec.Error, rec.ErrorCode = e.o.Redactor.Redact(msg), ferr.Code
 		if rec.ExitCode == 0 {
 			rec.ExitCode = 1
 		}
