@@ -84,7 +84,9 @@ func TestEventStream(t *testing.T) {
 	 {'step_id':'a','tool':'file_write','arguments':{'path':'a.txt','content':'a'}},
 	 {'step_id':'b','tool':'test.fail','arguments':{}}]}`)
 	_, err := e.run(p, Options{Progress: Progress{
-		StepStart:    func(i StepInfo) { progress = append(progress, fmt.Sprintf("start %s %d/%d", i.StepID, i.Index, i.Total)) },
+		StepStart: func(i StepInfo) {
+			progress = append(progress, fmt.Sprintf("start %s %d/%d", i.StepID, i.Index, i.Total))
+		},
 		StepComplete: func(r StepResult) { progress = append(progress, "complete "+r.StepID) },
 		StepFailed:   func(r StepResult) { progress = append(progress, "failed "+r.StepID+" "+r.Code) },
 	}})
