@@ -93,10 +93,16 @@ func (r *Redactor) rebuild() {
 }
 
 // pattern is one credential format and its replacement (which may keep a prefix).
+// hints are lower-case substrings one of which every match contains: a text with none
+// of them skips the regular expression, which keeps Redact cheap on ordinary text.
 type pattern struct {
-	re   *regexp.Regexp
-	repl string
+	re    *regexp.Regexp
+	repl  string
+	hints []string
 }
+
+// kvHints are the substrings of every key that the key=value patterns match.
+var kvHints = []string{"pass", "secret", "token", "key", "authorization", "credential", "cookie", "sig", "pwd"}
 
 // secretWords are the words that make a key name a secret. Keys are compared
 // lower-cased with '-' and '_' removed.
@@ -112,30 +118,30 @@ const secretKeyRE = `[a-z0-9_-]*(?:password|passwd|passphrase|secret|token|api[_
 // patterns consume.
 var patterns = []pattern{
 	// PEM private key blocks, whole.
-	{regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----`), Redacted},
+	{regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----`), Redacted, []string{"private key"}},
 	// "password": "..." in JSON text (an echoed request body in an error message).
-	{regexp.MustCompile(`(?i)("` + secretKeyRE + `"\s*:\s*")(?:[^"\\]|\\.)*(")`), "${1}" + Redacted + "${2}"},
+	{regexp.MustCompile(`(?i)("` + secretKeyRE + `"\s*:\s*")(?:[^"\\]|\\.)*(")`), "${1}" + Redacted + "${2}", kvHints},
 	// Authorization: <scheme> <credentials> in header dumps.
-	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization\s*[:=]\s*)(?:(?:bearer|basic|token|digest)\s+)?[^\s",;]+`), "${1}" + Redacted},
+	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization\s*[:=]\s*)(?:(?:bearer|basic|token|digest)\s+)?[^\s",;]+`), "${1}" + Redacted, []string{"authorization"}},
 	// Bearer tokens anywhere.
-	{regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]+=*`), "${1}" + Redacted},
+	{regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]+=*`), "${1}" + Redacted, []string{"bearer"}},
 	// JSON Web Tokens.
-	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*`), Redacted},
+	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*`), Redacted, []string{"eyj"}},
 	// AWS access key ids.
-	{regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), Redacted},
+	{regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), Redacted, []string{"akia", "asia"}},
 	// GitHub tokens.
-	{regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}\b`), Redacted},
-	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}\b`), Redacted},
+	{regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}\b`), Redacted, []string{"gh"}},
+	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}\b`), Redacted, []string{"github_pat_"}},
 	// Slack tokens.
-	{regexp.MustCompile(`\bxox[baprs]-[A-Za-z0-9-]{10,}`), Redacted},
+	{regexp.MustCompile(`\bxox[baprs]-[A-Za-z0-9-]{10,}`), Redacted, []string{"xox"}},
 	// Stripe secret and restricted keys.
-	{regexp.MustCompile(`\b[sr]k_(?:live|test)_[A-Za-z0-9]{10,}\b`), Redacted},
+	{regexp.MustCompile(`\b[sr]k_(?:live|test)_[A-Za-z0-9]{10,}\b`), Redacted, []string{"k_live_", "k_test_"}},
 	// user:password@ in URLs.
-	{regexp.MustCompile(`(://[^/\s:@]+:)[^/\s@]+@`), "${1}" + Redacted + "@"},
+	{regexp.MustCompile(`(://[^/\s:@]+:)[^/\s@]+@`), "${1}" + Redacted + "@", []string{"://"}},
 	// password=, token=, key=, … in query strings, form bodies and free text.
-	{regexp.MustCompile(`(?i)\b((?:` + secretKeyRE + `|key|sig|pwd)=)[^&\s"'#]+`), "${1}" + Redacted},
+	{regexp.MustCompile(`(?i)\b((?:` + secretKeyRE + `|key|sig|pwd)=)[^&\s"'#]+`), "${1}" + Redacted, kvHints},
 	// password: value in free text ("password: hunter2").
-	{regexp.MustCompile(`(?i)\b((?:password|passwd|passphrase|secret|api[_-]?key|token)\s*:\s*)[^\s",;]+`), "${1}" + Redacted},
+	{regexp.MustCompile(`(?i)\b((?:password|passwd|passphrase|secret|api[_-]?key|token)\s*:\s*)[^\s",;]+`), "${1}" + Redacted, kvHints},
 }
 
 // Redact returns s with every registered secret and every known credential format
@@ -152,8 +158,14 @@ func (r *Redactor) Redact(s string) string {
 			s = rep.Replace(s)
 		}
 	}
+	lower := strings.ToLower(s)
 	for _, p := range patterns {
-		s = p.re.ReplaceAllString(s, p.repl)
+		if !containsAny(lower, p.hints) {
+			continue
+		}
+		if out := p.re.ReplaceAllString(s, p.repl); out != s {
+			s, lower = out, strings.ToLower(out)
+		}
 	}
 	return s
 }
@@ -216,13 +228,14 @@ func (r *Redactor) walk(v any, extra map[string]bool) any {
 	return v
 }
 
+var keySeparators = strings.NewReplacer("-", "", "_", "", " ", "")
+
 // IsSecretKey reports whether a field or header name looks like it holds a secret:
 // compared case-insensitively and ignoring '-' and '_', it contains one of password,
 // passwd, passphrase, secret, token, apikey, authorization, accesskey, privatekey,
 // credential, cookie, signature or sessionid.
 func IsSecretKey(name string) bool {
-	n := strings.ToLower(name)
-	n = strings.NewReplacer("-", "", "_", "", " ", "").Replace(n)
+	n := keySeparators.Replace(strings.ToLower(name))
 	for _, w := range secretWords {
 		if strings.Contains(n, w) {
 			return true
@@ -281,4 +294,13 @@ func (r *Redactor) RedactSecrets(raw json.RawMessage) json.RawMessage {
 		return json.RawMessage(rep.Replace(string(raw)))
 	}
 	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n"))
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }

@@ -94,6 +94,8 @@ func validateValue(sch *jsonschema.Schema, v any) ([]string, error) {
 	return dedupe(out), nil
 }
 
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
 func pointer(tokens []string) string {
 	if len(tokens) == 0 {
 		return "(root)"
@@ -101,7 +103,7 @@ func pointer(tokens []string) string {
 	var sb strings.Builder
 	for _, t := range tokens {
 		sb.WriteByte('/')
-		sb.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(t))
+		sb.WriteString(pointerEscaper.Replace(t))
 	}
 	return sb.String()
 }
