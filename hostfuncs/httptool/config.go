@@ -2,6 +2,41 @@
 // (JSON or YAML): each tool names its URL template, HTTP method, headers (secrets read
 // from the environment), schemas, timeout, and optionally a reconcile request that asks
 // the service what became of a mutation.
+//
+// A declaration file (tools.yaml):
+//
+//	tools:
+//	  - namespace: Stripe
+//	    method: charge
+//	    description: Create a charge.
+//	    url: https://api.stripe.example/v1/charges/{customer}?note={note}
+//	    http_method: POST          # default POST, or GET when read_only
+//	    body: json                 # json (default for POST, PUT, PATCH) or none
+//	    headers:
+//	      Authorization: Bearer ${STRIPE_KEY}
+//	    input_schema: {type: object, properties: {customer: {type: string}, amount: {type: integer}, note: {type: string}}}
+//	    output_schema: {type: object}
+//	    secret_fields: [card]      # input fields redacted wherever stored or printed
+//	    timeout: 10s               # default 30s
+//	    reconcile:
+//	      method: GET
+//	      url: https://api.stripe.example/v1/charges?idempotency_key={key}
+//	  - namespace: Stripe
+//	    method: customer
+//	    read_only: true
+//	    url: https://api.stripe.example/v1/customers/{id}
+//
+// In a URL, {field} is the input's top-level field (path-escaped before the '?',
+// query-escaped after it; a query parameter whose field is absent is dropped) and {key}
+// is the mutation's idempotency key. A mutation also carries it as the Idempotency-Key
+// header, and is sent on a fresh connection so that net/http never replays it.
+//
+// Answers: 2xx is the result (JSON, or the body as a JSON string); 401 is an auth
+// error, 403 a permission error, other 4xx a logic error (the service refused: the
+// mutation definitely did not happen); 5xx, 408, 429, timeouts and connection errors
+// are network errors (the outcome of a mutation is unknown and is reconciled). The
+// reconcile request's 2xx means applied with its body as the result, 404 failed, and
+// anything else try again later.
 package httptool
 
 import (
