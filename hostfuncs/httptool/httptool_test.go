@@ -357,3 +357,35 @@ func TestNoTransportReplay(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadExample(t *testing.T) {
+	tools, err := httptool.Load("testdata/tools.yaml", func(n string) (string, bool) { return "sk_test_example", n == "STRIPE_KEY" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools) != 2 {
+		t.Fatalf("got %d tools, want 2", len(tools))
+	}
+	charge, customer := tools[0], tools[1]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"charge name", charge.Name(), "Stripe.charge"},
+		{"charge op", charge.Classify(nil), scripthost.OpMutate},
+		{"charge reconciles", charge.Reconcile != nil, true},
+		{"charge secret fields", fmt.Sprint(charge.SecretFields), "[card]"},
+		{"charge secrets", fmt.Sprint(charge.Secrets), "[sk_test_example]"},
+		{"customer op", customer.Classify(nil), scripthost.OpRead},
+		{"customer reconciles", customer.Reconcile != nil, false},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	reg := hostfuncs.NewRegistry()
+	if err := reg.Register(tools...); err != nil {
+		t.Errorf("Register: %v", err)
+	}
+}
