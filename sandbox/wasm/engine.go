@@ -16,9 +16,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/scripthost/scripthost"
@@ -42,6 +44,8 @@ type Options struct {
 	Limits sandbox.Limits
 	// WASI configures what the WASI imports expose outside deterministic mode.
 	WASI WASIConfig
+	// CompileWorkers is how many goroutines compile one module; 0 means GOMAXPROCS.
+	CompileWorkers int
 }
 
 // WASIConfig says what a guest can observe through WASI. Files, sockets, arguments and
@@ -149,7 +153,11 @@ func (e *Engine) load(ctx context.Context, src sandbox.Source) (*Program, error)
 	if err := info.checkMemory(e.limits.MaxMemoryPages); err != nil {
 		return nil, loadError(name, "%v", err)
 	}
-	compiled, err := e.runtime.CompileModule(ctx, src.Code)
+	workers := e.opts.CompileWorkers
+	if workers <= 0 {
+		workers = goruntime.GOMAXPROCS(0)
+	}
+	compiled, err := e.runtime.CompileModule(experimental.WithCompilationWorkers(ctx, workers), src.Code)
 	if err != nil {
 		return nil, loadError(name, "compile: %v", err)
 	}

@@ -1,0 +1,8 @@
+//go:build race
+
+package wasm
+
+// raceEnabled: compiling a Go-built guest in a -race binary takes about twenty times
+// longer, so the tests compile guests in a separate process (internal/precompile)
+// and load them from the disk cache.
+const raceEnabled = true
