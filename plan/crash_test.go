@@ -23,6 +23,9 @@ import (
 // crashConfig is what the parent hands the child process that it will kill.
 type crashConfig struct {
 	DB, Dir, Plan, Events, Gate string
+	// KillAfter names a tool (plan.file_write) after whose first call the child kills
+	// itself, before the outcome is recorded.
+	KillAfter string
 }
 
 func TestMain(m *testing.M) {
@@ -60,6 +63,16 @@ func crashChild(raw string) int {
 	reg := hostfuncs.NewRegistry()
 	if reg.Register(ws.Tools()...) != nil || reg.Register(cmds.Tool()) != nil {
 		return 94
+	}
+	if ns, m, ok := strings.Cut(cfg.KillAfter, "."); ok {
+		if t, found := reg.Lookup(ns, m); found {
+			exec := t.Execute
+			t.Execute = func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+				_, _ = exec(ctx, in)
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal is on its way
+			}
+		}
 	}
 	doc, err := os.ReadFile(cfg.Plan)
 	if err != nil {
@@ -257,5 +270,59 @@ func TestCrashDuringMutation(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.dir, "log.txt")); string(b) != "started\n" {
 		t.Errorf("got log %q, want the resolved command not run again", b)
+	}
+}
+
+// TestCrashAfterCallBeforeRecord kills the child after a write happened but before its
+// outcome was recorded: on resume the in-flight mutation is reconciled by the file
+// tool's reconciler as applied, and the write is not made again.
+func TestCrashAfterCallBeforeRecord(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	doc := `{"plan_id":"lost","intent":"lose an outcome","steps":[
+	 {"step_id":"a","tool":"file_write","arguments":{"path":"a.txt","content":"a"}},
+	 {"step_id":"b","tool":"file_write","arguments":{"path":"b.txt","content":"b"}}]}`
+	tmp := t.TempDir()
+	cfg := crashConfig{DB: e.dbPath, Dir: e.dir, Plan: filepath.Join(tmp, "plan.json"), Events: filepath.Join(tmp, "events.jsonl"), Gate: gateScript(t), KillAfter: "plan.file_write"}
+	if err := os.WriteFile(cfg.Plan, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(cfg)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PLAN_CRASH_CHILD="+string(raw))
+	if err := cmd.Run(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("got child exit %v, want killed", err)
+	}
+	if !e.exists("a.txt") || e.exists("b.txt") || len(e.records("lost")) != 0 {
+		t.Fatal("got the wrong state after the crash, want a.txt written and nothing recorded")
+	}
+	muts, err := e.store.Mutations(context.Background(), mutFilter("lost"))
+	if err != nil || len(muts) != 1 || muts[0].Status != scripthost.MutationInFlight {
+		t.Fatalf("got mutations %+v (%v), want one in flight", muts, err)
+	}
+
+	write, _ := e.reg.Lookup("plan", "file_write")
+	calls := map[string]int{}
+	exec := write.Execute
+	write.Execute = func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+		var a struct{ Path string }
+		_ = json.Unmarshal(in, &a)
+		calls[a.Path]++
+		return exec(ctx, in)
+	}
+	res, err := e.run(mustPlan(t, doc), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExecutionID != "lost/1" || !res.Steps[0].Reused || res.Steps[1].Reused {
+		t.Errorf("got %s with steps %+v, want lost/1 with a reused", res.ExecutionID, res.Steps)
+	}
+	if calls["a.txt"] != 0 || calls["b.txt"] != 1 {
+		t.Errorf("got calls %v, want a.txt not written again and b.txt once", calls)
+	}
+	muts, _ = e.store.Mutations(context.Background(), mutFilter("lost"))
+	for _, m := range muts {
+		if m.Status != scripthost.MutationApplied {
+			t.Errorf("got mutation for %s %s, want applied", m.Handler, m.Status)
+		}
 	}
 }

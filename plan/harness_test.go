@@ -23,7 +23,7 @@ import (
 // env is a real executor setup: a SQLite ledger file, a workspace directory, the file
 // tools, run_command with a small allowlist, and a few test tools.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string // workspace root
 	dbPath string
 	store  ledger.Store
@@ -68,7 +68,7 @@ func counterIDs() func() string {
 	}
 }
 
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	e := &env{t: t, calls: map[string]int{}}
 	e.dir = o.dir
@@ -166,7 +166,7 @@ func (e *env) executor(o Options) *Executor {
 }
 
 // mustPlan parses a plan document written with single quotes for readability.
-func mustPlan(t *testing.T, doc string) *Plan {
+func mustPlan(t testing.TB, doc string) *Plan {
 	t.Helper()
 	p, err := Parse([]byte(strings.ReplaceAll(doc, "'", `"`)))
 	if err != nil {

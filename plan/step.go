@@ -293,6 +293,7 @@ func (e *Executor) finish(ctx context.Context, r *stepRun, out json.RawMessage, 
 		return StepResult{}, true, &Error{Code: CodeInternal, StepID: s.StepID, Message: "write the execution record", Err: err}
 	}
 	sr := fromRecord(rec)
+	sr.Reused = r.diag.ReusedMutation
 	ev := Event{Type: EventStepComplete, PlanID: x.plan.PlanID, ExecutionID: rec.ExecutionID, StepID: s.StepID, Tool: s.Tool, Result: rec.Result}
 	if ferr != nil {
 		ev.Type, ev.Code, ev.Error = EventStepFailed, rec.ErrorCode, rec.Error
