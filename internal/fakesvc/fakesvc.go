@@ -16,6 +16,7 @@
 package fakesvc
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -96,6 +97,7 @@ type Server struct {
 	answers   map[string][]byte
 	total     int
 	requests  []Request
+	changed   chan struct{} // closed and replaced on every apply
 }
 
 // New starts a service on a loopback port. Close it when done.
@@ -107,6 +109,7 @@ func New() *Server {
 		reconcile: ReconcileTruth,
 		applies:   map[string]int{},
 		answers:   map[string][]byte{},
+		changed:   make(chan struct{}),
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
@@ -177,6 +180,24 @@ func (s *Server) Total() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.total
+}
+
+// WaitTotal blocks until the service has made at least n applies, or ctx ends. A test
+// that kills a client mid-request uses it to know the apply has happened.
+func (s *Server) WaitTotal(ctx context.Context, n int) error {
+	for {
+		s.mu.Lock()
+		total, changed := s.total, s.changed
+		s.mu.Unlock()
+		if total >= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("fakesvc: waiting for %d applies, have %d: %w", n, total, ctx.Err())
+		}
+	}
 }
 
 // Requests returns every request the service received, in order.
@@ -275,6 +296,8 @@ func (s *Server) apply(key, path string, body []byte) []byte {
 	}
 	s.total++
 	s.applies[key]++
+	close(s.changed)
+	s.changed = make(chan struct{})
 	var input any = string(body)
 	var v any
 	if json.Unmarshal(body, &v) == nil {

@@ -109,3 +109,20 @@ func TestQueueHeaderAndDedupe(t *testing.T) {
 		t.Errorf("got %d requests, want 7", n)
 	}
 }
+
+func TestWaitTotal(t *testing.T) {
+	s := New()
+	defer s.Close()
+	s.SetDefault(ApplyTimeout)
+	go post(t, s.URL(), "w", 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.WaitTotal(ctx, 1); err != nil {
+		t.Fatalf("WaitTotal: %v", err)
+	}
+	short, cancel2 := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel2()
+	if err := s.WaitTotal(short, 2); err == nil {
+		t.Errorf("WaitTotal(2): got nil, want the context's error")
+	}
+}
