@@ -18,6 +18,9 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 	end := func(err error) (json.RawMessage, error) {
 		return nil, sandbox.Terminate(w.scrub(withOp(err, name), secrets))
 	}
+	if w.store == nil {
+		return end(scripthost.Errorf(scripthost.ClassInternal, CodeLedger, "no ledger to record the mutation in"))
+	}
 	canonical, err := scripthost.CanonicalJSON(input)
 	if err != nil {
 		return end(scripthost.Errorf(scripthost.ClassLogic, scripthost.CodeInvalidInput, "%v", err))

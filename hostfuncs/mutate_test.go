@@ -356,3 +356,13 @@ func TestOutputSchema(t *testing.T) {
 		t.Errorf("got %s, %v; want the text as a JSON string", out, err)
 	}
 }
+
+func TestMutationWithoutStore(t *testing.T) {
+	reg := hostfuncs.NewRegistry()
+	mustRegister(t, reg, okTool("Svc", "do", ""))
+	w := hostfuncs.NewToolWrapper(reg, nil, hostfuncs.RunInfo{Workflow: "wf"}, hostfuncs.WrapperOptions{})
+	w.SetPhase(scripthost.PhaseMutate)
+	if _, err := w.Call(context.Background(), "Svc", "do", nil); !isTerminate(err) || errCode(err) != hostfuncs.CodeLedger {
+		t.Errorf("got %v, want a terminating ledger error", err)
+	}
+}
