@@ -312,3 +312,21 @@ func BenchmarkClean(b *testing.B) {
 		}
 	}
 }
+
+// TestWalksStayInside checks that search and glob do not follow links out of the
+// workspace: the file beside the root holds "outside".
+func TestWalksStayInside(t *testing.T) {
+	w, _ := newWS(t)
+	res, err := w.Search("s", "outside|root:", "", "")
+	must(t, err)
+	if len(res.Matches) != 0 {
+		t.Errorf("got %+v, want no match from outside the workspace", res.Matches)
+	}
+	for _, pat := range []string{"up/*", "slash/etc/*", "**/secret.txt", "**/passwd"} {
+		paths, _, err := w.Glob("g", pat)
+		must(t, err)
+		if len(paths) != 0 {
+			t.Errorf("glob %s: got %v, want nothing from outside", pat, paths)
+		}
+	}
+}
