@@ -117,7 +117,7 @@ func startCrashChild(t *testing.T, e *env, planDoc, waitStep, waitFile string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		b, _ := os.ReadFile(cfg.Events)
-		if toolCalled(string(b), waitStep) && (waitFile == "" || e.exists(waitFile)) {
+		if toolCalled(string(b), waitStep) && (waitFile == "" || nonEmpty(filepath.Join(e.dir, waitFile))) {
 			break
 		}
 		select {
@@ -137,6 +137,11 @@ func startCrashChild(t *testing.T, e *env, planDoc, waitStep, waitFile string) {
 	if err := <-done; err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("got child exit %v, want killed", err)
 	}
+}
+
+func nonEmpty(path string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && strings.HasSuffix(string(b), "\n")
 }
 
 func toolCalled(events, step string) bool {
