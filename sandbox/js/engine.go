@@ -88,8 +88,9 @@ type compiled struct {
 	re     *regexp.Regexp // matches this module's frames in stack traces
 }
 
-// Load transforms and compiles src. Syntax errors and unsupported syntax are logic
-// errors carrying the file, line and column.
+// Load transforms and compiles src and reads its definition. Syntax errors,
+// unsupported syntax, imports and a missing default export are logic errors carrying
+// the file, line and column when known.
 func (e *Engine) Load(ctx context.Context, src sandbox.Source) (sandbox.Program, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sandbox/js: load %s: %w", src.Name, err)
@@ -98,7 +99,14 @@ func (e *Engine) Load(ctx context.Context, src sandbox.Source) (sandbox.Program,
 	if err != nil {
 		return nil, err
 	}
-	return &program{eng: e, mod: c}, nil
+	// Reading the definition once evaluates the module: a module that imports others,
+	// has no default export object or throws at the top level fails here, not at its
+	// first invocation.
+	p := &program{eng: e, mod: c}
+	if _, err := p.Definition(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 func (e *Engine) compile(src sandbox.Source) (*compiled, error) {

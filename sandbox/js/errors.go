@@ -112,16 +112,19 @@ func (in *instance) scriptError(v goja.Value, stack []goja.StackFrame) error {
 // stackText (an Error's stack property) or, failing that, in frames.
 func (in *instance) locate(e *scripthost.Error, stackText string, frames []goja.StackFrame) {
 	e.Stack = stackText
+	// Module frames are mapped through the inline source map, whose columns goja
+	// reports 0-based; Column is 1-based like Line.
 	re := in.mod.frameRE()
 	if m := re.FindStringSubmatch(stackText); m != nil {
 		e.File = in.mod.name
 		e.Line, _ = strconv.Atoi(m[1])
 		e.Column, _ = strconv.Atoi(m[2])
+		e.Column++
 		return
 	}
 	for _, f := range frames {
 		if p := f.Position(); p.Filename == in.mod.name && p.Line > 0 {
-			e.File, e.Line, e.Column = p.Filename, p.Line, p.Column
+			e.File, e.Line, e.Column = p.Filename, p.Line, p.Column+1
 			if e.Stack == "" {
 				var b bytes.Buffer
 				for _, f := range frames {

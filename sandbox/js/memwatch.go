@@ -2,6 +2,7 @@ package js
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
@@ -12,21 +13,25 @@ import (
 
 // The memory watcher is an approximation: goja allocates on the shared Go heap and
 // Go cannot say which goroutine allocated what. While invocations run, one goroutine
-// samples the live heap every watchPeriod and charges each growth (or shrinkage) in
-// equal shares to the invocations that were running script code at the time (not
-// waiting in a tool call). An invocation whose charge passes its MemoryBytes budget is
-// interrupted with a "memory" LimitError; when several pass it at once, only the one
-// with the largest charge is, and the others' share of that sample is taken back. Two
-// scripts that run side by side for their whole lives are charged alike, so a
-// long-running script next to a memory hog with the same budget may be interrupted
-// too.
-// Allocations by other parts of the process while scripts run are charged to the
-// scripts too, and a single huge allocation inside a built-in cannot be interrupted
-// until it returns (which is why the one-shot allocating built-ins are guarded before
-// they allocate; see prelude.js).
+// samples the heap every watchPeriod. It looks at the live heap as of the last
+// garbage collection, so that garbage is not mistaken for growth, and forces a
+// collection when more than the smallest running budget has been allocated since the
+// last one, so that growth is seen before it is far past a budget. Each change of the
+// live heap is charged in equal shares to the invocations that were running script
+// code at the time (not waiting in a tool call). An invocation whose charge passes its
+// MemoryBytes budget is interrupted with a "memory" LimitError; when several pass it at
+// once, only the one with the largest charge is, and the whole sample is charged to it. Two scripts that run side by side for their whole lives are charged
+// alike, so a long-running script next to a memory hog with the same budget may be
+// interrupted too; memory other parts of the process retain while scripts run is
+// charged to the scripts. A single huge allocation inside a built-in cannot be
+// interrupted until it returns, which is why the one-shot allocating built-ins are
+// guarded before they allocate (see prelude.js).
 const watchPeriod = time.Millisecond
 
-const heapMetric = "/memory/classes/heap/objects:bytes"
+const (
+	heapObjects = "/memory/classes/heap/objects:bytes" // live and not yet swept
+	heapLive    = "/gc/heap/live:bytes"                // marked live by the last GC
+)
 
 // memEntry is one running invocation as the watcher sees it.
 type memEntry struct {
@@ -45,13 +50,19 @@ var watcher struct {
 	running bool
 }
 
-func liveHeap() int64 {
-	s := []metrics.Sample{{Name: heapMetric}}
+// liveHeap returns the heap the last collection found live, first forcing a
+// collection when more than collectAfter bytes were allocated since then (always
+// when collectAfter is negative, never when it is 0).
+func liveHeap(collectAfter int64) int64 {
+	s := []metrics.Sample{{Name: heapObjects}, {Name: heapLive}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+	objects, live := int64(s[0].Value.Uint64()), int64(s[1].Value.Uint64())
+	if collectAfter < 0 || collectAfter > 0 && objects-live > collectAfter {
+		runtime.GC()
+		metrics.Read(s)
+		live = int64(s[1].Value.Uint64())
 	}
-	return int64(s[0].Value.Uint64())
+	return live
 }
 
 // watch registers an invocation with a budget of budget bytes.
@@ -66,7 +77,7 @@ func watch(budget int64, abort func(error)) *memEntry {
 	watcher.entries[e] = struct{}{}
 	if !watcher.running {
 		watcher.running = true
-		watcher.last = liveHeap()
+		watcher.last = liveHeap(0)
 		go watchLoop()
 	}
 	return e
@@ -75,7 +86,17 @@ func watch(budget int64, abort func(error)) *memEntry {
 // done charges the growth since the last sample and unregisters the invocation, so
 // that what it allocated at the end is not charged to the others.
 func (e *memEntry) done() {
-	cur := liveHeap()
+	watcher.mu.Lock()
+	killed := e.killed
+	watcher.mu.Unlock()
+	var cur int64
+	if killed {
+		// A hog's last allocations are only seen after a collection; collect while
+		// its runtime is still reachable, so they are charged to it.
+		cur = liveHeap(-1)
+	} else {
+		cur = liveHeap(0)
+	}
 	watcher.mu.Lock()
 	top := chargeLocked(cur)
 	delete(watcher.entries, e)
@@ -96,7 +117,15 @@ func watchLoop() {
 // sample charges one heap sample; it reports false (and marks the watcher stopped)
 // when no invocation is running.
 func sample() bool {
-	cur := liveHeap()
+	watcher.mu.Lock()
+	collectAfter := int64(0)
+	for e := range watcher.entries {
+		if collectAfter == 0 || e.budget < collectAfter {
+			collectAfter = e.budget
+		}
+	}
+	watcher.mu.Unlock()
+	cur := liveHeap(collectAfter)
 	watcher.mu.Lock()
 	if len(watcher.entries) == 0 {
 		watcher.running = false
@@ -152,9 +181,11 @@ func chargeLocked(cur int64) *memEntry {
 	}
 	top.killed = true
 	top.detail = fmt.Sprintf("heap grew by about %d MiB while the script ran, over the budget of %d MiB", top.charge>>20, top.budget>>20)
+	// The sample that tipped top over its budget is charged to top alone.
 	for _, e := range running {
-		if e != top && !e.killed && e.charge > e.budget {
+		if e != top {
 			e.charge -= share
+			top.charge += share
 		}
 	}
 	return top

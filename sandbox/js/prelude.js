@@ -21,8 +21,8 @@
   const maxChars = Math.floor(lim.memoryBytes / 2);
   // JSON text is quoted character by character into a builder that doubles as it
   // grows, and goja does it slowly (tens of MB/s) without checking for interrupts: keep
-  // it to a quarter of the string budget.
-  const maxJSON = Math.floor(maxChars / 4);
+  // it to an eighth of the string budget (4 M characters for the default 64 MiB).
+  const maxJSON = Math.floor(maxChars / 8);
 
   function toLen(v) {
     const n = Math.trunc(+v);

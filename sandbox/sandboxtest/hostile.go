@@ -154,7 +154,7 @@ func (s *suite) concurrentWithHostile(t *testing.T) {
 	}{
 		{EndlessLoop, sandbox.Limits{Timeout: time.Second}, []string{"timeout"}},
 		{Recursion, sandbox.Limits{MaxStackDepth: 200, Timeout: 2 * time.Second}, []string{"stack", "memory"}},
-		{ToolFlood, sandbox.Limits{MaxToolCalls: 1000}, []string{"tool_calls"}},
+		{ToolFlood, sandbox.Limits{MaxToolCalls: 100}, []string{"tool_calls"}},
 		{MemoryHog, sandbox.Limits{MemoryBytes: 32 << 20, MaxMemoryPages: 512}, []string{"memory"}},
 	}
 	good, goodCase := s.load(t, EchoGlobals)
