@@ -16,12 +16,12 @@ type console struct {
 	bytes     int
 	max       int
 	truncated bool
-	// tail keeps the last bytes written to stderr even past the cap: a Go guest's
-	// panic message is read from it.
-	tail []byte
+	// head keeps the first bytes written to stderr, even past the cap: a guest
+	// runtime's fatal message is read from it.
+	head []byte
 }
 
-const stderrTail = 4 << 10
+const stderrHead = 4 << 10
 
 func (c *console) add(level, text string) {
 	if c.truncated {
@@ -56,10 +56,12 @@ type stream struct {
 func (s *stream) Write(p []byte) (int, error) {
 	n := len(p)
 	if s.keep {
-		s.c.tail = append(s.c.tail, p...)
-		if len(s.c.tail) > stderrTail {
-			s.c.tail = append(s.c.tail[:0], s.c.tail[len(s.c.tail)-stderrTail:]...)
+		if room := stderrHead - len(s.c.head); room > 0 {
+			s.c.head = append(s.c.head, p[:min(room, len(p))]...)
 		}
+	}
+	if s.c.truncated {
+		return n, nil
 	}
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')

@@ -11,6 +11,7 @@ package wasm
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +69,9 @@ type Engine struct {
 	cache   wazero.CompilationCache
 	runtime wazero.Runtime
 
+	mu      sync.Mutex
+	modules map[[32]byte]*module // loaded modules by the SHA-256 of their bytes
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -77,7 +81,7 @@ var _ sandbox.Engine = (*Engine)(nil)
 // New returns an Engine with one wazero runtime whose memory limit is the default
 // MaxMemoryPages, with the host module "scripthost" and WASI preview 1 instantiated.
 func New(ctx context.Context, opts Options) (*Engine, error) {
-	e := &Engine{opts: opts, limits: mergeLimits(sandbox.Limits{}, opts.Limits)}
+	e := &Engine{opts: opts, limits: mergeLimits(sandbox.Limits{}, opts.Limits), modules: map[[32]byte]*module{}}
 	if e.limits.MaxMemoryPages > 65536 {
 		return nil, fmt.Errorf("wasm: MaxMemoryPages %d above the 65536 pages of a 32-bit memory", e.limits.MaxMemoryPages)
 	}
@@ -146,6 +150,15 @@ func (e *Engine) load(ctx context.Context, src sandbox.Source) (*Program, error)
 	if name == "" {
 		name = "module.wasm"
 	}
+	key := sha256.Sum256(src.Code)
+	e.mu.Lock()
+	if m, ok := e.modules[key]; ok {
+		m.refs++
+		e.mu.Unlock()
+		return &Program{eng: e, name: name, module: m}, nil
+	}
+	e.mu.Unlock()
+
 	info, err := inspect(src.Code)
 	if err != nil {
 		return nil, loadError(name, "%v", err)
@@ -161,7 +174,7 @@ func (e *Engine) load(ctx context.Context, src sandbox.Source) (*Program, error)
 	if err != nil {
 		return nil, loadError(name, "compile: %v", err)
 	}
-	p := &Program{eng: e, name: name, compiled: compiled, info: info}
+	p := &Program{eng: e, name: name, module: &module{key: key, compiled: compiled, info: info}}
 	if err := p.checkImports(); err != nil {
 		_ = compiled.Close(ctx)
 		return nil, loadError(name, "%v", err)
@@ -174,7 +187,33 @@ func (e *Engine) load(ctx context.Context, src sandbox.Source) (*Program, error)
 		_ = compiled.Close(ctx)
 		return nil, err
 	}
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if m, ok := e.modules[key]; ok {
+		// Another Load of the same bytes finished first: share its module.
+		_ = compiled.Close(ctx)
+		p.module = m
+	} else {
+		e.modules[key] = p.module
+	}
+	p.refs++
 	return p, nil
+}
+
+// release drops one reference to m and closes it with the last one.
+func (e *Engine) release(ctx context.Context, m *module) error {
+	e.mu.Lock()
+	m.refs--
+	last := m.refs == 0
+	if last && e.modules[m.key] == m {
+		delete(e.modules, m.key)
+	}
+	e.mu.Unlock()
+	if !last {
+		return nil
+	}
+	return m.compiled.Close(ctx)
 }
 
 func loadError(name, format string, args ...any) error {

@@ -91,6 +91,8 @@ func sharedEngine(t testing.TB) *Engine {
 	sharedOnce.Do(func() {
 		sharedEng, sharedErr = New(context.Background(), Options{
 			CacheDir: sharedCacheDir(),
+			// The conformance suite expects the real clock outside deterministic mode.
+			WASI: WASIConfig{RealClock: true},
 		})
 	})
 	if sharedErr != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -27,12 +28,21 @@ const wasiModule = "wasi_snapshot_preview1"
 // Program is a compiled module. It is safe for concurrent use: every Invoke
 // instantiates the compiled module afresh.
 type Program struct {
-	eng      *Engine
-	name     string
+	eng  *Engine
+	name string
+	*module
+	closeOnce sync.Once
+}
+
+// module is a compiled, checked module binary. Programs loaded from the same bytes
+// share one; the engine closes it when the last of them is closed.
+type module struct {
+	key      [32]byte
 	compiled wazero.CompiledModule
 	info     moduleInfo
 	handlers map[string]bool // exported functions () -> ()
 	def      json.RawMessage
+	refs     int // guarded by Engine.mu
 }
 
 var _ sandbox.Program = (*Program)(nil)
@@ -43,12 +53,16 @@ func (p *Program) Definition(context.Context) (json.RawMessage, error) {
 	return append(json.RawMessage(nil), p.def...), nil
 }
 
-// Close releases the compiled module.
+// Close releases the program; the compiled module is released with the last program
+// that shares it. Invocations running at the time finish first.
 func (p *Program) Close(ctx context.Context) error {
-	if err := p.compiled.Close(ctx); err != nil {
-		return fmt.Errorf("wasm: close %s: %w", p.name, err)
-	}
-	return nil
+	var err error
+	p.closeOnce.Do(func() {
+		if err = p.eng.release(ctx, p.module); err != nil {
+			err = fmt.Errorf("wasm: close %s: %w", p.name, err)
+		}
+	})
+	return err
 }
 
 // Handlers returns the names of the exported functions Invoke accepts, sorted.

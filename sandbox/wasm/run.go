@@ -122,17 +122,18 @@ func (p *Program) classify(parent context.Context, c *call, where string, err er
 			return (&sandbox.LimitError{Limit: "timeout",
 				Detail: fmt.Sprintf("%s ran longer than %s", where, c.limits.Timeout)}).AsError()
 		}
-		if c.mem.refused > 0 {
-			return p.memoryError(c, where, fmt.Sprintf("exited with code %d", exit.ExitCode()))
+		how := fmt.Sprintf("exited with code %d", exit.ExitCode())
+		if lim := p.runtimeLimit(c, where, how); lim != nil {
+			return lim
 		}
-		msg := fmt.Sprintf("%s exited with code %d", where, exit.ExitCode())
-		tail := strings.TrimSpace(string(c.console.tail))
-		if tail != "" {
-			msg += ": " + firstLine(tail)
+		msg := fmt.Sprintf("%s %s", where, how)
+		head := strings.TrimSpace(string(c.console.head))
+		if head != "" {
+			msg += ": " + firstLine(head)
 		}
 		e := &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeScript,
-			File: p.name, Message: msg, Stack: tail, Err: err}
-		e.File, e.Line = goLocation(tail, p.name)
+			File: p.name, Message: msg, Stack: head, Err: err}
+		e.File, e.Line = goLocation(head, p.name)
 		return e
 	}
 	msg := err.Error()
@@ -143,8 +144,8 @@ func (p *Program) classify(parent context.Context, c *call, where string, err er
 	}
 	if reason, trace, ok := strings.Cut(msg, "\nwasm stack trace:\n"); ok && strings.HasPrefix(reason, "wasm error: ") {
 		reason = strings.TrimPrefix(reason, "wasm error: ")
-		if c.mem.refused > 0 {
-			return p.memoryError(c, where, "trap: "+reason)
+		if lim := p.runtimeLimit(c, where, "trap: "+reason); lim != nil {
+			return lim
 		}
 		e := &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeScript, File: p.name,
 			Message: fmt.Sprintf("%s: wasm trap: %s", where, reason), Stack: trace, Err: err}
@@ -155,9 +156,24 @@ func (p *Program) classify(parent context.Context, c *call, where string, err er
 		Message: fmt.Sprintf("%s: %v", where, err), Err: err}
 }
 
-func (p *Program) memoryError(c *call, where, how string) error {
-	detail := fmt.Sprintf("%s %s after the guest asked for %d bytes of linear memory; the cap is %d pages (%s)",
-		where, how, c.mem.refused, c.limits.MaxMemoryPages, pagesString(c.limits.MaxMemoryPages))
+// runtimeLimit recognises a guest that died of a limit: a refused memory growth, or
+// the fatal message a Go guest's runtime prints to stderr before it aborts.
+func (p *Program) runtimeLimit(c *call, where, how string) error {
+	head := string(c.console.head)
+	var detail string
+	switch {
+	case c.mem.refused > 0:
+		detail = fmt.Sprintf("%s %s after the guest asked for %d bytes of linear memory; the cap is %d pages (%s)",
+			where, how, c.mem.refused, c.limits.MaxMemoryPages, pagesString(c.limits.MaxMemoryPages))
+	case strings.Contains(head, "fatal error: out of memory"):
+		detail = fmt.Sprintf("%s %s: the guest runtime ran out of memory (%s); the cap is %d pages (%s)",
+			where, how, firstLine(head), c.limits.MaxMemoryPages, pagesString(c.limits.MaxMemoryPages))
+	case strings.Contains(head, "fatal error: stack overflow") || strings.Contains(head, "goroutine stack exceeds"):
+		return (&sandbox.LimitError{Limit: "stack",
+			Detail: fmt.Sprintf("%s %s: %s", where, how, firstLine(head))}).AsError()
+	default:
+		return nil
+	}
 	return (&sandbox.LimitError{Limit: "memory", Detail: detail}).AsError()
 }
 

@@ -3,7 +3,17 @@ package guest
 import (
 	"encoding/json"
 	"errors"
+	"runtime/debug"
 )
+
+// MaxStack is the goroutine stack limit the SDK sets at start-up. Go's default of
+// 1 GB is far above a guest's memory cap, so unbounded recursion would end as an
+// out-of-memory abort after copying the stack many times; 8 MiB ends it early as a
+// stack overflow the host reports as a stack limit. Call debug.SetMaxStack in an init
+// function to change it.
+const MaxStack = 8 << 20
+
+func init() { debug.SetMaxStack(MaxStack) }
 
 // Workflow is the definition a module declares: the same shape as a JS workflow's
 // default export, with export names in place of functions.
