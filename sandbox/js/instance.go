@@ -48,6 +48,7 @@ type instance struct {
 	// behind them, so that an uncaught tool error keeps its class.
 	toolErrors map[*goja.Object]error
 	mem        *memEntry
+	parsed     map[string]goja.Value // frozen values by their JSON text
 
 	mu     sync.Mutex
 	reason error // why the runtime was interrupted; the first reason wins
@@ -185,12 +186,21 @@ func (in *instance) installGlobals(g sandbox.Globals) error {
 	return nil
 }
 
-// parse turns host JSON into a frozen plain JS value.
+// parse turns host JSON into a frozen plain JS value. The same text (a phase's input
+// is both a global and an argument) is parsed once: the value is frozen, so sharing it
+// is safe.
 func (in *instance) parse(raw json.RawMessage) (goja.Value, error) {
+	if v, ok := in.parsed[string(raw)]; ok {
+		return v, nil
+	}
 	v, err := in.helpers.parseFrozen(goja.Undefined(), in.vm.ToValue(string(raw)))
 	if err != nil {
 		return nil, scripthost.Wrap(scripthost.ClassInternal, scripthost.CodeInvalidInput, err)
 	}
+	if in.parsed == nil {
+		in.parsed = map[string]goja.Value{}
+	}
+	in.parsed[string(raw)] = v
 	return v, nil
 }
 
