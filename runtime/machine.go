@@ -277,8 +277,9 @@ func (rt *Runtime) invoke(ctx context.Context, l *loaded, lc Lifecycle, run scri
 // call runs one function in a fresh sandbox instance.
 func (rt *Runtime) call(ctx context.Context, l *loaded, run scripthost.Run, w *hostfuncs.ToolWrapper,
 	phase scripthost.Phase, fn string, g sandbox.Globals, args ...json.RawMessage) (sandbox.Result, error) {
+	// The phase stays set after the invocation: SetPhase would forget the mutation
+	// the runtime reads next, and the instance is gone, so nothing can call in late.
 	w.SetPhase(phase)
-	defer w.SetPhase(scripthost.PhaseNone)
 	res, err := l.prog.Invoke(ctx, sandbox.Invocation{
 		Function:      fn,
 		Phase:         phase,

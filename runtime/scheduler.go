@@ -145,7 +145,12 @@ func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
 		rt.mu.Lock()
 		idleAt := rt.idle[key]
 		rt.mu.Unlock()
+		// A wake-up is due once its time has come, unless a run started since then
+		// (a wake-up time in the past that a commit kept is not a new request).
 		wake := !hs.WakeAt.IsZero() && !hs.WakeAt.After(now)
+		if last, ok := latest[name]; ok && !hs.WakeAt.After(last.CreatedAt) {
+			wake = false
+		}
 		if !wake && newest <= idleAt {
 			continue
 		}

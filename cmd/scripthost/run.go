@@ -97,10 +97,13 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 		return nil, nil, err
 	}
 	if toolsFile != "" {
-		tools, err := httptool.Load(toolsFile, os.LookupEnv, redactor)
+		tools, err := httptool.Load(toolsFile, os.LookupEnv)
 		if err != nil {
 			store.Close()
 			return nil, nil, usageError{err}
+		}
+		for _, t := range tools {
+			redactor.AddSecret(t.Secrets...)
 		}
 		if err := h.RegisterTool(tools...); err != nil {
 			store.Close()
