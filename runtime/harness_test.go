@@ -24,7 +24,7 @@ type clock struct {
 	t  time.Time
 }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // service is the outside world of the tests: a mutation tool that counts what it
@@ -124,12 +124,12 @@ func (h *harness) open() {
 	h.store = st
 	eng := js.New(js.Options{})
 	rt, err := runtime.New(runtime.Config{
-		Store:   st,
-		Engines: map[string]sandbox.Engine{"js": eng, "ts": eng},
-		Tools:   h.reg,
-		Clock:   h.clock.Now,
-		Limits:  sandbox.Limits{Timeout: 2 * time.Second},
-		Reconcile: hostfuncs.ReconcilePolicy{MaxAttempts: 2, BaseDelay: time.Second, MaxDelay: time.Minute},
+		Store:            st,
+		Engines:          map[string]sandbox.Engine{"js": eng, "ts": eng},
+		Tools:            h.reg,
+		Clock:            h.clock.Now,
+		Limits:           sandbox.Limits{Timeout: 2 * time.Second},
+		Reconcile:        hostfuncs.ReconcilePolicy{MaxAttempts: 2, BaseDelay: time.Second, MaxDelay: time.Minute},
 		TransientRetries: 2,
 		TransientDelay:   time.Second,
 		OnConsole: func(run scripthost.Run, lines []sandbox.ConsoleLine) {
