@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+	_ "time/tzdata" // deterministic time zones must not depend on the host's zoneinfo
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
@@ -79,7 +80,20 @@ func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Inv
 	} else {
 		vm.SetTimeSource(e.opts.Clock)
 	}
-	if err := in.installPrelude(); err != nil {
+	var zone *time.Location
+	if d := inv.Deterministic; d != nil {
+		name := d.TimeZone
+		if name == "" {
+			name = "UTC"
+		}
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			return nil, &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidInput,
+				Message: fmt.Sprintf("sandbox/js: deterministic time zone %q: %v", d.TimeZone, err), Err: err}
+		}
+		zone = loc
+	}
+	if err := in.installPrelude(zone); err != nil {
 		return nil, err
 	}
 	if err := in.installTools(); err != nil {
@@ -91,7 +105,9 @@ func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Inv
 	return in, nil
 }
 
-func (in *instance) installPrelude() error {
+// installPrelude runs the prelude. A non-nil zone replaces the process's time zone in
+// Date's local-time methods.
+func (in *instance) installPrelude(zone *time.Location) error {
 	vm := in.vm
 	host := vm.NewObject()
 	_ = host.Set("abort", func(kind, detail string) {
@@ -101,9 +117,21 @@ func (in *instance) installPrelude() error {
 		return float64(time.Since(in.start)) / float64(time.Millisecond)
 	})
 	_ = host.Set("emit", in.emit)
+	if zone != nil {
+		at := func(ms float64) time.Time { return time.UnixMilli(int64(ms)).In(zone) }
+		_ = host.Set("zoneOffset", func(ms float64) int {
+			_, off := at(ms).Zone()
+			return -off / 60
+		})
+		_ = host.Set("zoneName", func(ms float64) string {
+			name, _ := at(ms).Zone()
+			return name
+		})
+	}
 	lim := vm.NewObject()
 	_ = lim.Set("memoryBytes", in.lim.MemoryBytes)
 	_ = lim.Set("maxConsoleBytes", in.lim.MaxConsoleBytes)
+	_ = lim.Set("zone", zone != nil)
 	rt := min(in.lim.RegexTimeout, regexHardTimeout)
 	_ = lim.Set("regexTimeoutMs", float64(rt)/float64(time.Millisecond))
 

@@ -345,3 +345,33 @@ export default { f: { async h(x) { n++; const r = await Echo.say({ x }); return 
 	}
 	wg.Wait()
 }
+
+func TestDeterministicTimeZone(t *testing.T) {
+	p := load(t, js.New(js.Options{}), "wf.js", `export default { f: { h() {
+  const d = new Date()
+  const local = new Date(2024, 0, 15, 9, 30)
+  const moved = new Date(d.getTime()); moved.setHours(23, 15)
+  return [d.getHours(), d.getDate(), d.getTimezoneOffset(), d.toString(), local.toISOString(), moved.toISOString(),
+    new Date(2024, 0, 15).getTimezoneOffset(), new Date(NaN).getHours(), String(new Date(NaN)), typeof Date()]
+} } }`)
+	now := time.Date(2024, 7, 1, 2, 0, 0, 0, time.UTC)
+	tests := []struct{ zone, want string }{
+		{"", `[2,1,0,"Mon Jul 01 2024 02:00:00 GMT+0000 (UTC)","2024-01-15T09:30:00.000Z","2024-07-01T23:15:00.000Z",0,null,"Invalid Date","string"]`},
+		{"America/New_York", `[22,30,240,"Sun Jun 30 2024 22:00:00 GMT-0400 (EDT)","2024-01-15T14:30:00.000Z","2024-07-01T03:15:00.000Z",300,null,"Invalid Date","string"]`},
+		{"Asia/Kolkata", `[7,1,-330,"Mon Jul 01 2024 07:30:00 GMT+0530 (IST)","2024-01-15T04:00:00.000Z","2024-07-01T17:45:00.000Z",-330,null,"Invalid Date","string"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.zone, func(t *testing.T) {
+			res, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "f.h", Tools: sandboxtest.NewTools(),
+				Deterministic: &sandbox.Determinism{Now: now, TimeZone: tt.zone}})
+			if err != nil || string(res.Value) != tt.want {
+				t.Errorf("got  %s, %v\nwant %s", res.Value, err, tt.want)
+			}
+		})
+	}
+	_, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "f.h", Tools: sandboxtest.NewTools(),
+		Deterministic: &sandbox.Determinism{Now: now, TimeZone: "Mars/Olympus"}})
+	if !scripthost.IsLogic(err) {
+		t.Errorf("unknown zone: got %v, want a logic error", err)
+	}
+}
