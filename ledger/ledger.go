@@ -5,7 +5,10 @@
 //
 // Every method that changes state runs in one transaction and either applies the whole
 // transition or none of it. A transition that is not legal from the current state is
-// refused with a *TransitionError and changes nothing.
+// refused with a *TransitionError and changes nothing. Every transition of a run also
+// writes a Snapshot of the run in its transaction.
+//
+// Times are kept to the nanosecond and returned in UTC: compare them with Equal.
 package ledger
 
 import (
@@ -143,8 +146,11 @@ type Resolution struct {
 // Commit is the end of a run: the state to save, the events the run published (stored
 // in the same transaction as the commit), and for producers the next scheduled time.
 type Commit struct {
-	State     json.RawMessage
-	Output    json.RawMessage
+	State json.RawMessage
+	// Output becomes the run's OutputState; when empty, State does.
+	Output json.RawMessage
+	// Publish is stored like Publish: an empty Workflow means the run's workflow, an
+	// empty CausedBy the run's id.
 	Publish   []NewEvent
 	NextRunAt time.Time
 	// WakeAt is the consumer's requested wake-up time (zero: none).
@@ -252,6 +258,7 @@ type Recovery struct {
 type Store interface {
 	// Workflows.
 	PutWorkflow(ctx context.Context, v WorkflowVersion) (WorkflowVersion, error)
+	// WorkflowVersion returns one version; version 0 means the latest.
 	WorkflowVersion(ctx context.Context, workflow string, version int) (WorkflowVersion, error)
 	Workflow(ctx context.Context, name string) (Workflow, error)
 	Workflows(ctx context.Context) ([]Workflow, error)
@@ -259,6 +266,8 @@ type Store interface {
 
 	// Events.
 	Publish(ctx context.Context, events ...NewEvent) ([]scripthost.Event, error)
+	// PendingEvents lists pending events in publication order; an empty topic means
+	// every topic, a limit of 0 no limit.
 	PendingEvents(ctx context.Context, workflow, topic string, limit int) ([]scripthost.Event, error)
 	Events(ctx context.Context, f EventFilter) ([]scripthost.Event, error)
 
@@ -268,7 +277,10 @@ type Store interface {
 	Runs(ctx context.Context, f RunFilter) ([]scripthost.Run, error)
 	Snapshots(ctx context.Context, runID string) ([]Snapshot, error)
 	// AdvancePhase moves an active run from phase from to phase to (forward only).
-	// Moves with their own method (to prepared, mutated, committed) are refused here.
+	// Moves with their own method (to prepared, mutated, committed) are refused here,
+	// and so is a move that would pass over one of those phases; what is left is
+	// pending → preparing, prepared → mutating and mutated → emitting for consumers,
+	// pending → executing for producers.
 	AdvancePhase(ctx context.Context, runID string, from, to scripthost.RunPhase) (scripthost.Run, error)
 	// MarkPrepared moves preparing → prepared, stores the result and reserves its
 	// events for the run.
@@ -276,7 +288,12 @@ type Store interface {
 	// MarkMutated moves mutating → mutated without a mutation (the mutate phase made
 	// none, or the consumer has no mutate function): the outcome is "none".
 	MarkMutated(ctx context.Context, runID string) (scripthost.Run, error)
-	// SetRunStatus changes a run's status with the event disposition rules.
+	// SetRunStatus changes a run's status with the event disposition rules. It sets
+	// active, paused:* or failed:* (committed and skipped have their own methods) on a
+	// run whose status is not final and that has not been retried. Setting active on a
+	// paused run resumes it: a run paused before its mutation takes its events back (all
+	// or nothing, ErrEventUnavailable); resuming is refused while the run's mutation is
+	// indeterminate (resolve it) or after it failed (retry the run instead).
 	SetRunStatus(ctx context.Context, runID string, ch StatusChange) (scripthost.Run, error)
 	// CommitConsumer consumes the run's events, saves state, stores its publications,
 	// and marks it committed (phase emitting → committed).
@@ -284,11 +301,14 @@ type Store interface {
 	// CommitProducer saves state, stores publications and the next run time, and marks
 	// it committed (phase executing → committed).
 	CommitProducer(ctx context.Context, runID string, c Commit) (scripthost.Run, error)
-	// SkipRun records a run whose guard said no: status skipped, events released.
+	// SkipRun records a run whose guard said no: status skipped, events released. Only
+	// a run before its mutation can be skipped.
 	SkipRun(ctx context.Context, runID string, reason string) (scripthost.Run, error)
 	// CreateRetryRun creates the run that retries a failed or paused one. A run marked
 	// to retry from emitting hands its reservations, prepared data and outcome to the
-	// new run, which starts at emitting; any other retry starts at pending.
+	// new run, which starts at emitting; any other retry starts at pending. The source
+	// keeps its status and is superseded: a second retry of it, or resuming it, is
+	// refused. A run whose mutation outcome is unknown is not retried (refused).
 	CreateRetryRun(ctx context.Context, runID string) (scripthost.Run, error)
 	// Recover lists what a restarting host must pick up.
 	Recover(ctx context.Context) (Recovery, error)
