@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -43,10 +44,7 @@ var (
 )
 
 func goBuildWasm(dir string) ([]byte, error) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
+	goBin := goCommand()
 	out, err := os.MkdirTemp("", "scripthost-guest-")
 	if err != nil {
 		return nil, err
@@ -60,17 +58,52 @@ func goBuildWasm(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("%v: %s", err, msg)
 	}
 	if raceEnabled {
-		abs, err := filepath.Abs(".")
-		if err != nil {
+		if err := precompileElsewhere(sharedCacheDir(), wasmFile); err != nil {
 			return nil, err
-		}
-		cmd := exec.Command(goBin, "run", "./internal/precompile", "-cache", sharedCacheDir(), wasmFile)
-		cmd.Dir = abs
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("precompile: %v: %s", err, msg)
 		}
 	}
 	return os.ReadFile(wasmFile)
+}
+
+var (
+	helperOnce sync.Once
+	helperBin  string
+	helperErr  error
+)
+
+// precompileElsewhere compiles files into cacheDir in another process: this
+// package's test binary built without -race (see TestMain). wazero names its cache
+// subdirectory after its version, which a test binary reports as "dev", so the helper
+// must be a test binary too.
+func precompileElsewhere(cacheDir string, files ...string) error {
+	helperOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "scripthost-wasm-helper-")
+		if err != nil {
+			helperErr = err
+			return
+		}
+		helperBin = filepath.Join(dir, "wasm.test")
+		cmd := exec.Command(goCommand(), "test", "-c", "-o", helperBin, ".")
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			helperErr = fmt.Errorf("build helper: %v: %s", err, msg)
+		}
+	})
+	if helperErr != nil {
+		return helperErr
+	}
+	cmd := exec.Command(helperBin)
+	cmd.Env = append(os.Environ(), precompileEnv+"="+strings.Join(append([]string{cacheDir}, files...), "\n"))
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("precompile: %v: %s", err, msg)
+	}
+	return nil
+}
+
+func goCommand() string {
+	if goBin, err := exec.LookPath("go"); err == nil {
+		return goBin
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
 func sharedCacheDir() string { return filepath.Join(os.TempDir(), "scripthost-wasm-test-cache") }
