@@ -122,7 +122,7 @@ func testConcurrency(f *fixture) {
 		ids = append(ids, f.consumer(stMutating).run.ID)
 	}
 	work := make(chan string)
-	errs := make(chan error, runs+workers*4)
+	errs := make(chan error, runs*3+workers*2)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
@@ -136,6 +136,15 @@ func testConcurrency(f *fixture) {
 				}
 				if err != nil {
 					errs <- err
+				}
+				// Refused writes interleaved with the good ones must leave nothing.
+				if _, err := f.s.BeginMutation(f.ctx, ledger.NewMutation{RunID: id, Namespace: "Shop", Method: "ship",
+					InputHash: "again-" + id, IdempotencyKey: "again-" + id}); !ledger.IsIllegalTransition(err) {
+					errs <- fmt.Errorf("second mutation of %s: got %v, want an illegal transition", id, err)
+				}
+				if _, err := f.s.Publish(f.ctx, ledger.NewEvent{Workflow: wf, Topic: "race", MessageID: "ok-" + id, Payload: json.RawMessage(`{}`)},
+					ledger.NewEvent{Workflow: wf, Topic: "race", MessageID: "bad-" + id, Payload: json.RawMessage(`{`)}); err == nil {
+					errs <- fmt.Errorf("bad publish for %s: got no error", id)
 				}
 			}
 		}()
@@ -169,6 +178,9 @@ func testConcurrency(f *fixture) {
 		f.t.Errorf("got %d applied mutations, want %d", n, runs)
 	}
 	if n := len(must(f.s.Events(f.ctx, ledger.EventFilter{Topic: "race"}))(f.t)); n != 1 {
-		f.t.Errorf("same message published concurrently: got %d events, want 1", n)
+		f.t.Errorf("same message published concurrently, bad batches refused: got %d events, want 1", n)
+	}
+	if n := len(must(f.s.Mutations(f.ctx, ledger.MutationFilter{}))(f.t)); n != runs {
+		f.t.Errorf("got %d mutations, want %d", n, runs)
 	}
 }

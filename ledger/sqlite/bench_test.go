@@ -17,16 +17,16 @@ import (
 
 // benchStore opens a ledger on the real disk (WAL, synchronous=FULL) with n consumer
 // runs already in phase mutating, inserted in one transaction outside the timer.
-func benchStore(b *testing.B, n int) (*Store, []string) {
+func benchStore(b *testing.B, n int, opts Options) (*Store, []string) {
 	b.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "ledger.db"), Options{})
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "ledger.db"), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
 	ids := make([]string, n)
-	err = s.write(ctx, func(tx *sqlx.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		now := s.now()
 		for i := range ids {
 			ids[i] = s.opts.NewID()
@@ -62,26 +62,26 @@ func reportRate(b *testing.B) {
 	}
 }
 
-// BenchmarkMutation measures the durable in-flight write plus the apply per mutation,
-// one after the other.
-func BenchmarkMutation(b *testing.B) {
-	ctx := context.Background()
-	s, ids := benchStore(b, b.N)
-	b.ResetTimer()
-	for i := range b.N {
-		if err := mutate(ctx, s, ids[i]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	reportRate(b)
+var writerModes = []struct {
+	name string
+	opts Options
+}{
+	{"OneTxPerWrite", Options{}},
+	{"GroupCommit", Options{GroupCommit: true}},
 }
 
-// BenchmarkMutationConcurrent measures the same with 16 runs mutating at once.
-func BenchmarkMutationConcurrent(b *testing.B) {
-	const workers = 16
+// BenchmarkMutation measures the durable in-flight write plus the apply per mutation,
+// one run after the other and 16 runs at once, with and without group commit.
+func BenchmarkMutation(b *testing.B) {
+	for _, mode := range writerModes {
+		b.Run(mode.name+"/Sequential", func(b *testing.B) { benchMutations(b, mode.opts, 1) })
+		b.Run(mode.name+"/Concurrent16", func(b *testing.B) { benchMutations(b, mode.opts, 16) })
+	}
+}
+
+func benchMutations(b *testing.B, opts Options, workers int) {
 	ctx := context.Background()
-	s, ids := benchStore(b, b.N)
+	s, ids := benchStore(b, b.N, opts)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -109,13 +109,14 @@ func BenchmarkMutationConcurrent(b *testing.B) {
 		b.Fatal(err)
 	}
 	reportRate(b)
+	bb, ww := DbgStats(); b.Logf("batches %d writes %d", bb, ww)
 }
 
 // BenchmarkConsumerRun measures a whole consumer run with one event and one mutation:
 // publish, create, prepare (reserving the event), mutate, apply, commit.
 func BenchmarkConsumerRun(b *testing.B) {
 	ctx := context.Background()
-	s, _ := benchStore(b, 0)
+	s, _ := benchStore(b, 0, Options{})
 	b.ResetTimer()
 	for i := range b.N {
 		if err := consumerRun(ctx, s, fmt.Sprint(i)); err != nil {

@@ -59,7 +59,7 @@ func (s *Store) CommitConsumer(ctx context.Context, runID string, c ledger.Commi
 		return scripthost.Run{}, err
 	}
 	var out runRec
-	err := s.mustWrite(ctx, func(tx *sqlx.Tx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		now := s.now()
 		rec, err := s.commitRun(ctx, tx, runID, scripthost.KindConsumer, scripthost.RunEmitting, c, norm(c.WakeAt), now)
 		if err != nil {
@@ -81,7 +81,7 @@ func (s *Store) CommitProducer(ctx context.Context, runID string, c ledger.Commi
 		return scripthost.Run{}, err
 	}
 	var out runRec
-	err := s.mustWrite(ctx, func(tx *sqlx.Tx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		now := s.now()
 		rec, err := s.commitRun(ctx, tx, runID, scripthost.KindProducer, scripthost.RunExecuting, c, norm(c.WakeAt), now)
 		if err != nil {
@@ -166,5 +166,5 @@ func (s *Store) SetSchedule(ctx context.Context, sc ledger.Schedule) error {
 	if sc.Workflow == "" || sc.Producer == "" {
 		return errors.New("sqlite: set schedule: workflow and producer are required")
 	}
-	return s.write(ctx, func(tx *sqlx.Tx) error { return s.putSchedule(ctx, tx, sc) })
+	return s.write(ctx, func(ctx context.Context, tx *sqlx.Tx) error { return s.putSchedule(ctx, tx, sc) })
 }

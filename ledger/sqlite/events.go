@@ -72,7 +72,7 @@ func (s *Store) setRunEvents(ctx context.Context, tx *sqlx.Tx, runID string, sta
 // stores nothing.
 func (s *Store) Publish(ctx context.Context, events ...ledger.NewEvent) ([]scripthost.Event, error) {
 	var out []scripthost.Event
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		var err error
 		out, err = s.insertEvents(ctx, tx, events, "", "")
 		return err

@@ -122,7 +122,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlite: open %s: journal mode is %s, want wal", s.path, mode)
 	}
 	for _, m := range ms[have:] {
-		err := s.write(ctx, func(tx *sqlx.Tx) error {
+		err := s.writeOne(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 			// Re-check inside the write lock: another process may have migrated since.
 			v, err := schemaVersion(ctx, tx)
 			if err != nil {

@@ -18,7 +18,7 @@ func (s *Store) Resolve(ctx context.Context, mutationID string, r ledger.Resolut
 		return scripthost.Mutation{}, err
 	}
 	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(tx *sqlx.Tx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		from := []scripthost.MutationStatus{scripthost.MutationIndeterminate}
 		if r.Force {
 			from = append(from, scripthost.MutationNeedsReconcile)

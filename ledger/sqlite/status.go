@@ -58,7 +58,7 @@ func checkMovable(rec runRec, to any) error {
 // methods of their own.
 func (s *Store) SetRunStatus(ctx context.Context, runID string, ch ledger.StatusChange) (scripthost.Run, error) {
 	var out runRec
-	err := s.mustWrite(ctx, func(tx *sqlx.Tx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -110,7 +110,7 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, ch ledger.Status
 // run before its mutation can be skipped.
 func (s *Store) SkipRun(ctx context.Context, runID string, reason string) (scripthost.Run, error) {
 	var out runRec
-	err := s.mustWrite(ctx, func(tx *sqlx.Tx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -144,7 +144,7 @@ func (s *Store) SkipRun(ctx context.Context, runID string, reason string) (scrip
 // again. A run whose mutation outcome is unknown cannot be retried.
 func (s *Store) CreateRetryRun(ctx context.Context, runID string) (scripthost.Run, error) {
 	var out runRec
-	err := s.mustWrite(ctx, func(tx *sqlx.Tx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		src, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err

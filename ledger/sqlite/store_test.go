@@ -12,7 +12,12 @@ import (
 
 func openTemp(t *testing.T) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), sqlite.Options{})
+	return openWith(t, sqlite.Options{})
+}
+
+func openWith(t *testing.T, opts sqlite.Options) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -21,5 +26,10 @@ func openTemp(t *testing.T) *sqlite.Store {
 }
 
 func TestConformance(t *testing.T) {
-	ledgertest.Run(t, func(t *testing.T) ledger.Store { return openTemp(t) })
+	t.Run("OneTransactionPerWrite", func(t *testing.T) {
+		ledgertest.Run(t, func(t *testing.T) ledger.Store { return openTemp(t) })
+	})
+	t.Run("GroupCommit", func(t *testing.T) {
+		ledgertest.Run(t, func(t *testing.T) ledger.Store { return openWith(t, sqlite.Options{GroupCommit: true}) })
+	})
 }
