@@ -1,11 +1,10 @@
 # scripthost: the four targets. See README.md.
 GO ?= go
-DB ?= .run/scripthost.db
 
 .PHONY: run test check bench soak
 
-run: ## run the example workflow end to end on a fresh SQLite ledger
-	$(GO) run ./cmd/scripthost example --dir .run
+run: ## run the example workflow end to end on a fresh SQLite ledger in .run/
+	./scripts/files/run.sh
 
 test: ## the whole test suite, with the race detector
 	$(GO) test -race -timeout 15m ./...

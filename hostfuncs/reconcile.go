@@ -119,7 +119,7 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 			result = NewRedactor(callSecrets...).RedactSecrets(redactor.RedactSecrets(result))
 			return wrapLedger(store.ApplyMutation(wctx, m.ID, result))
 		case scripthost.ReconcileFailed:
-			cause := scripthost.LogicError("reconciled as failed: %s", redact(rec.Reason))
+			cause := scripthost.LogicError("%s: %s", ReconciledFailed, redact(rec.Reason))
 			cause.Op = m.Tool()
 			return wrapLedger(store.FailMutation(wctx, m.ID, cause))
 		case scripthost.ReconcileRetryLater:
@@ -135,6 +135,10 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 	}
 	return wrapLedger(store.MarkNeedsReconcile(wctx, m.ID, attempts, now.Add(p.Backoff(attempts)), reason))
 }
+
+// ReconciledFailed starts the error of a mutation that reconciliation found not to
+// have happened; the runtime prepares such a run again.
+const ReconciledFailed = "reconciled as failed"
 
 // callReconcile runs the tool's Reconcile, turning a panic into an error.
 func callReconcile(ctx context.Context, t *Tool, m scripthost.Mutation) (rec scripthost.Reconciliation, err error) {

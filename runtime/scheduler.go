@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -187,16 +189,22 @@ func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[stri
 		if !ok {
 			continue
 		}
+		m, err := rt.cfg.Store.RunMutation(ctx, r.ID)
+		hasMutation := err == nil
+		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+			return did, err
+		}
+		if hasMutation && m.Status.Unknown() {
+			continue // never retried: reconciled or resolved by a person
+		}
 		switch {
 		case r.Status == scripthost.StatusPausedTransient && r.Attempt <= rt.cfg.TransientRetries:
+		case r.Status.Failed() && hasMutation && failedOutsideScript(m) && r.Attempt <= rt.cfg.TransientRetries:
+			// The side effect is known not to have happened, and the handler did
+			// nothing wrong: prepare again with the released events.
 		case r.Status.Failed() && lc.OnError.Strategy == "retry" && r.Attempt <= lc.OnError.MaxRetries:
 		default:
 			continue
-		}
-		if m, err := rt.cfg.Store.RunMutation(ctx, r.ID); err == nil && m.Status.Unknown() {
-			continue
-		} else if err != nil && !errors.Is(err, ledger.ErrNotFound) {
-			return did, err
 		}
 		next, err := rt.cfg.Store.CreateRetryRun(ctx, r.ID)
 		if ledger.IsIllegalTransition(err) {
@@ -211,6 +219,13 @@ func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[stri
 		did = true
 	}
 	return did, nil
+}
+
+// failedOutsideScript reports whether a failed mutation was settled by reconciliation
+// or by a person rather than by the tool's own definite answer to the script.
+func failedOutsideScript(m scripthost.Mutation) bool {
+	return m.Status == scripthost.MutationFailed &&
+		(m.ResolvedBy != "" || strings.Contains(m.Error, hostfuncs.ReconciledFailed))
 }
 
 func lifecycleOf(def *Definition, handler string) (Lifecycle, bool) {

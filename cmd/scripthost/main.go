@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -61,7 +62,23 @@ func newRoot(g *globals) *cobra.Command {
 	for _, add := range commands {
 		root.AddCommand(add(g))
 	}
+	markUsage(root)
 	return root
+}
+
+// markUsage makes argument-count errors usage errors (exit 2) on every command.
+func markUsage(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return usageError{fmt.Errorf("%s: %w", c.CommandPath(), err)}
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		markUsage(sub)
+	}
 }
 
 // commands are the subcommand constructors; each file registers its own in init.
@@ -98,7 +115,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return scripthost.ExitOK
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), strings.HasPrefix(err.Error(), "unknown command"):
 		return scripthost.ExitUsage
 	case errors.As(err, &ec):
 		return ec.ExitCode()
