@@ -109,7 +109,6 @@ func benchMutations(b *testing.B, opts Options, workers int) {
 		b.Fatal(err)
 	}
 	reportRate(b)
-	bb, ww := DbgStats(); b.Logf("batches %d writes %d", bb, ww)
 }
 
 // BenchmarkConsumerRun measures a whole consumer run with one event and one mutation:
