@@ -1,0 +1,256 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/internal/fakesvc"
+)
+
+// The end-to-end tests run the charges workflow (testdata/http) through the CLI against
+// the fake payment service, and read the outcome back through the CLI's JSON listings.
+
+// tokenEnv is the variable the tool files read their Authorization header from.
+const tokenEnv = "FAKESVC_TOKEN"
+
+// e2eToken is the secret header value; it looks like no credential format, so only its
+// registration as a tool secret can keep it out of what the host writes.
+const e2eToken = "tok-e2e-4c1f9a7b2d8e6053"
+
+// httpEnv is one ledger, one service and one workflow on disk.
+type httpEnv struct {
+	t     *testing.T
+	dir   string
+	db    string
+	wf    string
+	tools string
+}
+
+// newHTTPEnv writes the charges workflow with count events and the tool file named by
+// toolsFile (tools.json or tools-blind.json), its URLs pointing at base, into a fresh
+// directory.
+func newHTTPEnv(t *testing.T, base, toolsFile string, count int, timeout string) *httpEnv {
+	t.Helper()
+	dir := t.TempDir()
+	e := &httpEnv{t: t, dir: dir, db: filepath.Join(dir, "ledger.db"),
+		wf: filepath.Join(dir, "charges.js"), tools: filepath.Join(dir, "tools.json")}
+	wf := readTestdata(t, "charges.js")
+	if count != 1 {
+		wf = strings.Replace(wf, "const COUNT = 1;", fmt.Sprintf("const COUNT = %d;", count), 1)
+	}
+	tools := strings.NewReplacer("{{BASE}}", base, "{{TIMEOUT}}", timeout).Replace(readTestdata(t, toolsFile))
+	writeFile(t, e.wf, wf)
+	writeFile(t, e.tools, tools)
+	return e
+}
+
+func readTestdata(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "http", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// run runs the workflow once in-process and returns the exit code and both streams.
+func (e *httpEnv) run(extra ...string) (int, string, string) {
+	e.t.Helper()
+	args := append([]string{"--db", e.db, "run", e.wf, "--once", "--tools", e.tools, "--workspace", e.dir}, extra...)
+	return cli(e.t, "", args...)
+}
+
+// mustRun runs the workflow once and fails the test unless it exits 0.
+func (e *httpEnv) mustRun(extra ...string) string {
+	e.t.Helper()
+	code, out, errOut := e.run(extra...)
+	if code != 0 {
+		e.t.Fatalf("run: got exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	return out + errOut
+}
+
+// listJSON runs a listing command with --json and decodes its output into v.
+func (e *httpEnv) listJSON(v any, args ...string) {
+	e.t.Helper()
+	code, out, errOut := cli(e.t, "", append([]string{"--db", e.db}, append(args, "--json")...)...)
+	if code != 0 {
+		e.t.Fatalf("%v: got exit %d: %s", args, code, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		e.t.Fatalf("%v: %v\n%s", args, err, out)
+	}
+}
+
+func (e *httpEnv) mutations() []mutationView {
+	e.t.Helper()
+	var ms []mutationView
+	e.listJSON(&ms, "mutations")
+	return ms
+}
+
+// consumerRuns lists the charge consumer's runs, oldest first.
+func (e *httpEnv) consumerRuns() []scripthost.Run {
+	e.t.Helper()
+	var runs []scripthost.Run
+	e.listJSON(&runs, "runs")
+	var out []scripthost.Run
+	for _, r := range runs {
+		if r.Handler == "charge" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// events returns the status of every charge event by id.
+func (e *httpEnv) events() map[string]scripthost.EventStatus {
+	e.t.Helper()
+	var evs []scripthost.Event
+	e.listJSON(&evs, "events")
+	out := map[string]scripthost.EventStatus{}
+	for _, ev := range evs {
+		out[ev.MessageID] = ev.Status
+	}
+	return out
+}
+
+// snapshot is everything the CLI lists, for checking that a refused command changed
+// nothing.
+func (e *httpEnv) snapshot() string {
+	e.t.Helper()
+	var b strings.Builder
+	for _, args := range [][]string{{"runs"}, {"mutations"}, {"events"}} {
+		_, out, _ := cli(e.t, "", append([]string{"--db", e.db}, append(args, "--json")...)...)
+		b.WriteString(out)
+	}
+	return b.String()
+}
+
+// matrixRow is the expected end state of one charge after one behaviour of the service.
+type matrixRow struct {
+	mutation scripthost.MutationStatus
+	run      scripthost.RunStatus
+	event    scripthost.EventStatus
+	applies  int
+}
+
+// TestHTTPOutcomeMatrix runs every behaviour of the service × {reconciler declared, not
+// declared} through the CLI, the workflow and the ledger, and checks the mutation, the
+// run, the event and the service's own apply count, twice: a second run of the host
+// must change nothing (nothing is re-sent, nothing released while unknown).
+func TestHTTPOutcomeMatrix(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	applied := matrixRow{scripthost.MutationApplied, scripthost.StatusCommitted, scripthost.EventConsumed, 1}
+	refused := matrixRow{scripthost.MutationFailed, scripthost.StatusFailedLogic, scripthost.EventPending, 0}
+	denied := matrixRow{scripthost.MutationFailed, scripthost.StatusPausedApproval, scripthost.EventPending, 0}
+	unknown := func(applies int) matrixRow {
+		return matrixRow{scripthost.MutationIndeterminate, scripthost.StatusPausedReconciliation, scripthost.EventReserved, applies}
+	}
+	tests := []struct {
+		behavior   fakesvc.Behavior
+		reconciled matrixRow // with a reconcile request declared
+		blind      matrixRow // without one
+	}{
+		{fakesvc.Succeed, applied, applied},
+		{fakesvc.Fail4xx, refused, refused},
+		{fakesvc.Unauthorized, denied, denied},
+		{fakesvc.Forbidden, denied, denied},
+		// 503 before applying: the reconcile request finds nothing, so it definitely
+		// failed; without one nobody can tell.
+		{fakesvc.Fail5xx, refused, unknown(0)},
+		{fakesvc.ApplyTimeout, applied, unknown(1)},
+		{fakesvc.ApplyDrop, applied, unknown(1)},
+	}
+	for _, tc := range tests {
+		for _, reconciler := range []bool{true, false} {
+			name, file, want := string(tc.behavior)+"/reconciler", "tools.json", tc.reconciled
+			if !reconciler {
+				name, file, want = string(tc.behavior)+"/no-reconciler", "tools-blind.json", tc.blind
+			}
+			t.Run(name, func(t *testing.T) {
+				svc := fakesvc.New()
+				defer svc.Close()
+				svc.SetDefault(tc.behavior)
+				e := newHTTPEnv(t, svc.URL(), file, 1, "400ms")
+				e.mustRun()
+				e.checkRow(t, svc, want)
+				before, total := e.snapshot(), svc.Total()
+				e.mustRun()
+				if after := e.snapshot(); after != before || svc.Total() != total {
+					t.Errorf("a second run changed the ledger or the service (%d → %d applies):\nbefore:\n%s\nafter:\n%s", total, svc.Total(), before, after)
+				}
+				// Every request carried a key the ledger holds, and the secret header.
+				keys := map[string]bool{}
+				for _, m := range e.mutations() {
+					keys[m.IdempotencyKey] = true
+				}
+				for _, r := range svc.Requests() {
+					if r.Method != http.MethodPost {
+						continue
+					}
+					if got := r.Header.Get("Idempotency-Key"); !keys[got] {
+						t.Errorf("Idempotency-Key header: got %q, want one of the ledger's keys %v", got, keys)
+					}
+					if got := r.Header.Get("Authorization"); got != "Bearer "+e2eToken {
+						t.Errorf("Authorization header: got %q, want the token from %s", got, tokenEnv)
+					}
+				}
+			})
+		}
+	}
+}
+
+// checkRow checks the newest mutation, the consumer's newest run, the event and the
+// service's counts against want. A mutation that is known to have failed may have been
+// followed by fresh runs; none of them may have applied twice.
+func (e *httpEnv) checkRow(t *testing.T, svc *fakesvc.Server, want matrixRow) {
+	t.Helper()
+	ms := e.mutations()
+	runs := e.consumerRuns()
+	if len(ms) == 0 || len(runs) != len(ms) {
+		t.Fatalf("got %d mutations and %d consumer runs, want as many, at least 1", len(ms), len(runs))
+	}
+	m, r := ms[len(ms)-1], runs[len(runs)-1]
+	if m.RunID != r.ID {
+		t.Fatalf("newest mutation belongs to run %s, want the newest run %s", m.RunID, r.ID)
+	}
+	for _, old := range ms[:len(ms)-1] {
+		if old.Status != scripthost.MutationFailed {
+			t.Errorf("earlier mutation %s: got %s, want failed (only a known failure is tried again)", old.ID, old.Status)
+		}
+	}
+	if m.Status != want.mutation {
+		t.Errorf("mutation: got %s (%s), want %s", m.Status, m.Error, want.mutation)
+	}
+	if r.Status != want.run {
+		t.Errorf("run: got %s (%s), want %s", r.Status, r.Error, want.run)
+	}
+	if got := e.events()["ch-1"]; got != want.event {
+		t.Errorf("event: got %s, want %s", got, want.event)
+	}
+	for _, x := range ms {
+		if got := svc.Applies(x.IdempotencyKey); got > 1 {
+			t.Errorf("applies of %s: got %d, want at most 1", x.IdempotencyKey, got)
+		}
+	}
+	if got := svc.Applies(m.IdempotencyKey); got != want.applies {
+		t.Errorf("applies of %s: got %d, want %d", m.IdempotencyKey, got, want.applies)
+	}
+	if got := svc.Total(); got != want.applies {
+		t.Errorf("applies in total: got %d, want %d", got, want.applies)
+	}
+}
