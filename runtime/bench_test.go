@@ -1,0 +1,85 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/hostfuncs/workspace"
+	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/sqlite"
+	"github.com/scripthost/scripthost/runtime"
+	"github.com/scripthost/scripthost/sandbox"
+	"github.com/scripthost/scripthost/sandbox/js"
+)
+
+const benchWorkflow = `export default {
+  topics: ['in'],
+  consumers: { write: { subscribe: ['in'],
+    async prepare() { const e = await Topics.peek({ topic: 'in', limit: 1 });
+      return e.length ? { reservations: [{ topic: 'in', ids: [e[0].id] }], data: e[0].id } : null; },
+    async mutate(id) { if (id) await Files.write({ path: 'out/' + id + '.txt', content: 'x' }); },
+    next(id, r) { return { last: id }; } } },
+};`
+
+// BenchmarkConsumerRun measures whole consumer runs (prepare → durable mutation with a
+// Files.write → next → commit) on a real SQLite file: one workflow, and several
+// workflows running in parallel (one session each).
+func BenchmarkConsumerRun(b *testing.B) {
+	for _, workflows := range []int{1, 4} {
+		b.Run(fmt.Sprintf("workflows=%d", workflows), func(b *testing.B) {
+			ctx := context.Background()
+			dir := b.TempDir()
+			st, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), sqlite.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			reg := hostfuncs.NewRegistry()
+			tools, err := workspace.Tools(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := reg.Register(tools...); err != nil {
+				b.Fatal(err)
+			}
+			eng := js.New(js.Options{})
+			rt, err := runtime.New(runtime.Config{Store: st, Engines: map[string]sandbox.Engine{"js": eng}, Tools: reg})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rt.Close(ctx)
+			var names []string
+			for i := range workflows {
+				name := fmt.Sprintf("w%d", i)
+				names = append(names, name)
+				if _, err := rt.LoadWorkflow(ctx, name, name+".js", []byte(benchWorkflow)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var evs []ledger.NewEvent
+			for i := range b.N {
+				evs = append(evs, ledger.NewEvent{Workflow: names[i%workflows], Topic: "in",
+					MessageID: fmt.Sprintf("e%d", i), Payload: json.RawMessage(`{}`)})
+			}
+			if _, err := st.Publish(ctx, evs...); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			start := time.Now()
+			if err := rt.RunOnce(ctx, names); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+			pending, _ := st.Events(ctx, ledger.EventFilter{Status: "pending"})
+			if len(pending) != 0 {
+				b.Fatalf("%d events left pending", len(pending))
+			}
+		})
+	}
+}
