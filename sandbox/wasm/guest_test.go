@@ -191,6 +191,13 @@ func TestGoGuestErrors(t *testing.T) {
 				t.Errorf("got %#v, want a located script_error", se)
 			}
 		}},
+		{fn: "raw_panic", check: func(t *testing.T, err error, _ *testTools) {
+			var se *scripthost.Error
+			if !errors.As(err, &se) || se.Code != scripthost.CodeScript || se.Line == 0 ||
+				!strings.Contains(se.Message, "panic: raw boom") || !strings.HasSuffix(se.File, "conformance/main.go") {
+				t.Errorf("got %#v, want a script_error at conformance/main.go:<line> with the panic", se)
+			}
+		}},
 		{fn: "endless_loop", limits: sandbox.Limits{Timeout: 200 * time.Millisecond}, check: func(t *testing.T, err error, _ *testTools) {
 			if le := limitOf(err); le == nil || le.Limit != "timeout" {
 				t.Errorf("got %v, want a timeout LimitError", err)

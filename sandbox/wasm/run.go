@@ -147,9 +147,17 @@ func (p *Program) classify(parent context.Context, c *call, where string, err er
 		if lim := p.runtimeLimit(c, where, "trap: "+reason); lim != nil {
 			return lim
 		}
+		// A Go guest's runtime prints a panic to stderr before it traps: its first line
+		// and its trace say more than the trap does.
+		msg := fmt.Sprintf("%s: wasm trap: %s", where, reason)
+		stack := "\t" + trace
+		if head := strings.TrimSpace(string(c.console.head)); head != "" {
+			msg += ": " + firstLine(head)
+			stack = head + "\n\nwasm stack trace:\n" + stack
+		}
 		e := &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeScript, File: p.name,
-			Message: fmt.Sprintf("%s: wasm trap: %s", where, reason), Stack: trace, Err: err}
-		e.File, e.Line = goLocation(trace, p.name)
+			Message: msg, Stack: stack, Err: err}
+		e.File, e.Line = goLocation(stack, p.name)
 		return e
 	}
 	return &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeScript, File: p.name,

@@ -235,3 +235,10 @@ func publish() {
 func peek() {
 	guest.Handle(func() (any, error) { return guest.Peek("in", 3) })
 }
+
+// raw_panic panics outside guest.Handle: the Go runtime prints the panic and aborts.
+//
+//go:wasmexport raw_panic
+func rawPanic() {
+	panic("raw boom")
+}
