@@ -20,6 +20,7 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/hostfuncs/command"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/runtime"
@@ -30,8 +31,12 @@ import (
 
 // Options configure a Host. Zero fields take defaults.
 type Options struct {
-	// Workspace, when set, registers the Files.* tools confined to this directory.
+	// Workspace, when set, registers the Files.* and plan.file_* tools confined to
+	// this directory.
 	Workspace string
+	// Commands, with a Workspace, registers plan.run_command allowing only these
+	// programs (looked up in PATH now), run without a shell inside the workspace.
+	Commands []command.Program
 	// Limits bound every invocation (zero fields: sandbox.DefaultLimits).
 	Limits sandbox.Limits
 	// Clock defaults to time.Now.
@@ -70,13 +75,24 @@ func New(ctx context.Context, store ledger.Store, opts Options) (*Host, error) {
 		opts.Redactor = hostfuncs.NewRedactor()
 	}
 	if opts.Workspace != "" {
-		tools, err := workspace.Tools(opts.Workspace)
+		ws, err := workspace.New(opts.Workspace)
 		if err != nil {
 			return nil, fmt.Errorf("host: workspace: %w", err)
 		}
-		if err := reg.Register(tools...); err != nil {
+		if err := reg.Register(ws.Tools()...); err != nil {
 			return nil, fmt.Errorf("host: %w", err)
 		}
+		if len(opts.Commands) > 0 {
+			runner, err := command.New(command.Config{Workspace: ws, Programs: opts.Commands})
+			if err != nil {
+				return nil, fmt.Errorf("host: commands: %w", err)
+			}
+			if err := reg.Register(runner.Tool()); err != nil {
+				return nil, fmt.Errorf("host: %w", err)
+			}
+		}
+	} else if len(opts.Commands) > 0 {
+		return nil, errors.New("host: Commands need a Workspace to run in")
 	}
 	we, err := wasm.New(ctx, wasm.Options{CacheDir: opts.WasmCacheDir})
 	if err != nil {

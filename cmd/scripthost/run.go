@@ -16,6 +16,7 @@ import (
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/host"
 	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/hostfuncs/command"
 	"github.com/scripthost/scripthost/hostfuncs/httptool"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/sandbox"
@@ -31,6 +32,7 @@ type runFlags struct {
 	poll      time.Duration
 	timeout   time.Duration
 	verbose   bool
+	allow     []string
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -53,11 +55,12 @@ until no work is left and exit 0; otherwise run until interrupted.`,
 	cmd.Flags().DurationVar(&f.poll, "poll", 250*time.Millisecond, "how often to look for work when idle")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "wall-clock limit of one handler invocation (default 5s)")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "log every tool call and mutation to stderr")
+	cmd.Flags().StringSliceVar(&f.allow, "allow", nil, "programs plan.run_command may run (repeatable; none by default)")
 	return cmd
 }
 
 // buildHost opens the ledger and wires a host with the workspace and HTTP tools.
-func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, timeout time.Duration, verbose bool) (*host.Host, ledger.Store, error) {
+func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, timeout time.Duration, verbose bool, allow []string) (*host.Host, ledger.Store, error) {
 	for _, p := range []string{toolsFile} {
 		if p != "" {
 			if _, err := os.Stat(p); err != nil {
@@ -82,6 +85,7 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 	logger := slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level}))
 	h, err := host.New(ctx, store, host.Options{
 		Workspace: workspace,
+		Commands:  programs(allow),
 		Limits:    sandbox.Limits{Timeout: timeout},
 		Logger:    logger,
 		Redactor:  redactor,
@@ -135,7 +139,7 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) e
 		return err
 	}
 	defer unlock()
-	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose)
+	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow)
 	if err != nil {
 		return err
 	}
@@ -234,6 +238,14 @@ func newValidateCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func programs(names []string) []command.Program {
+	var out []command.Program
+	for _, n := range names {
+		out = append(out, command.Program{Name: n})
+	}
+	return out
 }
 
 // lockLedger takes an exclusive lock beside the database so that one host process at
