@@ -93,6 +93,7 @@ type Server struct {
 	perKey    map[string]Behavior
 	reconcile ReconcileBehavior
 	dedupe    bool
+	latency   time.Duration
 	applies   map[string]int
 	answers   map[string][]byte
 	total     int
@@ -166,6 +167,17 @@ func (s *Server) SetDedupe(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dedupe = on
+}
+
+// SetLatency makes every mutation request that would apply wait d before applying and d
+// again before answering. A request whose client goes away during the first wait is not
+// applied, as a service that commits only while the client is connected; one whose client
+// goes away during the second wait is applied and its answer lost. Crash tests use it to
+// give a killed client both windows.
+func (s *Server) SetLatency(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latency = d
 }
 
 // Applies returns how many times a request with key was applied.
@@ -261,7 +273,16 @@ func (s *Server) mutate(w http.ResponseWriter, r *http.Request, body []byte) {
 		return
 	}
 
+	s.mu.Lock()
+	latency := s.latency
+	s.mu.Unlock()
+	if !s.wait(r, latency) {
+		return
+	}
 	answer := s.apply(key, r.URL.Path, body)
+	if !s.wait(r, latency) {
+		return
+	}
 	switch b {
 	case ApplyTimeout:
 		select {
@@ -284,6 +305,22 @@ func (s *Server) mutate(w http.ResponseWriter, r *http.Request, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	w.Write(answer)
+}
+
+// wait waits d and reports whether the request's client is still there.
+func (s *Server) wait(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+	case <-s.done:
+	}
+	return false
 }
 
 // apply records one apply of key and returns its answer. With dedupe on, a key applied
