@@ -1,0 +1,74 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestInitScaffoldPasses: the scaffold's fixture passes right away, and the workflow
+// runs for real on its directory, in both languages.
+func TestInitScaffoldPasses(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		wf   string
+	}{
+		{"js", nil, "workflow.js"},
+		{"ts", []string{"--ts"}, "workflow.ts"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "hello")
+			code, out, errOut := cli(t, "", append([]string{"init", dir}, tt.args...)...)
+			if code != 0 {
+				t.Fatalf("init: exit %d, want 0\n%s%s", code, out, errOut)
+			}
+			for _, f := range []string{tt.wf, "fixtures/basic.json", "inbox/world.txt", "README.md"} {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Errorf("init did not write %s: %v", f, err)
+				}
+			}
+			wf := filepath.Join(dir, tt.wf)
+			code, out, errOut = cli(t, "", "test", wf)
+			if code != 0 || !strings.Contains(out, "1 fixtures, 1 passed, 0 failed") {
+				t.Fatalf("test: exit %d, want 0 and a pass\n%s%s", code, out, errOut)
+			}
+			db := filepath.Join(t.TempDir(), "hello.db")
+			code, out, errOut = cli(t, "", "--db", db, "run", wf, "--once", "--workspace", dir)
+			if code != 0 {
+				t.Fatalf("run: exit %d, want 0\n%s%s", code, out, errOut)
+			}
+			got, err := os.ReadFile(filepath.Join(dir, "outbox", "world.txt"))
+			if err != nil || string(got) != "Hello, world!\n" {
+				t.Errorf("outbox/world.txt: got %q (%v), want %q", got, err, "Hello, world!\n")
+			}
+		})
+	}
+}
+
+// TestInitRefusesToOverwrite: a second init into the same directory is a usage error
+// and changes nothing.
+func TestInitRefusesToOverwrite(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hello")
+	if code, _, errOut := cli(t, "", "init", dir); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, errOut)
+	}
+	wf := filepath.Join(dir, "workflow.js")
+	if err := os.WriteFile(wf, []byte("// mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "README.md")); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := cli(t, "", "init", dir)
+	if code != 2 || !strings.Contains(errOut, "already exists") {
+		t.Errorf("second init: exit %d, stderr %q; want 2 and 'already exists'", code, errOut)
+	}
+	if b, _ := os.ReadFile(wf); string(b) != "// mine\n" {
+		t.Errorf("workflow.js: got %q, want it untouched", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "README.md")); err == nil {
+		t.Errorf("README.md was written although init refused")
+	}
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// exampleWorkflow finds the workflow of one example directory: workflow.js or
+// workflow.ts, or a Go guest built here to workflow.wasm. It returns "" when the
+// directory holds no workflow.
+func exampleWorkflow(t *testing.T, dir string) string {
+	t.Helper()
+	for _, name := range []string{"workflow.js", "workflow.ts"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return filepath.Join(dir, name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "main.go")); err != nil {
+		return ""
+	}
+	src, err := os.ReadFile(filepath.Join(dir, "main.go"))
+	if err != nil || !strings.Contains(string(src), "go:wasmexport") {
+		return ""
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skipf("go command not found: cannot build %s", dir)
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(dir), "workflow.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "./scripts/"+filepath.Base(dir))
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("cannot build the Wasm example %s: %v\n%s", dir, err, b)
+	}
+	return out
+}
+
+// TestExampleFixtures runs `scripthost test` on every workflow in scripts/, twice:
+// every one has fixtures, they all pass, and the two reports are the same bytes.
+func TestExampleFixtures(t *testing.T) {
+	dirs, err := filepath.Glob("../../scripts/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, dir := range dirs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			wf := exampleWorkflow(t, dir)
+			if wf == "" {
+				t.Skip("no workflow here")
+			}
+			found++
+			fixtures := filepath.Join(dir, "fixtures")
+			if _, err := os.Stat(fixtures); err != nil {
+				t.Fatalf("%s has no fixtures directory: every example workflow needs fixtures", dir)
+			}
+			code, first, errOut := cli(t, "", "test", wf, "--fixtures", fixtures)
+			if code != 0 {
+				t.Fatalf("exit %d, want 0\n%s%s", code, first, errOut)
+			}
+			if !strings.Contains(first, " 0 failed\n") {
+				t.Errorf("report: got\n%s\nwant no failures", first)
+			}
+			_, second, _ := cli(t, "", "test", wf, "--fixtures", fixtures)
+			if first != second {
+				t.Errorf("two runs differ:\n%s\n---\n%s", first, second)
+			}
+		})
+	}
+	if found == 0 {
+		t.Fatalf("found no example workflow under scripts/")
+	}
+}
+
+// copyFixture copies a fixture of the files example into a temp directory, applying
+// replacements to its text.
+func copyFixture(t *testing.T, name string, replace ...string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../../scripts/files/fixtures", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for i := 0; i+1 < len(replace); i += 2 {
+		if !strings.Contains(s, replace[i]) {
+			t.Fatalf("%s does not contain %q", name, replace[i])
+		}
+		s = strings.Replace(s, replace[i], replace[i+1], 1)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const filesExample = "../../scripts/files/workflow.js"
+
+func TestTestCommandFailsWithADiff(t *testing.T) {
+	dir := copyFixture(t, "one-file.json", `"processed": 1`, `"processed": 2`)
+	code, out, errOut := cli(t, "", "test", filesExample, "--fixtures", dir)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"FAIL    one-file.json\n",
+		`state.process: got {"processed":1}, want {"processed":2}`,
+		"    -    \"processed\": 2\n    +    \"processed\": 1\n",
+		"1 fixtures, 0 passed, 1 failed\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "1 of 1 fixtures failed") {
+		t.Errorf("stderr: got %q, want the failure count", errOut)
+	}
+}
+
+func TestTestCommandUpdate(t *testing.T) {
+	dir := copyFixture(t, "one-file.json", `"processed": 1`, `"processed": 2`)
+	path := filepath.Join(dir, "one-file.json")
+	code, out, errOut := cli(t, "", "test", filesExample, "--fixtures", dir, "--update")
+	if code != 0 || !strings.Contains(out, "UPDATED one-file.json") {
+		t.Fatalf("exit %d, want 0 and an update\n%s%s", code, out, errOut)
+	}
+	got, _ := os.ReadFile(path)
+	want, _ := os.ReadFile("../../scripts/files/fixtures/one-file.json")
+	if string(got) != string(want) {
+		t.Errorf("updated fixture: got\n%s\nwant the original\n%s", got, want)
+	}
+	if code, out, _ := cli(t, "", "test", filesExample, "--fixtures", dir); code != 0 {
+		t.Errorf("after --update: exit %d, want 0\n%s", code, out)
+	}
+}
+
+func TestTestCommandUsage(t *testing.T) {
+	empty := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no workflow", []string{"test", filepath.Join(empty, "nope.js")}, "nope.js"},
+		{"bad language", []string{"test", "../../scripts/plans/tidy.json"}, "unknown workflow language"},
+		{"no fixtures", []string{"test", filesExample, "--fixtures", empty}, "no fixture files"},
+		{"no argument", []string{"test"}, "accepts 1 arg"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := cli(t, "", tt.args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2", code)
+			}
+			if !strings.Contains(errOut, tt.want) {
+				t.Errorf("stderr: got %q, want it to contain %q", errOut, tt.want)
+			}
+		})
+	}
+}
