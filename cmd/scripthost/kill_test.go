@@ -1,0 +1,327 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/internal/fakesvc"
+)
+
+// killPoints are the failpoints the kill test arms, one per cycle: each phase boundary
+// of both handler kinds and both sides of the charge request. The process kills itself
+// at the first one it reaches.
+var killPoints = []string{
+	"tool:before-execute", "tool:after-execute",
+	"consumer:created", "consumer:after:pending", "consumer:after:preparing", "consumer:after:prepared",
+	"consumer:after:mutating", "consumer:after:mutated", "consumer:after:emitting",
+	"producer:created", "producer:after:pending", "producer:after:executing",
+}
+
+// killConfig sizes the kill test: the CI default, or a longer soak with SCRIPTHOST_SOAK.
+func killConfig() (cycles, charges int) {
+	if os.Getenv("SCRIPTHOST_SOAK") != "" {
+		return 2000, 1100
+	}
+	return 200, 110
+}
+
+// buildCLI builds the CLI binary for tests that run and kill it as a child process.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "scripthost")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// child is one run of the host as a separate process.
+type child struct {
+	cmd *exec.Cmd
+	out bytes.Buffer
+}
+
+func startChild(t *testing.T, bin string, e *httpEnv, failpoint string) *child {
+	t.Helper()
+	c := &child{cmd: exec.Command(bin, "--db", e.db, "run", e.wf, "--once", "--tools", e.tools, "--workspace", e.dir)}
+	c.cmd.Env = append(os.Environ(), tokenEnv+"="+e2eToken, failpointEnv+"="+failpoint)
+	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// wait waits for the child to end, killing it after limit, and reports whether it was
+// killed (by the test or by its failpoint). Any other non-zero exit fails the test.
+func (c *child) wait(t *testing.T, limit time.Duration, what string) bool {
+	t.Helper()
+	timer := time.AfterFunc(limit, func() { _ = c.cmd.Process.Kill() })
+	err := c.cmd.Wait()
+	timer.Stop()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL:
+		return true
+	}
+	t.Fatalf("%s: %v\n%s", what, err, c.out.String())
+	return false
+}
+
+// TestKillHostAtRandom SIGKILLs the host at random moments and at every failpoint while
+// it charges events against the fake service, restarting it each time, then lets it
+// finish and checks the ledger's promise by the service's own count: every event
+// consumed, every charge made exactly once, no key applied twice, every mutation the
+// ledger calls applied applied and every one it calls failed not, nothing in flight and
+// no run stuck. Set SCRIPTHOST_KILL_SEED to replay a failure.
+func TestKillHostAtRandom(t *testing.T) {
+	cycles, charges := killConfig()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("SCRIPTHOST_KILL_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("SCRIPTHOST_KILL_SEED: %v", err)
+		}
+	}
+	t.Logf("seed %d (replay with SCRIPTHOST_KILL_SEED=%d)", seed, seed)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("failed with seed %d", seed)
+		}
+	})
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	t.Setenv(tokenEnv, e2eToken)
+
+	bin := buildCLI(t)
+	svc := fakesvc.New()
+	defer svc.Close()
+	e := newHTTPEnv(t, svc.URL(), "tools.json", charges, "2s")
+
+	// Each charge request waits before and after its apply, so that a kill often lands
+	// in the windows that matter: request sent but not applied, applied but not answered.
+	svc.SetLatency(15 * time.Millisecond)
+
+	killed, byFailpoint, finished, firstFinished := 0, 0, 0, -1
+	start := time.Now()
+	for i := 0; i < cycles; i++ {
+		point := ""
+		if rng.IntN(3) == 0 {
+			point = killPoints[rng.IntN(len(killPoints))]
+		}
+		// A failpoint the process may never reach is backed by a later random kill,
+		// so that no cycle finishes all the work.
+		limit := time.Duration(rng.IntN(151)) * time.Millisecond
+		if point != "" {
+			limit = 150*time.Millisecond + time.Duration(rng.IntN(301))*time.Millisecond
+		}
+		c := startChild(t, bin, e, point)
+		timer := time.AfterFunc(limit, func() { _ = c.cmd.Process.Signal(syscall.SIGKILL) })
+		wasKilled := c.wait(t, time.Minute, fmt.Sprintf("cycle %d (failpoint %q)", i, point))
+		fired := !timer.Stop()
+		if strings.Contains(c.out.String(), e2eToken) {
+			t.Fatalf("cycle %d: the secret header value appears in the host's output:\n%s", i, c.out.String())
+		}
+		switch {
+		case !wasKilled:
+			if finished == 0 {
+				firstFinished = i
+			}
+			finished++
+		case fired:
+			killed++
+		default:
+			byFailpoint++
+		}
+	}
+	t.Logf("%d cycles in %v: %d killed at random, %d at a failpoint, %d finished (the first at cycle %d); %d applies so far",
+		cycles, time.Since(start).Round(time.Millisecond), killed, byFailpoint, finished, firstFinished, svc.Total())
+
+	resolved := e.finish(t, bin, svc)
+	if resolved > 0 {
+		t.Logf("%d mutations were resolved by asking the service", resolved)
+	}
+	e.checkCharged(t, svc, charges)
+}
+
+// finish runs the host to completion without kills. A run that the host will not take
+// up again by itself (a chain of known failures longer than its automatic retries) is
+// retried as an operator would; a mutation left for a person is resolved by asking the
+// service. It returns how many mutations it resolved.
+func (e *httpEnv) finish(t *testing.T, bin string, svc *fakesvc.Server) int {
+	t.Helper()
+	resolved := 0
+	for round := 0; round < 30; round++ {
+		c := startChild(t, bin, e, "")
+		if c.wait(t, 2*time.Minute, "final run") {
+			t.Fatalf("final run was killed:\n%s", c.out.String())
+		}
+		done := true
+		for _, m := range e.mutations() {
+			switch m.Status {
+			case scripthost.MutationInFlight:
+				t.Fatalf("mutation %s is still in_flight after a clean run", m.ID)
+			case scripthost.MutationNeedsReconcile:
+				done = false
+			case scripthost.MutationIndeterminate:
+				as := "failed"
+				if svc.Applies(m.IdempotencyKey) > 0 {
+					as = "applied"
+				}
+				if code, _, errOut := cli(t, "", "--db", e.db, "resolve", m.ID, "--as", as, "--by", "kill-test"); code != 0 {
+					t.Fatalf("resolve %s: %s", m.ID, errOut)
+				}
+				resolved++
+				done = false
+			}
+		}
+		var runs []scripthost.Run
+		e.listJSON(&runs, "runs")
+		latest, retried := map[string]scripthost.Run{}, map[string]bool{}
+		for _, r := range runs {
+			latest[r.Handler] = r
+			if r.RetryOf != "" {
+				retried[r.RetryOf] = true
+			}
+		}
+		for _, r := range latest {
+			switch {
+			case r.Status == scripthost.StatusCommitted || r.Status == scripthost.StatusSkipped:
+			case r.Status == scripthost.StatusPausedReconciliation || r.Status == scripthost.StatusActive:
+				done = false
+			case !retried[r.ID]:
+				if code, _, errOut := cli(t, "", "--db", e.db, "retry", r.ID); code != 0 {
+					t.Fatalf("retry %s (%s: %s): %s", r.ID, r.Status, r.Error, errOut)
+				}
+				done = false
+			}
+		}
+		pending := 0
+		for _, st := range e.events() {
+			if st != scripthost.EventConsumed {
+				pending++
+			}
+		}
+		if done && pending == 0 {
+			return resolved
+		}
+		// A mutation waiting for its next reconcile attempt becomes due within the
+		// backoff; everything else goes on at once.
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("the host did not finish the work:\n%s", e.snapshot())
+	return resolved
+}
+
+// checkCharged checks the end state against the service's own record.
+func (e *httpEnv) checkCharged(t *testing.T, svc *fakesvc.Server, charges int) {
+	t.Helper()
+	evs := e.events()
+	if len(evs) != charges {
+		t.Errorf("events: got %d, want %d", len(evs), charges)
+	}
+	for id, st := range evs {
+		if st != scripthost.EventConsumed {
+			t.Errorf("event %s: got %s, want consumed", id, st)
+		}
+	}
+
+	// Applies per charge, whatever key they carried: a charge made twice under two keys
+	// is as wrong as one key applied twice.
+	perCharge, keys := map[string]int{}, map[string]bool{}
+	for _, r := range svc.Requests() {
+		key := r.Header.Get("Idempotency-Key")
+		if r.Method != http.MethodPost || keys[key] {
+			continue
+		}
+		keys[key] = true
+		n := svc.Applies(key)
+		if n > 1 {
+			t.Errorf("key %s: the service applied it %d times, want at most 1", key, n)
+		}
+		perCharge[strings.TrimPrefix(r.Path, "/v1/charges/")] += n
+	}
+	for i := 1; i <= charges; i++ {
+		id := fmt.Sprintf("ch-%d", i)
+		if got := perCharge[id]; got != 1 {
+			t.Errorf("charge %s: the service applied it %d times, want 1", id, got)
+		}
+	}
+
+	ms := e.mutations()
+	counts := map[scripthost.MutationStatus]int{}
+	for _, m := range ms {
+		counts[m.Status]++
+	}
+	t.Logf("%d mutations: %d applied, %d known not to have happened (charged again under a new key)",
+		len(ms), counts[scripthost.MutationApplied], counts[scripthost.MutationFailed])
+	appliedByCharge := map[string]int{}
+	for _, m := range ms {
+		n := svc.Applies(m.IdempotencyKey)
+		switch m.Status {
+		case scripthost.MutationApplied:
+			if n != 1 {
+				t.Errorf("mutation %s: the ledger says applied, the service applied its key %d times", m.ID, n)
+			}
+			appliedByCharge[chargeOf(t, m)]++
+		case scripthost.MutationFailed:
+			if n != 0 {
+				t.Errorf("mutation %s: the ledger says failed (%s), the service applied its key %d times", m.ID, m.Error, n)
+			}
+		default:
+			t.Errorf("mutation %s: got %s at the end, want applied or failed", m.ID, m.Status)
+		}
+	}
+	for i := 1; i <= charges; i++ {
+		if got := appliedByCharge[fmt.Sprintf("ch-%d", i)]; got != 1 {
+			t.Errorf("charge ch-%d: got %d applied mutations in the ledger, want 1", i, got)
+		}
+	}
+
+	var runs []scripthost.Run
+	e.listJSON(&runs, "runs")
+	var last scripthost.Run
+	for _, r := range runs {
+		if r.Status == scripthost.StatusActive {
+			t.Errorf("run %s is still active in phase %s", r.ID, r.Phase)
+		}
+		if r.Handler == "charge" && r.Status == scripthost.StatusCommitted {
+			last = r
+		}
+	}
+	// next ran exactly once per committed run: the count it carries in its state is
+	// the number of charges.
+	if got, want := canonicalField(t, last.OutputState, "seen"), strconv.Itoa(charges); got != want {
+		t.Errorf("charges seen by next: got %s, want %s", got, want)
+	}
+}
+
+func chargeOf(t *testing.T, m mutationView) string {
+	t.Helper()
+	return strings.Trim(canonicalField(t, m.Params, "charge"), `"`)
+}
+
+// canonicalField returns one top-level field of a JSON object, canonically encoded.
+func canonicalField(t *testing.T, raw []byte, field string) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	return canonical(t, []byte(m[field]))
+}
