@@ -164,3 +164,19 @@ func TestTestCommandUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestTestingDocExample: the complete example of docs/testing.md is the example
+// fixture itself, so the document cannot drift from a fixture that passes.
+func TestTestingDocExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/testing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx, err := os.ReadFile("../../scripts/files/fixtures/seen-before.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```yaml\n"+string(fx)+"```\n") {
+		t.Errorf("docs/testing.md does not hold scripts/files/fixtures/seen-before.yaml verbatim")
+	}
+}
