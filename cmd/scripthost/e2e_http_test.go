@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/internal/fakesvc"
 )
 
@@ -252,5 +256,108 @@ func (e *httpEnv) checkRow(t *testing.T, svc *fakesvc.Server, want matrixRow) {
 	}
 	if got := svc.Total(); got != want.applies {
 		t.Errorf("applies in total: got %d, want %d", got, want.applies)
+	}
+}
+
+// echoService is a payment service that repeats the request's Authorization header in
+// every answer: success, refusal, outage and reconcile look-up alike.
+type echoService struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	status int // the answer to a charge
+	seen   []string
+}
+
+func newEchoService(t *testing.T) *echoService {
+	s := &echoService{status: http.StatusOK}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		s.mu.Lock()
+		s.seen = append(s.seen, auth)
+		status := s.status
+		s.mu.Unlock()
+		if r.Method == http.MethodGet {
+			status = http.StatusInternalServerError // the look-up cannot tell yet
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"id":"ch_1","note":"request made with %s","header":%q}`, auth, auth)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// TestSecretHeaderNeverWritten runs charges against a service that echoes the secret
+// header back in every answer, with verbose logging, and greps everything the host
+// wrote for it: its output and logs, every listing, every run shown in full, every
+// error message, and the ledger's files byte for byte.
+func TestSecretHeaderNeverWritten(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	svc := newEchoService(t)
+	tests := []struct {
+		name   string
+		status int
+		tools  string
+		want   scripthost.MutationStatus
+	}{
+		{"applied", http.StatusOK, "tools.json", scripthost.MutationApplied},
+		{"refused", http.StatusUnprocessableEntity, "tools.json", scripthost.MutationFailed},
+		{"unauthorized", http.StatusUnauthorized, "tools.json", scripthost.MutationFailed},
+		{"reconcile later", http.StatusServiceUnavailable, "tools.json", scripthost.MutationNeedsReconcile},
+		{"indeterminate", http.StatusBadGateway, "tools-blind.json", scripthost.MutationIndeterminate},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			svc.mu.Lock()
+			svc.status, svc.seen = tc.status, nil
+			svc.mu.Unlock()
+			e := newHTTPEnv(t, svc.srv.URL, tc.tools, 1, "2s")
+			var written strings.Builder
+			code, out, errOut := e.run("--verbose")
+			written.WriteString(out + errOut)
+			if code != 0 {
+				t.Fatalf("run: got exit %d\n%s", code, errOut)
+			}
+			ms := e.mutations()
+			if len(ms) == 0 || ms[0].Status != tc.want {
+				t.Fatalf("got mutations %+v, want the first %s", ms, tc.want)
+			}
+			svc.mu.Lock()
+			if len(svc.seen) == 0 || svc.seen[0] != "Bearer "+e2eToken {
+				t.Fatalf("the service got Authorization %q, want the token from %s", svc.seen, tokenEnv)
+			}
+			svc.mu.Unlock()
+			for _, args := range [][]string{{"runs"}, {"mutations"}, {"events"}, {"runs", "--json"}, {"mutations", "--json"}} {
+				_, out, errOut := cli(t, "", append([]string{"--db", e.db}, args...)...)
+				written.WriteString(out + errOut)
+			}
+			var runs []scripthost.Run
+			e.listJSON(&runs, "runs")
+			for _, r := range runs {
+				_, out, errOut := cli(t, "", "--db", e.db, "show", r.ID)
+				written.WriteString(out + errOut + r.Error)
+			}
+			for _, m := range ms {
+				_, _, errOut := cli(t, "", "--db", e.db, "retry", m.RunID)
+				written.WriteString(m.Error + errOut)
+			}
+			if strings.Contains(written.String(), e2eToken) {
+				t.Errorf("the secret appears in what the host printed:\n%s", written.String())
+			}
+			// The echo did reach the host: it shows up, redacted.
+			if !strings.Contains(written.String(), "Bearer "+hostfuncs.Redacted) {
+				t.Errorf("the echoed header was not shown redacted:\n%s", written.String())
+			}
+			files, _ := filepath.Glob(e.db + "*")
+			for _, f := range files {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if bytes.Contains(b, []byte(e2eToken)) {
+					t.Errorf("the secret appears in the ledger file %s", filepath.Base(f))
+				}
+			}
+		})
 	}
 }

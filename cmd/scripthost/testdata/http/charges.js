@@ -41,6 +41,7 @@ export default {
       },
       async next(p, outcome) {
         if (!p) return undefined;
+        console.log('charge ' + p.id + ': ' + JSON.stringify(outcome));
         return { seen: p.seen, last: p.id, status: outcome.status, result: outcome.result === undefined ? null : outcome.result };
       },
     },
