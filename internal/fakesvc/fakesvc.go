@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -103,7 +104,26 @@ type Server struct {
 
 // New starts a service on a loopback port. Close it when done.
 func New() *Server {
-	s := &Server{
+	s := newServer()
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// Listen starts a service on addr ("127.0.0.1:8787"), for running examples against it
+// by hand. Close it when done.
+func Listen(addr string) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("fakesvc: %w", err)
+	}
+	s := newServer()
+	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: http.HandlerFunc(s.serve)}}
+	s.srv.Start()
+	return s, nil
+}
+
+func newServer() *Server {
+	return &Server{
 		done:      make(chan struct{}),
 		def:       Succeed,
 		perKey:    map[string]Behavior{},
@@ -112,8 +132,6 @@ func New() *Server {
 		answers:   map[string][]byte{},
 		changed:   make(chan struct{}),
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	return s
 }
 
 // URL is the service's base URL, "http://127.0.0.1:port".
