@@ -361,3 +361,72 @@ func TestSecretHeaderNeverWritten(t *testing.T) {
 		})
 	}
 }
+
+// TestPaymentsExample runs scripts/payments through the CLI against the fake service
+// (its tool file pointed at it), the first charge's answer lost, twice: each unpaid
+// invoice is charged once, the lost answer is reconciled, and the second run charges
+// nothing.
+func TestPaymentsExample(t *testing.T) {
+	t.Setenv("PAYMENTS_API_KEY", "sk_example_key_123")
+	svc := fakesvc.New()
+	defer svc.Close()
+	svc.Next(fakesvc.ApplyDrop)
+	const example = "../../scripts/payments"
+	dir := t.TempDir()
+	for _, f := range []string{"workflow.js", "invoices.json"} {
+		writeFile(t, filepath.Join(dir, f), readFileT(t, filepath.Join(example, f)))
+	}
+	tools := strings.ReplaceAll(readFileT(t, filepath.Join(example, "tools.json")), "http://127.0.0.1:8787", svc.URL())
+	writeFile(t, filepath.Join(dir, "tools.json"), tools)
+	e := &httpEnv{t: t, dir: dir, db: filepath.Join(dir, "ledger.db"), wf: filepath.Join(dir, "workflow.js"), tools: filepath.Join(dir, "tools.json")}
+
+	out := e.mustRun("--name", "payments")
+	for _, want := range []string{"invoice inv-1001: applied as obj_1", "invoice inv-1004: applied"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output: got\n%s\nwant %q", out, want)
+		}
+	}
+	e.mustRun("--name", "payments")
+	paid := map[string]int{}
+	for _, m := range e.mutations() {
+		if m.Status != scripthost.MutationApplied || svc.Applies(m.IdempotencyKey) != 1 {
+			t.Errorf("mutation %s: got %s with %d applies, want applied once", m.ID, m.Status, svc.Applies(m.IdempotencyKey))
+		}
+		paid[chargeField(t, m.Params, "invoice")]++
+	}
+	want := map[string]int{"inv-1001": 1, "inv-1002": 1, "inv-1004": 1}
+	if fmt.Sprint(paid) != fmt.Sprint(want) || svc.Total() != 3 {
+		t.Errorf("charges: got %v (%d applies), want %v", paid, svc.Total(), want)
+	}
+	var runs []scripthost.Run
+	e.listJSON(&runs, "runs")
+	var state json.RawMessage
+	for _, r := range runs {
+		if r.Handler == "pay" && r.Status == scripthost.StatusCommitted {
+			state = r.OutputState
+		}
+	}
+	if got, want := canonical(t, state), `{"cents":18199,"paid":3}`; got != want {
+		t.Errorf("state: got %s, want %s", got, want)
+	}
+}
+
+func readFileT(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// chargeField returns a string field of a JSON object.
+func chargeField(t *testing.T, raw json.RawMessage, field string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	s, _ := m[field].(string)
+	return s
+}
