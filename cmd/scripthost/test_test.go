@@ -38,8 +38,9 @@ func exampleWorkflow(t *testing.T, dir string) string {
 	return out
 }
 
-// TestExampleFixtures runs `scripthost test` on every workflow in scripts/, twice:
-// every one has fixtures, they all pass, and the two reports are the same bytes.
+// TestExampleFixtures runs `scripthost test` on every workflow in scripts/, twice
+// (with the HTTP tools the example declares in tools.json or tools.yaml): every one
+// has fixtures, they all pass, and the two reports are the same bytes.
 func TestExampleFixtures(t *testing.T) {
 	dirs, err := filepath.Glob("../../scripts/*")
 	if err != nil {
@@ -60,14 +61,20 @@ func TestExampleFixtures(t *testing.T) {
 			if _, err := os.Stat(fixtures); err != nil {
 				t.Fatalf("%s has no fixtures directory: every example workflow needs fixtures", dir)
 			}
-			code, first, errOut := cli(t, "", "test", wf, "--fixtures", fixtures)
+			args := []string{"test", wf, "--fixtures", fixtures}
+			for _, name := range []string{"tools.json", "tools.yaml"} {
+				if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+					args = append(args, "--tools", filepath.Join(dir, name))
+				}
+			}
+			code, first, errOut := cli(t, "", args...)
 			if code != 0 {
 				t.Fatalf("exit %d, want 0\n%s%s", code, first, errOut)
 			}
 			if !strings.Contains(first, " 0 failed\n") {
 				t.Errorf("report: got\n%s\nwant no failures", first)
 			}
-			_, second, _ := cli(t, "", "test", wf, "--fixtures", fixtures)
+			_, second, _ := cli(t, "", args...)
 			if first != second {
 				t.Errorf("two runs differ:\n%s\n---\n%s", first, second)
 			}
