@@ -20,7 +20,9 @@ import (
 // live heap is charged in equal shares to the invocations that were running script
 // code at the time (not waiting in a tool call). An invocation whose charge passes its
 // MemoryBytes budget is interrupted with a "memory" LimitError; when several pass it at
-// once, only the one with the largest charge is, and the whole sample is charged to it. Two scripts that run side by side for their whole lives are charged
+// once, only the one with the largest charge is, and the whole sample is charged to it.
+// In effect the budgets of the scripts running together are pooled: n scripts running
+// side by side may together grow the heap by about n budgets before one is stopped. Two scripts that run side by side for their whole lives are charged
 // alike, so a long-running script next to a memory hog with the same budget may be
 // interrupted too; memory other parts of the process retain while scripts run is
 // charged to the scripts. A single huge allocation inside a built-in cannot be

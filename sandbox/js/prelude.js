@@ -46,6 +46,15 @@
     defineProperty(obj, name, { value: wrapped, writable: true, configurable: true, enumerable: false });
   }
 
+  // goja's instanceof does not see through proxies of constructors: answer it for them.
+  function proxyConstructor(C, handler) {
+    handler.get = function (target, key, receiver) {
+      if (key === Symbol.hasInstance) return (x) => x instanceof target;
+      return R.get(target, key, receiver);
+    };
+    return new ProxyC(C, handler);
+  }
+
   function rel(v, len, dflt) {
     if (v === undefined) return dflt;
     const n = Math.trunc(+v) || 0;
@@ -57,18 +66,96 @@
     const n = rel(args[2], len, len) - rel(args[1], len, 0);
     if (n > maxElems) refuse('Array.prototype.fill', n);
   });
+  // Array methods loop over 0..length natively, holes included, without checking for
+  // interrupts: an array (or array-like) longer than the element budget is refused
+  // before the loop starts.
+  function lengthGuard(name) {
+    return function (self) {
+      const len = self == null ? 0 : toLen(self.length);
+      if (len > maxElems) refuse('Array.prototype.' + name + ' over a length', len);
+    };
+  }
+  for (const name of ['at', 'copyWithin', 'every', 'filter', 'find', 'findIndex', 'findLast', 'findLastIndex',
+    'forEach', 'includes', 'indexOf', 'lastIndexOf', 'map', 'reduce', 'reduceRight', 'reverse', 'shift',
+    'slice', 'some', 'sort', 'splice', 'toLocaleString', 'unshift', 'toReversed', 'toSorted', 'toSpliced', 'with']) {
+    guard(A.prototype, name, lengthGuard(name));
+  }
   guard(A.prototype, 'join', function (self, args) {
     const len = self == null ? 0 : toLen(self.length);
+    if (len > maxElems) refuse('Array.prototype.join over a length', len);
     const sep = args[0] === undefined ? 1 : StringC(args[0]).length;
-    if (len > maxElems || len * sep > maxChars) refuse('Array.prototype.join', len);
+    let n = len * sep;
+    for (let i = 0; i < len && n <= maxChars; i++) {
+      const x = self[i];
+      n += typeof x === 'string' ? x.length : 8;
+    }
+    if (n > maxChars) refuse('Array.prototype.join', n);
   });
+  guard(A.prototype, 'concat', function (self, args) {
+    let n = self == null ? 0 : toLen(self.length);
+    for (let i = 0; i < args.length; i++) n += isArray(args[i]) ? toLen(args[i].length) : 1;
+    if (n > maxElems) refuse('Array.prototype.concat', n);
+  });
+  // flat copies shared subtrees once per reference: count what it would produce.
+  function flatGuard(self, args) {
+    const depth = args[0] === undefined ? 1 : +args[0];
+    let n = 0;
+    const count = (a, d) => {
+      const len = toLen(a.length);
+      if (len > maxElems) refuse('Array.prototype.flat over a length', len);
+      for (let i = 0; i < len && n <= maxElems; i++) {
+        const x = a[i];
+        if (d > 0 && isArray(x)) count(x, d - 1);
+        else n++;
+      }
+    };
+    if (self != null) count(self, depth);
+    if (n > maxElems) refuse('Array.prototype.flat', n);
+  }
+  guard(A.prototype, 'flat', flatGuard);
+  // Spread and destructuring iterate natively: bound the length before they start.
+  for (const name of ['values', 'keys', 'entries']) guard(A.prototype, name, lengthGuard(name));
+  defineProperty(A.prototype, Symbol.iterator, { value: A.prototype.values, writable: true, configurable: true, enumerable: false });
+  guard(A.prototype, 'flatMap', lengthGuard('flatMap'));
   guard(A, 'from', function (self, args) {
     const src = args[0];
-    if (src != null && typeof src === 'object' && !isArray(src)) {
+    if (src != null && (typeof src === 'object' || typeof src === 'string')) {
       const n = toLen(src.length);
       if (n > maxElems) refuse('Array.from', n);
     }
   });
+  const ArrayProxy = proxyConstructor(A, {
+    construct(target, args, newTarget) {
+      if (args.length === 1 && typeof args[0] === 'number' && args[0] > maxElems) refuse('Array', args[0]);
+      return construct(target, args, newTarget === ArrayProxy ? target : newTarget);
+    },
+    apply(target, self, args) {
+      if (args.length === 1 && typeof args[0] === 'number' && args[0] > maxElems) refuse('Array', args[0]);
+      return apply(target, self, args);
+    },
+  });
+  defineProperty(A.prototype, 'constructor', { value: ArrayProxy, writable: true, configurable: true, enumerable: false });
+  defineProperty(G, 'Array', { value: ArrayProxy, writable: true, configurable: true, enumerable: false });
+  guard(StringC.prototype, 'split', function (self, args) {
+    const s = StringC(self);
+    if (s.length > maxElems && args[0] === '') refuse('String.prototype.split', s.length);
+  });
+  guard(StringC.prototype, 'concat', function (self, args) {
+    let n = StringC(self).length;
+    for (let i = 0; i < args.length; i++) n += typeof args[i] === 'string' ? args[i].length : 8;
+    if (n > maxChars) refuse('String.prototype.concat', n);
+  });
+  for (const name of ['replace', 'replaceAll']) {
+    guard(StringC.prototype, name, function (self, args) {
+      const pat = args[0], rep = args[1];
+      if (typeof pat !== 'string' || typeof rep !== 'string' || rep.length <= pat.length) return;
+      const s = StringC(self);
+      let count = 0;
+      if (name === 'replace') count = s.indexOf(pat) >= 0 ? 1 : 0;
+      else for (let i = s.indexOf(pat); i >= 0 && count * rep.length <= maxChars; i = s.indexOf(pat, i + (pat.length || 1))) count++;
+      if (s.length + count * (rep.length - pat.length) > maxChars) refuse('String.prototype.' + name, count * rep.length);
+    });
+  }
   guard(StringC.prototype, 'repeat', function (self, args) {
     const n = StringC(self).length * toLen(args[0]);
     if (n > maxChars) refuse('String.prototype.repeat', n);
@@ -99,7 +186,7 @@
     const C = G[name];
     if (typeof C !== 'function') continue;
     const per = C.BYTES_PER_ELEMENT || 1;
-    const P = new ProxyC(C, {
+    const P = proxyConstructor(C, {
       construct(target, args, newTarget) {
         const a = args[0];
         let n = 0;
@@ -322,7 +409,7 @@
     format('toLocaleString', (s, t) => datePart(s) + ' ' + timePart(s, t));
     format('toLocaleDateString', (s) => datePart(s));
     format('toLocaleTimeString', (s, t) => timePart(s, t));
-    const P = new ProxyC(D, {
+    const P = proxyConstructor(D, {
       construct(target, args, newTarget) {
         const nt = newTarget === P ? target : newTarget;
         if (args.length >= 2) {
