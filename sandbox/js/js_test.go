@@ -375,3 +375,58 @@ func TestDeterministicTimeZone(t *testing.T) {
 		t.Errorf("unknown zone: got %v, want a logic error", err)
 	}
 }
+
+// TestModernSyntax checks that what esbuild leaves or lowers for goja runs: the
+// transform targets ES2017 and goja runs the rest.
+func TestModernSyntax(t *testing.T) {
+	p := load(t, js.New(js.Options{}), "wf.ts", `
+enum Color { Red = 1, Green }
+class Counter {
+  #n = 0
+  static zero = 0
+  label?: string = 'c'
+  inc(): number { return ++this.#n }
+}
+async function* gen() { yield 1; yield 2 }
+export default { f: { async h(x?: { a?: { b?: number } }) {
+  const c = new Counter(); c.inc()
+  const out: number[] = []
+  for await (const v of gen()) out.push(v)
+  let z: number | undefined
+  z ??= 5
+  const { a, ...rest } = { a: 1, b: 2, c: 3 }
+  const settled = await Promise.allSettled([Promise.resolve(1), Promise.reject(new Error('x'))])
+  try { JSON.parse('{') } catch { z += 1 }
+  return [x?.a?.b ?? 'none', c.inc(), out, z, rest, 2 ** 10, 1_000, Color.Green, settled.map((s) => s.status),
+    Object.fromEntries([['k', 'v']]), [[1], [2]].flat(), 'a-b'.replaceAll('-', '+'), /(?<y>\d{4})/.exec('in 2024').groups.y]
+} } }`)
+	res, err := invoke(t, p, "f.h")
+	want := `["none",2,[1,2],6,{"b":2,"c":3},1024,1000,2,["fulfilled","rejected"],{"k":"v"},[1,2],"a+b","2024"]`
+	if err != nil || string(res.Value) != want {
+		t.Errorf("got  %s, %v\nwant %s", res.Value, err, want)
+	}
+}
+
+// blockingTools blocks every call until its context ends.
+type blockingTools struct{ sandboxtest.Tools }
+
+func (b *blockingTools) Call(ctx context.Context, ns, method string, input json.RawMessage) (json.RawMessage, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestTimeoutDuringToolCall(t *testing.T) {
+	p := load(t, js.New(js.Options{}), "wf.js", `export default { f: { async h() {
+  try { await Echo.say({}) } catch (e) { for (;;) {} }
+} } }`)
+	start := time.Now()
+	_, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "f.h", Tools: &blockingTools{},
+		Limits: sandbox.Limits{Timeout: 200 * time.Millisecond}})
+	var le *sandbox.LimitError
+	if !errors.As(err, &le) || le.Limit != "timeout" {
+		t.Errorf("got %v, want a timeout LimitError", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v, want about the 200ms limit", d)
+	}
+}
