@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,17 +35,6 @@ func killConfig() (cycles, charges int) {
 		return 2000, 1100
 	}
 	return 200, 110
-}
-
-// buildCLI builds the CLI binary for tests that run and kill it as a child process.
-func buildCLI(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "scripthost")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // child is one run of the host as a separate process.
@@ -108,7 +96,7 @@ func TestKillHostAtRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	t.Setenv(tokenEnv, e2eToken)
 
-	bin := buildCLI(t)
+	bin := crashBinary(t)
 	svc := fakesvc.New()
 	defer svc.Close()
 	e := newHTTPEnv(t, svc.URL(), "tools.json", charges, "2s")
@@ -246,7 +234,12 @@ func (e *httpEnv) checkCharged(t *testing.T, svc *fakesvc.Server, charges int) {
 	perCharge, keys := map[string]int{}, map[string]bool{}
 	for _, r := range svc.Requests() {
 		key := r.Header.Get("Idempotency-Key")
-		if r.Method != http.MethodPost || keys[key] {
+		if r.Method != http.MethodPost {
+			continue
+		}
+		if keys[key] {
+			// One key names one logical mutation: it is reconciled, never sent again.
+			t.Errorf("key %s: sent more than once", key)
 			continue
 		}
 		keys[key] = true
@@ -270,8 +263,11 @@ func (e *httpEnv) checkCharged(t *testing.T, svc *fakesvc.Server, charges int) {
 	}
 	t.Logf("%d mutations: %d applied, %d known not to have happened (charged again under a new key)",
 		len(ms), counts[scripthost.MutationApplied], counts[scripthost.MutationFailed])
-	appliedByCharge := map[string]int{}
+	appliedByCharge, perRun := map[string]int{}, map[string]int{}
 	for _, m := range ms {
+		if perRun[m.RunID]++; perRun[m.RunID] > 1 {
+			t.Errorf("run %s: got %d mutations, want at most 1 (its mutate phase ran twice)", m.RunID, perRun[m.RunID])
+		}
 		n := svc.Applies(m.IdempotencyKey)
 		switch m.Status {
 		case scripthost.MutationApplied:
@@ -324,4 +320,77 @@ func canonicalField(t *testing.T, raw []byte, field string) string {
 		t.Fatalf("%s: %v", raw, err)
 	}
 	return canonical(t, []byte(m[field]))
+}
+
+// TestKillAtToolFailpoints kills the host on either side of the charge request, with and
+// without a reconcile request declared, restarts it, and checks what startup recovery
+// made of the in_flight mutation, then settles what is left for a person through the CLI
+// and checks that the charge was made exactly once.
+func TestKillAtToolFailpoints(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	bin := crashBinary(t)
+	tests := []struct {
+		point, tools string
+		// after the restart
+		mutation scripthost.MutationStatus
+		event    scripthost.EventStatus
+		applies  int
+		// resolve, when the first mutation waits for a person
+		resolveAs string
+	}{
+		// The request was never sent: the look-up finds nothing, a fresh run charges.
+		{"tool:before-execute", "tools.json", scripthost.MutationFailed, scripthost.EventConsumed, 1, ""},
+		// The service applied it: the look-up says so.
+		{"tool:after-execute", "tools.json", scripthost.MutationApplied, scripthost.EventConsumed, 1, ""},
+		// Nobody can tell: the events stay reserved until a person answers.
+		{"tool:before-execute", "tools-blind.json", scripthost.MutationIndeterminate, scripthost.EventReserved, 0, "failed"},
+		{"tool:after-execute", "tools-blind.json", scripthost.MutationIndeterminate, scripthost.EventReserved, 1, "applied"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.point+"/"+strings.TrimSuffix(tc.tools, ".json"), func(t *testing.T) {
+			svc := fakesvc.New()
+			defer svc.Close()
+			e := newHTTPEnv(t, svc.URL(), tc.tools, 1, "2s")
+			c := startChild(t, bin, e, tc.point)
+			if !c.wait(t, time.Minute, "run with failpoint "+tc.point) {
+				t.Fatalf("the host did not reach %s:\n%s", tc.point, c.out.String())
+			}
+			if m := e.mutations(); len(m) != 1 || m[0].Status != scripthost.MutationInFlight {
+				t.Fatalf("after the kill: got %+v, want one in_flight mutation", m)
+			}
+			if c := startChild(t, bin, e, ""); c.wait(t, time.Minute, "restart") {
+				t.Fatalf("restart was killed:\n%s", c.out.String())
+			}
+			first := e.mutations()[0]
+			if first.Status != tc.mutation {
+				t.Fatalf("after the restart: got %s (%s), want %s", first.Status, first.Error, tc.mutation)
+			}
+			if got := e.events()["ch-1"]; got != tc.event {
+				t.Errorf("event after the restart: got %s, want %s", got, tc.event)
+			}
+			if got := svc.Total(); got != tc.applies {
+				t.Errorf("applies after the restart: got %d, want %d", got, tc.applies)
+			}
+			if tc.resolveAs != "" {
+				if r := e.consumerRuns()[0]; r.Status != scripthost.StatusPausedReconciliation {
+					t.Errorf("run: got %s, want paused:reconciliation", r.Status)
+				}
+				// A retry would prepare again while the outcome is unknown: refused.
+				before := e.snapshot()
+				if code, _, errOut := cli(t, "", "--db", e.db, "retry", first.RunID); code == 0 || !strings.Contains(errOut, "resolve it") {
+					t.Errorf("retry while indeterminate: got exit %d %q, want a refusal that says to resolve it", code, errOut)
+				}
+				if e.snapshot() != before {
+					t.Errorf("a refused retry changed the ledger")
+				}
+				if code, _, errOut := cli(t, "", "--db", e.db, "resolve", first.ID, "--as", tc.resolveAs); code != 0 {
+					t.Fatalf("resolve: %s", errOut)
+				}
+				if c := startChild(t, bin, e, ""); c.wait(t, time.Minute, "run after resolving") {
+					t.Fatalf("run after resolving was killed")
+				}
+			}
+			e.checkCharged(t, svc, 1)
+		})
+	}
 }
