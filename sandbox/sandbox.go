@@ -117,6 +117,12 @@ type Result struct {
 }
 
 // Limits bound one invocation. Zero fields take the defaults.
+//
+// An engine enforces each limit as closely as its runtime allows and documents where
+// it approximates: the JavaScript engine (sandbox/js) has no per-instance heap, so it
+// refuses oversized one-shot allocations up front and charges process heap growth to
+// the scripts running at the time; its RegexTimeout is capped by the process-wide
+// regexp2 timeout. MaxMemoryPages applies to Wasm guests only.
 type Limits struct {
 	Timeout         time.Duration
 	MaxStackDepth   int
