@@ -430,3 +430,18 @@ func TestTimeoutDuringToolCall(t *testing.T) {
 		t.Errorf("took %v, want about the 200ms limit", d)
 	}
 }
+
+// shadowTools offers a tool whose namespace is a built-in global.
+type shadowTools struct{ sandboxtest.Tools }
+
+func (s *shadowTools) List() []sandbox.ToolName {
+	return []sandbox.ToolName{{Namespace: "JSON", Method: "parse"}}
+}
+
+func TestToolNamespaceCannotHideGlobals(t *testing.T) {
+	p := load(t, js.New(js.Options{}), "wf.js", `export default { f: { h() { return JSON.parse('1') } } }`)
+	_, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "f.h", Tools: &shadowTools{}})
+	if err == nil || !strings.Contains(err.Error(), "would hide the global") {
+		t.Errorf("got %v, want an error naming the clash", err)
+	}
+}

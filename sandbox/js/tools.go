@@ -35,6 +35,10 @@ func (in *instance) installTools() error {
 	}
 	global := vm.GlobalObject()
 	for _, name := range order {
+		if v := global.Get(name); v != nil && !goja.IsUndefined(v) {
+			return &scripthost.Error{Class: scripthost.ClassInternal, Code: scripthost.CodeInvalidWorkflow,
+				Message: fmt.Sprintf("sandbox/js: tool namespace %s would hide the global of that name", name)}
+		}
 		if _, err := in.helpers.deepFreeze(goja.Undefined(), namespaces[name]); err != nil {
 			return fmt.Errorf("sandbox/js: tool namespace %s: %w", name, err)
 		}
