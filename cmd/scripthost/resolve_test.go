@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/internal/fakesvc"
@@ -230,4 +235,47 @@ func TestResolveRefused(t *testing.T) {
 			t.Errorf("applies: got %d, want 1", got)
 		}
 	})
+}
+
+// TestResolveWhileHostRuns resolves a mutation while a long-running host process holds
+// the ledger, as an operator does: the host takes the run up again by itself.
+func TestResolveWhileHostRuns(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	bin := crashBinary(t)
+	e, svc, m := indeterminate(t, fakesvc.ApplyDrop)
+
+	host := exec.Command(bin, "--db", e.db, "run", e.wf, "--tools", e.tools, "--workspace", e.dir, "--poll", "20ms")
+	host.Env = append(os.Environ(), tokenEnv+"="+e2eToken)
+	var out bytes.Buffer
+	host.Stdout, host.Stderr = &out, &out
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = host.Process.Signal(syscall.SIGTERM)
+		if err := host.Wait(); err != nil {
+			t.Errorf("host: %v\n%s", err, out.String())
+		}
+	}()
+
+	if code, _, errOut := cli(t, "", "--db", e.db, "resolve", m.ID, "--as", "applied", "--result", `{"id":"obj_1"}`); code != 0 {
+		t.Fatalf("resolve while the host runs: got exit %d: %s", code, errOut)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := e.consumerRuns()
+		if r[0].Status == scripthost.StatusCommitted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run still %s %s after the resolution; host output:\n%s", r[0].Phase, r[0].Status, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := e.events()["ch-1"]; got != scripthost.EventConsumed {
+		t.Errorf("event: got %s, want consumed", got)
+	}
+	if got := svc.Total(); got != 1 {
+		t.Errorf("applies: got %d, want 1", got)
+	}
 }
