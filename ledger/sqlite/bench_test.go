@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
 )
@@ -26,7 +24,7 @@ func benchStore(b *testing.B, n int, opts Options) (*Store, []string) {
 	}
 	b.Cleanup(func() { s.Close() })
 	ids := make([]string, n)
-	err = s.write(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *wtx) error {
 		now := s.now()
 		for i := range ids {
 			ids[i] = s.opts.NewID()

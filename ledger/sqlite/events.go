@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
 )
@@ -37,7 +35,7 @@ func (r eventRow) event() scripthost.Event {
 
 // reserve reserves every event the run's reservations name, all or nothing: the caller
 // rolls back on error.
-func (s *Store) reserve(ctx context.Context, tx *sqlx.Tx, rec runRec) error {
+func (s *Store) reserve(ctx context.Context, tx *wtx, rec runRec) error {
 	for _, res := range rec.Reservations {
 		for _, id := range res.IDs {
 			r, err := tx.ExecContext(ctx, `UPDATE events SET status = 'reserved', reserved_by = ?, attempt = attempt + 1
@@ -56,7 +54,7 @@ func (s *Store) reserve(ctx context.Context, tx *sqlx.Tx, rec runRec) error {
 
 // setRunEvents moves the run's reserved events to status; pending also clears the
 // reservation so another run can take them.
-func (s *Store) setRunEvents(ctx context.Context, tx *sqlx.Tx, runID string, status scripthost.EventStatus) error {
+func (s *Store) setRunEvents(ctx context.Context, tx *wtx, runID string, status scripthost.EventStatus) error {
 	q := `UPDATE events SET status = ? WHERE reserved_by = ? AND status = 'reserved'`
 	if status == scripthost.EventPending {
 		q = `UPDATE events SET status = ?, reserved_by = NULL WHERE reserved_by = ? AND status = 'reserved'`
@@ -72,7 +70,7 @@ func (s *Store) setRunEvents(ctx context.Context, tx *sqlx.Tx, runID string, sta
 // stores nothing.
 func (s *Store) Publish(ctx context.Context, events ...ledger.NewEvent) ([]scripthost.Event, error) {
 	var out []scripthost.Event
-	err := s.write(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
 		var err error
 		out, err = s.insertEvents(ctx, tx, events, "", "")
 		return err
@@ -84,7 +82,7 @@ func (s *Store) Publish(ctx context.Context, events ...ledger.NewEvent) ([]scrip
 }
 
 // insertEvents stores events inside tx; workflow and causedBy fill empty fields.
-func (s *Store) insertEvents(ctx context.Context, tx *sqlx.Tx, events []ledger.NewEvent, workflow, causedBy string) ([]scripthost.Event, error) {
+func (s *Store) insertEvents(ctx context.Context, tx *wtx, events []ledger.NewEvent, workflow, causedBy string) ([]scripthost.Event, error) {
 	now := s.now()
 	out := make([]scripthost.Event, 0, len(events))
 	for i, e := range events {

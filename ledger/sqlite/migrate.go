@@ -122,7 +122,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlite: open %s: journal mode is %s, want wal", s.path, mode)
 	}
 	for _, m := range ms[have:] {
-		err := s.writeOne(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		err := s.writeOne(ctx, func(ctx context.Context, tx *wtx) error {
 			// Re-check inside the write lock: another process may have migrated since.
 			v, err := schemaVersion(ctx, tx)
 			if err != nil {
@@ -134,14 +134,14 @@ func (s *Store) migrate(ctx context.Context) error {
 			if v != m.version-1 {
 				return fmt.Errorf("sqlite: open %s: schema version %d, cannot apply %s", s.path, v, m.name)
 			}
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			if _, err := tx.Tx.ExecContext(ctx, m.sql); err != nil {
 				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.name, err)
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO `+markerTable+` (version, name, applied_at) VALUES (?, ?, ?)`,
+			if _, err := tx.Tx.ExecContext(ctx, `INSERT INTO `+markerTable+` (version, name, applied_at) VALUES (?, ?, ?)`,
 				m.version, m.name, s.now().UnixNano()); err != nil {
 				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.name, err)
 			}
-			if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+			if _, err := tx.Tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
 				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.name, err)
 			}
 			return nil

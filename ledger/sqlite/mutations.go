@@ -89,7 +89,7 @@ func (s *Store) runMutation(ctx context.Context, q sqlx.QueryerContext, runID st
 	return row.mutation(), true, nil
 }
 
-func (s *Store) saveMutation(ctx context.Context, tx *sqlx.Tx, m scripthost.Mutation) error {
+func (s *Store) saveMutation(ctx context.Context, tx *wtx, m scripthost.Mutation) error {
 	var sets []string
 	for _, c := range columnList(mutationColumns) {
 		if c != "id" {
@@ -118,7 +118,7 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 		IdempotencyKey: nm.IdempotencyKey, Status: scripthost.MutationInFlight,
 		CreatedAt: now, UpdatedAt: now,
 	}
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
 		if nm.RunID != "" {
 			rec, err := s.getRun(ctx, tx, nm.RunID)
 			if err != nil {
@@ -163,7 +163,7 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 
 // outcomeTx loads a mutation whose outcome is about to be recorded and checks that its
 // status is one of from.
-func (s *Store) outcomeTx(ctx context.Context, tx *sqlx.Tx, id string, to any, from ...scripthost.MutationStatus) (scripthost.Mutation, error) {
+func (s *Store) outcomeTx(ctx context.Context, tx *wtx, id string, to any, from ...scripthost.MutationStatus) (scripthost.Mutation, error) {
 	m, err := s.getMutation(ctx, tx, id)
 	if err != nil {
 		return m, err
@@ -190,7 +190,7 @@ var unknownOutcome = []scripthost.MutationStatus{
 
 // applyRun records an applied (or skipped) mutation on its run: outcome, phase
 // mutated, status active.
-func (s *Store) applyRun(ctx context.Context, tx *sqlx.Tx, runID string, outcome scripthost.Outcome, now time.Time) error {
+func (s *Store) applyRun(ctx context.Context, tx *wtx, runID string, outcome scripthost.Outcome, now time.Time) error {
 	rec, err := s.getRun(ctx, tx, runID)
 	if err != nil {
 		return err
@@ -207,7 +207,7 @@ func (s *Store) applyRun(ctx context.Context, tx *sqlx.Tx, runID string, outcome
 }
 
 // failRun releases the run's events and gives it status with the error.
-func (s *Store) failRun(ctx context.Context, tx *sqlx.Tx, runID string, status scripthost.RunStatus, msg string, class scripthost.ErrorClass, now time.Time) error {
+func (s *Store) failRun(ctx context.Context, tx *wtx, runID string, status scripthost.RunStatus, msg string, class scripthost.ErrorClass, now time.Time) error {
 	rec, err := s.getRun(ctx, tx, runID)
 	if err != nil {
 		return err
@@ -226,7 +226,7 @@ func (s *Store) ApplyMutation(ctx context.Context, mutationID string, result jso
 		return scripthost.Mutation{}, err
 	}
 	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
 		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationApplied, unknownOutcome...)
 		if err != nil {
 			return err
@@ -254,7 +254,7 @@ func (s *Store) FailMutation(ctx context.Context, mutationID string, cause *scri
 		return scripthost.Mutation{}, fmt.Errorf("sqlite: fail mutation %s: a cause is required", mutationID)
 	}
 	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
 		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationFailed, unknownOutcome...)
 		if err != nil {
 			return err
@@ -278,7 +278,7 @@ func (s *Store) FailMutation(ctx context.Context, mutationID string, cause *scri
 // MarkNeedsReconcile records a reconcile attempt that could not decide.
 func (s *Store) MarkNeedsReconcile(ctx context.Context, mutationID string, attempts int, next time.Time, reason string) (scripthost.Mutation, error) {
 	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
 		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationNeedsReconcile,
 			scripthost.MutationInFlight, scripthost.MutationNeedsReconcile)
 		if err != nil {
@@ -296,7 +296,7 @@ func (s *Store) MarkNeedsReconcile(ctx context.Context, mutationID string, attem
 // reconciliation; the run keeps its events.
 func (s *Store) MarkIndeterminate(ctx context.Context, mutationID string, reason string) (scripthost.Mutation, error) {
 	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
 		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationIndeterminate,
 			scripthost.MutationInFlight, scripthost.MutationNeedsReconcile)
 		if err != nil {

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
 )
@@ -18,7 +16,7 @@ func (s *Store) Resolve(ctx context.Context, mutationID string, r ledger.Resolut
 		return scripthost.Mutation{}, err
 	}
 	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
 		from := []scripthost.MutationStatus{scripthost.MutationIndeterminate}
 		if r.Force {
 			from = append(from, scripthost.MutationNeedsReconcile)

@@ -120,7 +120,7 @@ func (s *Store) getRun(ctx context.Context, q sqlx.QueryerContext, id string) (r
 }
 
 // insertRun stores a new run and its first snapshot.
-func (s *Store) insertRun(ctx context.Context, tx *sqlx.Tx, rec runRec) error {
+func (s *Store) insertRun(ctx context.Context, tx *wtx, rec runRec) error {
 	row, err := rec.row()
 	if err != nil {
 		return err
@@ -134,7 +134,7 @@ func (s *Store) insertRun(ctx context.Context, tx *sqlx.Tx, rec runRec) error {
 
 // saveRun writes every column of a changed run and a snapshot of it: all run
 // transitions end here, so every transition leaves a snapshot in its transaction.
-func (s *Store) saveRun(ctx context.Context, tx *sqlx.Tx, rec runRec) error {
+func (s *Store) saveRun(ctx context.Context, tx *wtx, rec runRec) error {
 	row, err := rec.row()
 	if err != nil {
 		return err
@@ -152,7 +152,7 @@ func (s *Store) saveRun(ctx context.Context, tx *sqlx.Tx, rec runRec) error {
 	return s.snapshot(ctx, tx, rec.Run)
 }
 
-func (s *Store) snapshot(ctx context.Context, tx *sqlx.Tx, run scripthost.Run) error {
+func (s *Store) snapshot(ctx context.Context, tx *wtx, run scripthost.Run) error {
 	b, err := json.Marshal(run)
 	if err != nil {
 		return fmt.Errorf("sqlite: snapshot run %s: %w", run.ID, err)
@@ -207,7 +207,7 @@ func (s *Store) CreateRun(ctx context.Context, nr ledger.NewRun) (scripthost.Run
 		Kind: nr.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive, Attempt: 1,
 		InputState: nr.InputState, CreatedAt: now, UpdatedAt: now,
 	}}
-	err := s.write(ctx, func(ctx context.Context, tx *sqlx.Tx) error { return s.insertRun(ctx, tx, rec) })
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error { return s.insertRun(ctx, tx, rec) })
 	if err != nil {
 		return scripthost.Run{}, err
 	}
@@ -312,7 +312,7 @@ func checkPhaseMove(rec runRec, from, to scripthost.RunPhase) error {
 // own: pending → preparing, prepared → mutating, mutated → emitting, pending → executing.
 func (s *Store) AdvancePhase(ctx context.Context, runID string, from, to scripthost.RunPhase) (scripthost.Run, error) {
 	var out runRec
-	err := s.write(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -340,7 +340,7 @@ func (s *Store) MarkPrepared(ctx context.Context, runID string, res ledger.Prepa
 		return scripthost.Run{}, err
 	}
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -365,7 +365,7 @@ func (s *Store) MarkPrepared(ctx context.Context, runID string, res ledger.Prepa
 // MarkMutated moves mutating → mutated for a run that made no mutation.
 func (s *Store) MarkMutated(ctx context.Context, runID string) (scripthost.Run, error) {
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err

@@ -80,6 +80,8 @@ type Store struct {
 	closed        chan struct{}
 	closeOnce     sync.Once
 	committerDone chan struct{}
+	// stmts are the writer's prepared statements.
+	stmts *stmtCache
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -99,7 +101,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := checkHeader(path); err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, opts: opts, reqs: make(chan *writeReq), closed: make(chan struct{})}
+	s := &Store{path: path, opts: opts, reqs: make(chan *writeReq), closed: make(chan struct{}), stmts: newStmtCache()}
 	ms := strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
 
 	// The writer: one connection, immediate transactions so that a transaction takes
@@ -156,7 +158,7 @@ func (s *Store) Close() error {
 		if s.committerDone != nil {
 			<-s.committerDone
 		}
-		err = errors.Join(s.r.Close(), s.w.Close())
+		err = errors.Join(s.stmts.close(), s.r.Close(), s.w.Close())
 	})
 	return err
 }

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -60,7 +58,7 @@ func (s *Store) PutWorkflow(ctx context.Context, v ledger.WorkflowVersion) (ledg
 		v.Hash = hex.EncodeToString(sum[:])
 	}
 	var out ledger.WorkflowVersion
-	err := s.write(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
 		now := s.now()
 		var latest versionRow
 		err := tx.GetContext(ctx, &latest, `SELECT `+versionColumns+` FROM workflow_versions
@@ -144,7 +142,7 @@ func (s *Store) Workflows(ctx context.Context) ([]ledger.Workflow, error) {
 
 // SetWorkflowPaused pauses or unpauses a workflow.
 func (s *Store) SetWorkflowPaused(ctx context.Context, name string, paused bool) error {
-	return s.write(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *wtx) error {
 		r, err := tx.ExecContext(ctx, `UPDATE workflows SET paused = ? WHERE name = ?`, paused, name)
 		if err != nil {
 			return s.dbErr("pause workflow", err)
@@ -195,7 +193,7 @@ func (s *Store) AppendExecution(ctx context.Context, r ledger.ExecutionRecord) e
 		DurationMS: r.DurationMS, Success: r.Success, ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr,
 		Error: r.Error, ErrorCode: r.ErrorCode, Result: rawJSON(r.Result), Diagnostics: rawJSON(r.Diagnostics),
 	}
-	return s.mustWrite(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	return s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
 		_, err := tx.NamedExecContext(ctx, `INSERT INTO execution_log (`+executionColumns+`) VALUES (`+namedList(executionColumns)+`)`, row)
 		return s.dbErr("append execution", err)
 	})

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // writeFunc is the body of one write: it runs inside a transaction and must use the
 // context it is given, not its caller's, so that a caller giving up cannot abort a
 // transaction that other callers' work shares.
-type writeFunc func(ctx context.Context, tx *sqlx.Tx) error
+type writeFunc func(ctx context.Context, tx *wtx) error
 
 // errClosed is returned by writes after Close.
 var errClosed = errors.New("sqlite: store is closed")
@@ -68,12 +66,18 @@ func (s *Store) writeOne(ctx context.Context, fn writeFunc) error {
 		return errClosed
 	default:
 	}
+	err := s.runTx(ctx, fn)
+	s.stmts.prepare(ctx, s.w)
+	return err
+}
+
+func (s *Store) runTx(ctx context.Context, fn writeFunc) error {
 	tx, err := s.w.BeginTxx(ctx, nil)
 	if err != nil {
 		return s.dbErr("begin", err)
 	}
 	defer tx.Rollback()
-	if err := fn(ctx, tx); err != nil {
+	if err := fn(ctx, &wtx{Tx: tx, c: s.stmts}); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -104,6 +108,7 @@ func (s *Store) commit() {
 			}
 		}
 		s.runBatch(batch)
+		s.stmts.prepare(context.Background(), s.w)
 	}
 }
 
@@ -124,12 +129,13 @@ func (s *Store) runBatch(batch []*writeReq) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
 	defer cancel()
-	tx, err := s.w.BeginTxx(ctx, nil)
+	sqltx, err := s.w.BeginTxx(ctx, nil)
 	if err != nil {
 		fail(s.dbErr("begin", err))
 		return
 	}
-	defer tx.Rollback()
+	defer sqltx.Rollback()
+	tx := &wtx{Tx: sqltx, c: s.stmts}
 	if len(batch) == 1 {
 		if results[0] = s.runOne(ctx, tx, batch[0]); results[0] == nil {
 			results[0] = s.dbErr("commit", tx.Commit())
@@ -162,7 +168,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 
 // runOne runs one request's function, unless its caller gave up before it started; a
 // panic becomes that caller's error instead of taking the committer down.
-func (s *Store) runOne(ctx context.Context, tx *sqlx.Tx, r *writeReq) (err error) {
+func (s *Store) runOne(ctx context.Context, tx *wtx, r *writeReq) (err error) {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
