@@ -45,7 +45,15 @@ type child struct {
 
 func startChild(t *testing.T, bin string, e *httpEnv, failpoint string) *child {
 	t.Helper()
-	c := &child{cmd: exec.Command(bin, "--db", e.db, "run", e.wf, "--once", "--tools", e.tools, "--workspace", e.dir)}
+	return startHost(t, bin, e, failpoint, "--once")
+}
+
+// startHost starts the host with extra flags: --once, or a poll interval for a host
+// that runs until it is stopped.
+func startHost(t *testing.T, bin string, e *httpEnv, failpoint string, flags ...string) *child {
+	t.Helper()
+	args := append([]string{"--db", e.db, "run", e.wf, "--tools", e.tools, "--workspace", e.dir}, flags...)
+	c := &child{cmd: exec.Command(bin, args...)}
 	c.cmd.Env = append(os.Environ(), tokenEnv+"="+e2eToken, failpointEnv+"="+failpoint)
 	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
 	if err := c.cmd.Start(); err != nil {
@@ -72,8 +80,9 @@ func (c *child) wait(t *testing.T, limit time.Duration, what string) bool {
 	return false
 }
 
-// TestKillHostAtRandom SIGKILLs the host at random moments and at every failpoint while
-// it charges events against the fake service, restarting it each time, then lets it
+// TestKillHostAtRandom SIGKILLs the host (run --once, or a host that runs until stopped)
+// at random moments and at every failpoint while it charges events against the fake
+// service, restarting it each time, then lets it
 // finish and checks the ledger's promise by the service's own count: every event
 // consumed, every charge made exactly once, no key applied twice, every mutation the
 // ledger calls applied applied and every one it calls failed not, nothing in flight and
@@ -118,7 +127,12 @@ func TestKillHostAtRandom(t *testing.T) {
 		if point != "" {
 			limit = 150*time.Millisecond + time.Duration(rng.IntN(301))*time.Millisecond
 		}
-		c := startChild(t, bin, e, point)
+		// One cycle in four runs a host that never stops by itself.
+		flags := []string{"--once"}
+		if rng.IntN(4) == 0 {
+			flags = []string{"--poll", "10ms"}
+		}
+		c := startHost(t, bin, e, point, flags...)
 		timer := time.AfterFunc(limit, func() { _ = c.cmd.Process.Signal(syscall.SIGKILL) })
 		wasKilled := c.wait(t, time.Minute, fmt.Sprintf("cycle %d (failpoint %q)", i, point))
 		fired := !timer.Stop()
@@ -140,20 +154,17 @@ func TestKillHostAtRandom(t *testing.T) {
 	t.Logf("%d cycles in %v: %d killed at random, %d at a failpoint, %d finished (the first at cycle %d); %d applies so far",
 		cycles, time.Since(start).Round(time.Millisecond), killed, byFailpoint, finished, firstFinished, svc.Total())
 
-	resolved := e.finish(t, bin, svc)
-	if resolved > 0 {
-		t.Logf("%d mutations were resolved by asking the service", resolved)
-	}
+	resolved, retried := e.finish(t, bin, svc)
+	t.Logf("to finish: %d mutations resolved by asking the service, %d runs retried by hand", resolved, retried)
 	e.checkCharged(t, svc, charges)
 }
 
 // finish runs the host to completion without kills. A run that the host will not take
 // up again by itself (a chain of known failures longer than its automatic retries) is
 // retried as an operator would; a mutation left for a person is resolved by asking the
-// service. It returns how many mutations it resolved.
-func (e *httpEnv) finish(t *testing.T, bin string, svc *fakesvc.Server) int {
+// service. It returns how many mutations it resolved and how many runs it retried.
+func (e *httpEnv) finish(t *testing.T, bin string, svc *fakesvc.Server) (resolved, retries int) {
 	t.Helper()
-	resolved := 0
 	for round := 0; round < 30; round++ {
 		c := startChild(t, bin, e, "")
 		if c.wait(t, 2*time.Minute, "final run") {
@@ -196,6 +207,7 @@ func (e *httpEnv) finish(t *testing.T, bin string, svc *fakesvc.Server) int {
 				if code, _, errOut := cli(t, "", "--db", e.db, "retry", r.ID); code != 0 {
 					t.Fatalf("retry %s (%s: %s): %s", r.ID, r.Status, r.Error, errOut)
 				}
+				retries++
 				done = false
 			}
 		}
@@ -206,14 +218,15 @@ func (e *httpEnv) finish(t *testing.T, bin string, svc *fakesvc.Server) int {
 			}
 		}
 		if done && pending == 0 {
-			return resolved
+			t.Logf("finished in %d rounds", round+1)
+			return resolved, retries
 		}
 		// A mutation waiting for its next reconcile attempt becomes due within the
 		// backoff; everything else goes on at once.
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("the host did not finish the work:\n%s", e.snapshot())
-	return resolved
+	return resolved, retries
 }
 
 // checkCharged checks the end state against the service's own record.
