@@ -5,9 +5,13 @@
 // and every invocation: nothing a script does survives its invocation.
 //
 // goja has no memory limit and its built-ins ignore interrupts, so the engine guards
-// the built-ins that allocate in one step (Array.prototype.fill, String.prototype.repeat,
-// typed arrays, ...) and watches the process heap while invocations run (see
-// memwatch.go). Backtracking regular expressions run on regexp2, whose match timeout is
+// the built-ins that allocate or loop natively in one step (Array.prototype.fill and the
+// other length-driven array methods, String.prototype.repeat, typed arrays, spread,
+// JSON.stringify, ...; see prelude.js) and watches the process heap while invocations
+// run (see memwatch.go). goja's parsers and JSON.parse recurse natively per nesting
+// level, and a Go stack overflow kills the process, so module source and JSON.parse
+// input nested too deeply are refused, and dynamic code (eval, new Function) is
+// disabled: a workflow is the file that was loaded. Backtracking regular expressions run on regexp2, whose match timeout is
 // a process-wide setting: importing this package sets regexp2.DefaultMatchTimeout to
 // sandbox.DefaultLimits.RegexTimeout.
 package js
@@ -123,6 +127,12 @@ func (e *Engine) compile(src sandbox.Source) (*compiled, error) {
 	if ok {
 		return c, nil
 	}
+	// esbuild and goja parse recursively: refuse source nested deep enough to
+	// threaten the Go stack before either sees it.
+	if d := nesting(string(src.Code), maxSourceNesting, false); d > maxSourceNesting {
+		return nil, &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidWorkflow, File: src.Name,
+			Message: fmt.Sprintf("sandbox/js: brackets nested deeper than %d levels", maxSourceNesting)}
+	}
 	code, err := transform(src)
 	if err != nil {
 		return nil, err
@@ -148,6 +158,44 @@ func (e *Engine) compile(src sandbox.Source) (*compiled, error) {
 		}
 	}
 	return c, nil
+}
+
+// maxSourceNesting bounds how deeply brackets may nest in a module's source.
+const maxSourceNesting = 2000
+
+// nesting returns the deepest nesting of brackets ([, {, () in s, stopping early once
+// it passes max. With json set, the contents of double-quoted strings are skipped as
+// JSON defines them; otherwise every bracket counts, which can only overestimate.
+func nesting(s string, max int, json bool) int {
+	depth, deepest := 0, 0
+	inString := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = json
+		case '[', '{', '(':
+			depth++
+			if depth > deepest {
+				deepest = depth
+				if deepest > max {
+					return deepest
+				}
+			}
+		case ']', '}', ')':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // refuseSourceMap is goja's source map loader: only inline data: maps (which goja

@@ -117,6 +117,7 @@ func (in *instance) installPrelude(zone *time.Location) error {
 		return float64(time.Since(in.start)) / float64(time.Millisecond)
 	})
 	_ = host.Set("emit", in.emit)
+	_ = host.Set("nesting", func(s string, max int) int { return nesting(s, max, true) })
 	if zone != nil {
 		at := func(ms float64) time.Time { return time.UnixMilli(int64(ms)).In(zone) }
 		_ = host.Set("zoneOffset", func(ms float64) int {

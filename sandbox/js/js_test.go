@@ -85,6 +85,7 @@ func TestLoadErrors(t *testing.T) {
 		{"default number", "wf.js", "export default 42\n", 0, "no default export"},
 		{"default function", "wf.js", "export default function () {}\n", 0, "default export is a function"},
 		{"top-level throw", "wf.js", "throw new Error('at load')\nexport default {}\n", 1, "at load"},
+		{"deep nesting", "wf.js", "export default " + strings.Repeat("[", 1e6) + "\n", 0, "nested deeper"},
 	}
 	eng := js.New(js.Options{})
 	for _, tt := range tests {
@@ -443,5 +444,24 @@ func TestToolNamespaceCannotHideGlobals(t *testing.T) {
 	_, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "f.h", Tools: &shadowTools{}})
 	if err == nil || !strings.Contains(err.Error(), "would hide the global") {
 		t.Errorf("got %v, want an error naming the clash", err)
+	}
+}
+
+// TestDeepJSONParse: JSON.parse recurses natively per nesting level, and ten million
+// levels overflow the Go stack, a fatal error no recover catches. The guard refuses
+// the text first. (It runs with the default memory budget, which the string needs.)
+func TestDeepJSONParse(t *testing.T) {
+	p := load(t, js.New(js.Options{}), "wf.js", `export default { f: {
+  deep() { return JSON.parse('['.repeat(1e7)) },
+  fine() { return JSON.parse('{"a":"[[[[","b":[[1]]}') },
+} }`)
+	_, err := invoke(t, p, "f.deep")
+	var le *sandbox.LimitError
+	if !errors.As(err, &le) || le.Limit != "stack" {
+		t.Errorf("deep: got %v, want a stack LimitError", err)
+	}
+	res, err := invoke(t, p, "f.fine")
+	if err != nil || string(res.Value) != `{"a":"[[[[","b":[[1]]}` {
+		t.Errorf("fine: got %s, %v", res.Value, err)
 	}
 }

@@ -259,6 +259,33 @@
   }.stringify;
   defineProperty(JSON, 'stringify', { value: userStringify, writable: true, configurable: true, enumerable: false });
 
+  // Dynamic code is not allowed: a workflow is the file that was loaded. This also
+  // keeps goja's recursive parser away from script-made source.
+  const FunctionProto = O.getPrototypeOf(function () {});
+  const noEval = {
+    eval() { throw new EvalError('dynamic code evaluation (eval, new Function) is disabled in workflows'); },
+  }.eval;
+  defineProperty(G, 'eval', { value: noEval, writable: true, configurable: true, enumerable: false });
+  // goja has no async generators (esbuild lowers them), so there are three constructors.
+  for (const f of [function () {}, async function () {}, function* () {}]) {
+    const proto = O.getPrototypeOf(f);
+    const stub = function Function() { return noEval(); };
+    defineProperty(stub, 'prototype', { value: proto, writable: false, configurable: false, enumerable: false });
+    defineProperty(proto, 'constructor', { value: stub, writable: true, configurable: true, enumerable: false });
+    if (proto === FunctionProto) defineProperty(G, 'Function', { value: stub, writable: true, configurable: true, enumerable: false });
+  }
+
+  // JSON.parse recurses natively once per nesting level; a script-made string nested a
+  // few million deep would overflow the Go stack and kill the process.
+  const maxNesting = 10000;
+  guard(JSON, 'parse', function (self, args) {
+    const text = args[0];
+    if (typeof text === 'string' && text.length > maxNesting && host.nesting(text, maxNesting) > maxNesting) {
+      abort('stack', 'JSON.parse of text nested deeper than ' + maxNesting + ' levels');
+      throw new ErrorC('stack limit');
+    }
+  });
+
   function deepFreeze(v) {
     if (v !== null && (typeof v === 'object' || typeof v === 'function') && !isFrozen(v)) {
       freeze(v);

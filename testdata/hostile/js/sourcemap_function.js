@@ -1,5 +1,6 @@
-// want: logic boom
+// want: logic dynamic code evaluation
 export default { consumers: { c: { h() {
-  const f = new Function('throw new Error("boom")\n//# sourceMappingURL=file:///dev/zero')
+  const F = (function () {}).constructor
+  const f = new F('throw new Error("boom")\n//# sourceMappingURL=file:///dev/zero')
   f()
 } } } }
