@@ -64,8 +64,8 @@ var writerModes = []struct {
 	name string
 	opts Options
 }{
-	{"OneTxPerWrite", Options{}},
-	{"GroupCommit", Options{GroupCommit: true}},
+	{"OneTxPerWrite", Options{DisableGroupCommit: true}},
+	{"GroupCommit", Options{}},
 }
 
 // BenchmarkMutation measures the durable in-flight write plus the apply per mutation,

@@ -33,10 +33,11 @@ type Options struct {
 	NewID func() string
 	// ReadConns is the size of the read pool; default 4.
 	ReadConns int
-	// GroupCommit batches concurrent writes into one transaction (one fsync per
-	// batch), each write in its own savepoint. It raises throughput when many runs
-	// write at once; a lone writer sees no difference.
-	GroupCommit bool
+	// DisableGroupCommit gives every write a transaction (and an fsync) of its own.
+	// By default concurrent writes are batched into one transaction, one fsync per
+	// batch, each write in its own savepoint: throughput rises when many runs write at
+	// once, and a lone writer sees no difference.
+	DisableGroupCommit bool
 }
 
 func (o Options) withDefaults() Options {
@@ -75,7 +76,7 @@ type Store struct {
 	// r is the read pool; its connections refuse writes.
 	r *sqlx.DB
 
-	// The group committer (Options.GroupCommit) takes writes from reqs.
+	// The group committer takes writes from reqs (unless DisableGroupCommit).
 	reqs          chan *writeReq
 	closed        chan struct{}
 	closeOnce     sync.Once
@@ -139,7 +140,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
 	s.r = r
-	if opts.GroupCommit {
+	if !opts.DisableGroupCommit {
 		s.committerDone = make(chan struct{})
 		go s.commit()
 	}

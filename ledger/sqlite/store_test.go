@@ -26,10 +26,10 @@ func openWith(t *testing.T, opts sqlite.Options) *sqlite.Store {
 }
 
 func TestConformance(t *testing.T) {
-	t.Run("OneTransactionPerWrite", func(t *testing.T) {
+	t.Run("GroupCommit", func(t *testing.T) {
 		ledgertest.Run(t, func(t *testing.T) ledger.Store { return openTemp(t) })
 	})
-	t.Run("GroupCommit", func(t *testing.T) {
-		ledgertest.Run(t, func(t *testing.T) ledger.Store { return openWith(t, sqlite.Options{GroupCommit: true}) })
+	t.Run("OneTransactionPerWrite", func(t *testing.T) {
+		ledgertest.Run(t, func(t *testing.T) ledger.Store { return openWith(t, sqlite.Options{DisableGroupCommit: true}) })
 	})
 }

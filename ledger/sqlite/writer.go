@@ -26,15 +26,15 @@ type writeReq struct {
 // write runs fn in a write transaction and commits it, or rolls back fn's work when fn
 // or the commit fails. Every state change goes through here: there is one writer.
 //
-// Without GroupCommit each call is its own transaction on the one write connection.
-// With GroupCommit the call is handed to the committer goroutine, which gathers the
+// With DisableGroupCommit each call is its own transaction on the one write
+// connection. Otherwise the call is handed to the committer goroutine, which gathers the
 // calls waiting at that moment into one transaction, runs each inside its own SAVEPOINT
 // (rolled back to on that call's error, so one failure leaves the others' work intact),
 // commits once, one fsync for the batch, and only then answers every caller. Callers
 // see the same contract either way: their work is durable when write returns nil and
 // absent when it returns an error.
 func (s *Store) write(ctx context.Context, fn writeFunc) error {
-	if !s.opts.GroupCommit {
+	if s.opts.DisableGroupCommit {
 		return s.writeOne(ctx, fn)
 	}
 	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
