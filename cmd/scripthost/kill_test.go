@@ -117,6 +117,20 @@ func TestKillHostAtRandom(t *testing.T) {
 	killed, byFailpoint, finished, firstFinished := 0, 0, 0, -1
 	start := time.Now()
 	for i := 0; i < cycles; i++ {
+		// The service misbehaves now and then, and for a stretch in the middle cannot
+		// answer reconcile look-ups, so that mutations wait for a later attempt.
+		switch rng.IntN(8) {
+		case 0:
+			svc.Next(fakesvc.ApplyDrop)
+		case 1:
+			svc.Next(fakesvc.Fail5xx)
+		}
+		switch i {
+		case cycles / 3:
+			svc.SetReconcile(fakesvc.ReconcileError)
+		case cycles/3 + 15:
+			svc.SetReconcile(fakesvc.ReconcileTruth)
+		}
 		point := ""
 		if rng.IntN(3) == 0 {
 			point = killPoints[rng.IntN(len(killPoints))]
@@ -165,7 +179,8 @@ func TestKillHostAtRandom(t *testing.T) {
 // service. It returns how many mutations it resolved and how many runs it retried.
 func (e *httpEnv) finish(t *testing.T, bin string, svc *fakesvc.Server) (resolved, retries int) {
 	t.Helper()
-	for round := 0; round < 30; round++ {
+	deadline := time.Now().Add(time.Minute)
+	for round := 0; time.Now().Before(deadline); round++ {
 		c := startChild(t, bin, e, "")
 		if c.wait(t, 2*time.Minute, "final run") {
 			t.Fatalf("final run was killed:\n%s", c.out.String())
@@ -221,9 +236,9 @@ func (e *httpEnv) finish(t *testing.T, bin string, svc *fakesvc.Server) (resolve
 			t.Logf("finished in %d rounds", round+1)
 			return resolved, retries
 		}
-		// A mutation waiting for its next reconcile attempt becomes due within the
-		// backoff; everything else goes on at once.
-		time.Sleep(200 * time.Millisecond)
+		// A mutation waiting for its next reconcile attempt becomes due within its
+		// backoff (seconds); everything else goes on at once.
+		time.Sleep(250 * time.Millisecond)
 	}
 	t.Fatalf("the host did not finish the work:\n%s", e.snapshot())
 	return resolved, retries
@@ -274,8 +289,14 @@ func (e *httpEnv) checkCharged(t *testing.T, svc *fakesvc.Server, charges int) {
 	for _, m := range ms {
 		counts[m.Status]++
 	}
-	t.Logf("%d mutations: %d applied, %d known not to have happened (charged again under a new key)",
-		len(ms), counts[scripthost.MutationApplied], counts[scripthost.MutationFailed])
+	reconciled := 0
+	for _, m := range ms {
+		if m.ReconcileAttempts > 0 || m.ResolvedBy != "" {
+			reconciled++
+		}
+	}
+	t.Logf("%d mutations: %d applied, %d known not to have happened (charged again under a new key), %d settled after a later reconcile attempt or by a person",
+		len(ms), counts[scripthost.MutationApplied], counts[scripthost.MutationFailed], reconciled)
 	appliedByCharge, perRun := map[string]int{}, map[string]int{}
 	for _, m := range ms {
 		if perRun[m.RunID]++; perRun[m.RunID] > 1 {
