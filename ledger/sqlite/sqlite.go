@@ -1,5 +1,11 @@
 // Package sqlite is the embedded ledger.Store: one SQLite file in WAL mode, written by
 // one connection with synchronous=FULL and read through a separate pool.
+//
+// Every write goes through one funnel (Store.write). By default the funnel commits
+// concurrent writes together, one fsync per batch, each write in its own savepoint, so
+// a write's failure drops that write alone. The schema is embedded and versioned
+// (migrations/NNNN_*.sql); Open refuses files it does not recognise without touching
+// them.
 package sqlite
 
 import (

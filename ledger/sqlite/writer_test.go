@@ -88,3 +88,41 @@ func TestWriteAfterClose(t *testing.T) {
 		}
 	}
 }
+
+// TestPragmas checks the durability settings: WAL, synchronous=FULL and foreign keys
+// on the writer, a read pool that cannot write.
+func TestPragmas(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tests := []struct {
+		db    string
+		query string
+		want  string
+	}{
+		{"writer", "PRAGMA journal_mode", "wal"},
+		{"writer", "PRAGMA synchronous", "2"}, // FULL
+		{"writer", "PRAGMA foreign_keys", "1"},
+		{"writer", "PRAGMA busy_timeout", "5000"},
+		{"reader", "PRAGMA query_only", "1"},
+		{"reader", "PRAGMA foreign_keys", "1"},
+	}
+	for _, tc := range tests {
+		db := s.w
+		if tc.db == "reader" {
+			db = s.r
+		}
+		var got string
+		if err := db.Get(&got, tc.query); err != nil {
+			t.Fatalf("%s %s: %v", tc.db, tc.query, err)
+		}
+		if got != tc.want {
+			t.Errorf("%s %s: got %s, want %s", tc.db, tc.query, got, tc.want)
+		}
+	}
+	if _, err := s.r.Exec("DELETE FROM events"); err == nil {
+		t.Error("read pool: got no error for a write")
+	}
+}
