@@ -1,10 +1,13 @@
 # scripthost: the four targets. See README.md.
 GO ?= go
 
-.PHONY: run test check bench soak
+.PHONY: run test check bench soak wasm
 
 run: ## run the example workflow end to end on a fresh SQLite ledger in .run/
 	./scripts/files/run.sh
+
+wasm: ## build the Go-to-Wasm example workflow
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o scripts/files-wasm/workflow.wasm ./scripts/files-wasm
 
 test: ## the whole test suite, with the race detector
 	$(GO) test -race -timeout 15m ./...

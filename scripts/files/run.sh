@@ -22,3 +22,9 @@ echo "== events"
 sh events
 echo "== outbox"
 for f in "$out"/workspace/outbox/*; do printf '%s: %s\n' "$(basename "$f")" "$(cat "$f")"; done
+
+echo "== the same workflow written in Go, compiled to Wasm, on its own ledger"
+GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "$out/workflow.wasm" ./scripts/files-wasm
+mkdir -p "$out/wasm-workspace/inbox" && cp "$out"/workspace/inbox/* "$out/wasm-workspace/inbox/"
+"$out/scripthost" --db "$out/wasm.db" run "$out/workflow.wasm" --name files --once --workspace "$out/wasm-workspace"
+diff -r "$out/workspace/outbox" "$out/wasm-workspace/outbox" && echo "outboxes are identical"
