@@ -60,7 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 	}
 }
 
-// Workflow is the workflow the fixtures use.
+// wf is the workflow the fixtures use.
 const wf = "orders"
 
 // fixture is one subtest's store plus helpers that build runs at each stage.
@@ -76,8 +76,8 @@ func (f *fixture) with(name string, fn func(f *fixture)) {
 	f.t.Run(name, func(t *testing.T) {
 		g := *f
 		g.t = t
+		defer func() { f.n = g.n }() // ids stay unique after a failed subtest too
 		fn(&g)
-		f.n = g.n
 	})
 }
 

@@ -88,8 +88,7 @@ func testReconcileQueries(f *fixture) {
 		f.t.Errorf("due now: got %d mutations, want only %s", len(got), due.mut.ID)
 	}
 	if got := must(f.s.DueReconciles(f.ctx, f.farFuture()))(f.t); len(got) != 2 {
-		t := f.t
-		t.Errorf("due at the far future: got %d mutations, want 2 (%s and %s)", len(got), due.mut.ID, later.mut.ID)
+		f.t.Errorf("due at the far future: got %d mutations, want 2 (%s and %s)", len(got), due.mut.ID, later.mut.ID)
 	}
 
 	if n := must(f.s.FailureCount(f.ctx, "never-seen"))(f.t); n != 0 {
