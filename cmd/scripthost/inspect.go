@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,6 +36,31 @@ func table(w io.Writer, header string, rows [][]string) error {
 	return tw.Flush()
 }
 
+// withStore runs f on the ledger named by --db, closing it afterwards.
+func withStore(ctx context.Context, g *globals, f func(ledger.Store) error) error {
+	store, err := g.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return f(store)
+}
+
+// list prints items as a JSON array (never null) or as a table.
+func list[T any](g *globals, asJSON bool, items []T, header string, row func(T) []string) error {
+	if asJSON {
+		if items == nil {
+			items = []T{}
+		}
+		return printJSON(g.Stdout, items)
+	}
+	rows := make([][]string, 0, len(items))
+	for _, it := range items {
+		rows = append(rows, row(it))
+	}
+	return table(g.Stdout, header, rows)
+}
+
 func oneLine(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", " ")
 	if len(s) > n {
@@ -58,26 +84,15 @@ func newRunsCmd(g *globals) *cobra.Command {
 					return usagef("--status %q: not a run status", status)
 				}
 			}
-			store, err := g.openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			runs, err := store.Runs(cmd.Context(), f)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if runs == nil {
-					runs = []scripthost.Run{}
+			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				runs, err := store.Runs(cmd.Context(), f)
+				if err != nil {
+					return err
 				}
-				return printJSON(g.Stdout, runs)
-			}
-			var rows [][]string
-			for _, r := range runs {
-				rows = append(rows, []string{r.ID, r.Workflow, r.Handler, string(r.Phase), string(r.Status), fmt.Sprint(r.Attempt), oneLine(r.Error, 80)})
-			}
-			return table(g.Stdout, "ID\tWORKFLOW\tHANDLER\tPHASE\tSTATUS\tATTEMPT\tERROR", rows)
+				return list(g, asJSON, runs, "ID\tWORKFLOW\tHANDLER\tPHASE\tSTATUS\tATTEMPT\tERROR", func(r scripthost.Run) []string {
+					return []string{r.ID, r.Workflow, r.Handler, string(r.Phase), string(r.Status), fmt.Sprint(r.Attempt), oneLine(r.Error, 80)}
+				})
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
@@ -182,27 +197,19 @@ func newMutationsCmd(g *globals) *cobra.Command {
 					return usagef("--status %q: want in_flight, applied, failed, needs_reconcile, indeterminate or skipped", status)
 				}
 			}
-			store, err := g.openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			ms, err := store.Mutations(cmd.Context(), f)
-			if err != nil {
-				return err
-			}
-			views := make([]mutationView, 0, len(ms))
-			for _, m := range ms {
-				views = append(views, viewMutation(m))
-			}
-			if asJSON {
-				return printJSON(g.Stdout, views)
-			}
-			var rows [][]string
-			for _, m := range views {
-				rows = append(rows, []string{m.ID, m.RunID, m.Tool, string(m.Status), m.IdempotencyKey, oneLine(m.Error, 60)})
-			}
-			return table(g.Stdout, "ID\tRUN\tTOOL\tSTATUS\tIDEMPOTENCY KEY\tERROR", rows)
+			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				ms, err := store.Mutations(cmd.Context(), f)
+				if err != nil {
+					return err
+				}
+				views := make([]mutationView, 0, len(ms))
+				for _, m := range ms {
+					views = append(views, viewMutation(m))
+				}
+				return list(g, asJSON, views, "ID\tRUN\tTOOL\tSTATUS\tIDEMPOTENCY KEY\tERROR", func(m mutationView) []string {
+					return []string{m.ID, m.RunID, m.Tool, string(m.Status), m.IdempotencyKey, oneLine(m.Error, 60)}
+				})
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
@@ -229,26 +236,15 @@ func newEventsCmd(g *globals) *cobra.Command {
 					return usagef("--status %q: want pending, reserved, consumed or skipped", status)
 				}
 			}
-			store, err := g.openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			evs, err := store.Events(cmd.Context(), f)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if evs == nil {
-					evs = []scripthost.Event{}
+			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				evs, err := store.Events(cmd.Context(), f)
+				if err != nil {
+					return err
 				}
-				return printJSON(g.Stdout, evs)
-			}
-			var rows [][]string
-			for _, e := range evs {
-				rows = append(rows, []string{fmt.Sprint(e.Seq), e.Workflow, e.Topic, e.MessageID, string(e.Status), e.ReservedBy, oneLine(string(e.Payload), 60)})
-			}
-			return table(g.Stdout, "SEQ\tWORKFLOW\tTOPIC\tID\tSTATUS\tRESERVED BY\tPAYLOAD", rows)
+				return list(g, asJSON, evs, "SEQ\tWORKFLOW\tTOPIC\tID\tSTATUS\tRESERVED BY\tPAYLOAD", func(e scripthost.Event) []string {
+					return []string{fmt.Sprint(e.Seq), e.Workflow, e.Topic, e.MessageID, string(e.Status), e.ReservedBy, oneLine(string(e.Payload), 60)}
+				})
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
