@@ -183,3 +183,34 @@ func TestOpenAcceptsEmptyAndExistingLedgers(t *testing.T) {
 		t.Error("missing directory: got no error")
 	}
 }
+
+// TestWriteWhileLocked: a write that cannot get the lock within the busy timeout fails
+// with ErrLocked naming the file, and the store works again once the lock is gone.
+func TestWriteWhileLocked(t *testing.T) {
+	for _, opts := range []sqlite.Options{{BusyTimeout: 200 * time.Millisecond}, {BusyTimeout: 200 * time.Millisecond, DisableGroupCommit: true}} {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "ledger.db")
+		s, err := sqlite.Open(ctx, path, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		child, line := startChild(t, "lock", path)
+		if line != "locked" {
+			t.Fatalf("child said %q, want locked", line)
+		}
+		_, err = s.CreateRun(ctx, ledger.NewRun{Workflow: "w", Version: 1, Handler: "h", Kind: "consumer"})
+		if !errors.Is(err, ledger.ErrLocked) || !strings.Contains(err.Error(), path) {
+			t.Fatalf("group commit disabled %v: got %v, want ErrLocked naming %s", opts.DisableGroupCommit, err, path)
+		}
+		child.Process.Kill()
+		child.Wait()
+		if _, err := s.CreateRun(ctx, ledger.NewRun{Workflow: "w", Version: 1, Handler: "h", Kind: "consumer"}); err != nil {
+			t.Fatalf("after the lock is gone: %v", err)
+		}
+		runs, err := s.Runs(ctx, ledger.RunFilter{})
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("got %d runs (%v), want 1", len(runs), err)
+		}
+	}
+}
