@@ -1,0 +1,179 @@
+package wasm
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/scripthost/scripthost/sandbox"
+)
+
+const benchWasm = "testdata/wat/bench.wasm"
+
+func benchProgram(b *testing.B) *Program {
+	b.Helper()
+	code, err := os.ReadFile(benchWasm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := newEngine(b, Options{})
+	p, err := e.load(context.Background(), sandbox.Source{Name: "bench.wasm", Code: code})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// bare is the same module on a plain wazero runtime whose "scripthost" functions do
+// nothing but touch the guest memory they are given: the floor the engine is compared
+// with.
+type bare struct {
+	r        wazero.Runtime
+	compiled wazero.CompiledModule
+}
+
+func newBare(b testing.TB) *bare {
+	ctx := context.Background()
+	code, err := os.ReadFile(benchWasm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
+	b.Cleanup(func() { r.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	out := []byte("{}")
+	state := []byte(`{"k":"v"}`)
+	i32 := api.ValueTypeI32
+	_, err = r.NewHostModuleBuilder("scripthost").
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, m api.Module, s []uint64) {
+		m.Memory().Read(api.DecodeU32(s[0]), api.DecodeU32(s[1]))
+	}), []api.ValueType{i32, i32}, nil).Export("return_value").
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, _ api.Module, s []uint64) {
+		s[0] = uint64(len(state))
+	}), []api.ValueType{i32}, []api.ValueType{i32}).Export("input_len").
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, m api.Module, s []uint64) {
+		m.Memory().Write(api.DecodeU32(s[1]), state)
+		s[0] = uint64(len(state))
+	}), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).Export("input_read").
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, m api.Module, s []uint64) {
+		m.Memory().Read(api.DecodeU32(s[0]), api.DecodeU32(s[1]))
+		m.Memory().Read(api.DecodeU32(s[2]), api.DecodeU32(s[3]))
+		s[0] = 0
+	}), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).Export("tool_call").
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, m api.Module, s []uint64) {
+		m.Memory().Write(api.DecodeU32(s[0]), out)
+		s[0] = uint64(len(out))
+	}), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("result_read").
+		Instantiate(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	compiled, err := r.CompileModule(ctx, code)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &bare{r: r, compiled: compiled}
+}
+
+// call instantiates the module, calls fn and closes the instance: what one phase costs
+// on bare wazero.
+func (bb *bare) call(b testing.TB, fn string) {
+	ctx := context.Background()
+	mod, err := bb.r.InstantiateModule(ctx, bb.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := mod.ExportedFunction(fn).Call(ctx); err != nil {
+		b.Fatal(err)
+	}
+	mod.Close(ctx)
+}
+
+// compare runs fn on bare wazero, then inv on the engine, as two sub-benchmarks of
+// one run, and reports the engine's time as a multiple of bare wazero's (x_bare).
+// perOp scales the per-operation metrics (1000 for a handler making 1000 calls).
+func compare(b *testing.B, fn string, inv sandbox.Invocation, perOp float64, unit string) {
+	var bareNs float64
+	b.Run("bare", func(b *testing.B) {
+		bb := newBare(b)
+		for b.Loop() {
+			bb.call(b, fn)
+		}
+		bareNs = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		b.ReportMetric(bareNs/perOp, "ns/"+unit)
+	})
+	b.Run("scripthost", func(b *testing.B) {
+		p := benchProgram(b)
+		inv.Function = fn
+		for b.Loop() {
+			if _, err := p.Invoke(context.Background(), inv); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		b.ReportMetric(ns/perOp, "ns/"+unit)
+		if bareNs > 0 {
+			b.ReportMetric(ns/bareNs, "x_bare")
+		}
+	})
+}
+
+// BenchmarkToolCall: one invocation of "calls" makes 1000 tool calls (Echo.say, then
+// result_read); ns/toolcall is per call, against no-op host functions on bare wazero.
+func BenchmarkToolCall(b *testing.B) {
+	compare(b, "calls", sandbox.Invocation{Tools: &testTools{}, Limits: sandbox.Limits{MaxToolCalls: 1000}}, 1000, "toolcall")
+}
+
+// BenchmarkPhase: one phase that reads __state__ and returns it, in a fresh instance,
+// against instantiate + call + close on bare wazero.
+func BenchmarkPhase(b *testing.B) {
+	compare(b, "echo", sandbox.Invocation{Globals: sandbox.Globals{State: json.RawMessage(`{"k":"v"}`)}}, 1, "phase")
+}
+
+// BenchmarkGoGuestLoad: loading a Go-built guest (about 3.5 MB) with an empty cache
+// (compile) and from the disk cache written by another engine (a process restart).
+func BenchmarkGoGuestLoad(b *testing.B) {
+	code := buildGuest(b, conformanceDir)
+	src := sandbox.Source{Name: "conformance.wasm", Code: code}
+	ctx := context.Background()
+	loadWith := func(b *testing.B, opts Options) {
+		e, err := New(ctx, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.Load(ctx, src); err != nil {
+			b.Fatal(err)
+		}
+		e.Close(ctx)
+	}
+	b.Run("compile", func(b *testing.B) {
+		for b.Loop() {
+			loadWith(b, Options{NoDiskCache: true})
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		dir := b.TempDir()
+		loadWith(b, Options{CacheDir: dir})
+		b.ResetTimer()
+		for b.Loop() {
+			loadWith(b, Options{CacheDir: dir})
+		}
+	})
+}
+
+// BenchmarkGoGuestPhase: one phase of a Go-built guest: a fresh instance, the Go
+// runtime's _initialize, and a handler returning a number.
+func BenchmarkGoGuestPhase(b *testing.B) {
+	p := conformance(b)
+	inv := sandbox.Invocation{Function: "fresh_instance"}
+	for b.Loop() {
+		if _, err := p.Invoke(context.Background(), inv); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
