@@ -22,7 +22,7 @@ import (
 // hostileTimeout is the Timeout hostile scripts run under; slack bounds how much
 // longer they may take to be stopped (a liveness bound, not a performance assertion).
 const (
-	hostileTimeout = 2 * time.Second
+	hostileTimeout = time.Second
 	hostileMemory  = 8 << 20
 	slack          = 10 * time.Second
 )

@@ -1,4 +1,4 @@
 // want: limit memory
 export default { consumers: { c: { h() {
-  return 'x'.repeat(3e6).split('').length
+  return 'x'.repeat(1e6).split('').length
 } } } }
