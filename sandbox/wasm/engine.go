@@ -220,6 +220,7 @@ func loadError(name, format string, args ...any) error {
 	return &scripthost.Error{
 		Class:   scripthost.ClassLogic,
 		Code:    scripthost.CodeInvalidWorkflow,
+		File:    name,
 		Message: fmt.Sprintf("wasm: load %s: ", name) + fmt.Sprintf(format, args...),
 	}
 }

@@ -63,67 +63,76 @@ func TestLoadRefusesGarbage(t *testing.T) {
 	}
 }
 
+// hostileCase is one invocation of the hostile corpus and the error it must end with.
+type hostileCase struct {
+	file, fn string
+	limits   sandbox.Limits
+	limit    string   // want a LimitError with this name, or
+	code     string   // a *scripthost.Error with this code
+	want     []string // substrings of the error
+}
+
+func (tt hostileCase) check(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("got nil error, want one")
+	}
+	if !scripthost.IsLogic(err) {
+		t.Errorf("got class %s, want logic", scripthost.ClassOf(err))
+	}
+	var se *scripthost.Error
+	if !errors.As(err, &se) {
+		t.Fatalf("got %T %v, want a *scripthost.Error", err, err)
+	}
+	if tt.limit != "" {
+		if le := limitOf(err); le == nil || le.Limit != tt.limit {
+			t.Errorf("got %v, want a %s LimitError", err, tt.limit)
+		}
+	} else if se.Code != tt.code {
+		t.Errorf("got code %q, want %q (%v)", se.Code, tt.code, err)
+	}
+	for _, w := range tt.want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("got error %q, want it to contain %q", err, w)
+		}
+	}
+}
+
+var hostileCases = []hostileCase{
+	{file: "loop.wasm", fn: "spin", limits: sandbox.Limits{Timeout: 100 * time.Millisecond}, limit: "timeout"},
+	{file: "grow.wasm", fn: "bomb", limits: sandbox.Limits{MaxMemoryPages: 64}, limit: "memory", want: []string{"cap is 64 pages"}},
+	{file: "flood.wasm", fn: "flood", limits: sandbox.Limits{MaxToolCalls: 10}, limit: "tool_calls"},
+	{file: "trap.wasm", fn: "unreachable", code: scripthost.CodeScript, want: []string{"unreachable: wasm trap: unreachable"}},
+	{file: "trap.wasm", fn: "divzero", code: scripthost.CodeScript, want: []string{"divzero: wasm trap: integer divide by zero"}},
+	{file: "trap.wasm", fn: "oob_load", code: scripthost.CodeScript, want: []string{"out of bounds memory access"}},
+	{file: "trap.wasm", fn: "recurse", limit: "stack"},
+	{file: "pointers.wasm", fn: "oob", code: scripthost.CodeSandboxViolation, want: []string{"oob: return_value: value range [0xfffa, +16) is outside the guest memory of 65536 bytes"}},
+	{file: "pointers.wasm", fn: "wrap", code: scripthost.CodeSandboxViolation, want: []string{"[0xffffff00, +512) wraps around"}},
+	{file: "pointers.wasm", fn: "huge_log", code: scripthost.CodeSandboxViolation, want: []string{"log: text range [0x0, +4294967295) is outside"}},
+	{file: "pointers.wasm", fn: "huge_read", code: scripthost.CodeSandboxViolation, want: []string{"input_read: buffer range"}},
+	{file: "pointers.wasm", fn: "tool_wrap", code: scripthost.CodeSandboxViolation, want: []string{"tool_call: name range [0xffffffff, +2) wraps"}},
+	{file: "pointers.wasm", fn: "result_oob", code: scripthost.CodeSandboxViolation, want: []string{"result_read: buffer range [0xffff, +2)"}},
+	{file: "pointers.wasm", fn: "bad_json", code: scripthost.CodeSandboxViolation, want: []string{"not valid JSON"}},
+	{file: "pointers.wasm", fn: "bad_level", code: scripthost.CodeSandboxViolation, want: []string{"unknown level 9"}},
+	{file: "good.wasm", fn: "scripthost_abi_version", code: scripthost.CodeInvalidWorkflow, want: []string{"not an exported handler"}},
+	{file: "good.wasm", fn: "nope", code: scripthost.CodeInvalidWorkflow, want: []string{`"nope" is not an exported handler`}},
+}
+
 func TestHostileInvocations(t *testing.T) {
 	e := newEngine(t, Options{})
-	tests := []struct {
-		file, fn string
-		limits   sandbox.Limits
-		limit    string   // want a LimitError with this name, or
-		code     string   // a *scripthost.Error with this code
-		want     []string // substrings of the error
-	}{
-		{file: "loop.wasm", fn: "spin", limits: sandbox.Limits{Timeout: 100 * time.Millisecond}, limit: "timeout"},
-		{file: "grow.wasm", fn: "bomb", limits: sandbox.Limits{MaxMemoryPages: 64}, limit: "memory", want: []string{"cap is 64 pages"}},
-		{file: "flood.wasm", fn: "flood", limits: sandbox.Limits{MaxToolCalls: 10}, limit: "tool_calls"},
-		{file: "trap.wasm", fn: "unreachable", code: scripthost.CodeScript, want: []string{"unreachable: wasm trap: unreachable"}},
-		{file: "trap.wasm", fn: "divzero", code: scripthost.CodeScript, want: []string{"divzero: wasm trap: integer divide by zero"}},
-		{file: "trap.wasm", fn: "oob_load", code: scripthost.CodeScript, want: []string{"out of bounds memory access"}},
-		{file: "trap.wasm", fn: "recurse", limit: "stack"},
-		{file: "pointers.wasm", fn: "oob", code: scripthost.CodeSandboxViolation, want: []string{"oob: return_value: value range [0xfffa, +16) is outside the guest memory of 65536 bytes"}},
-		{file: "pointers.wasm", fn: "wrap", code: scripthost.CodeSandboxViolation, want: []string{"[0xffffff00, +512) wraps around"}},
-		{file: "pointers.wasm", fn: "huge_log", code: scripthost.CodeSandboxViolation, want: []string{"log: text range [0x0, +4294967295) is outside"}},
-		{file: "pointers.wasm", fn: "huge_read", code: scripthost.CodeSandboxViolation, want: []string{"input_read: buffer range"}},
-		{file: "pointers.wasm", fn: "tool_wrap", code: scripthost.CodeSandboxViolation, want: []string{"tool_call: name range [0xffffffff, +2) wraps"}},
-		{file: "pointers.wasm", fn: "result_oob", code: scripthost.CodeSandboxViolation, want: []string{"result_read: buffer range [0xffff, +2)"}},
-		{file: "pointers.wasm", fn: "bad_json", code: scripthost.CodeSandboxViolation, want: []string{"not valid JSON"}},
-		{file: "pointers.wasm", fn: "bad_level", code: scripthost.CodeSandboxViolation, want: []string{"unknown level 9"}},
-		{file: "good.wasm", fn: "scripthost_abi_version", code: scripthost.CodeInvalidWorkflow, want: []string{"not an exported handler"}},
-		{file: "good.wasm", fn: "nope", code: scripthost.CodeInvalidWorkflow, want: []string{`"nope" is not an exported handler`}},
-	}
-	for _, tt := range tests {
+	for _, tt := range hostileCases {
 		t.Run(tt.file+"/"+tt.fn, func(t *testing.T) {
 			p := load(t, e, tt.file)
 			tools := &testTools{}
 			start := time.Now()
 			_, err := p.Invoke(context.Background(), sandbox.Invocation{
 				Function: tt.fn, Phase: scripthost.PhaseProducer, Tools: tools, Limits: tt.limits})
-			if err == nil {
-				t.Fatal("got nil error, want one")
-			}
 			// A liveness bound, not a timing assertion: every case ends well within the
 			// default 5s timeout plus slack.
-			if d := time.Since(start); d > 10*time.Second {
+			if d := time.Since(start); d > 15*time.Second {
 				t.Errorf("took %s", d)
 			}
-			if !scripthost.IsLogic(err) {
-				t.Errorf("got class %s, want logic", scripthost.ClassOf(err))
-			}
-			var se *scripthost.Error
-			if !errors.As(err, &se) {
-				t.Fatalf("got %T %v, want a *scripthost.Error", err, err)
-			}
-			if tt.limit != "" {
-				if le := limitOf(err); le == nil || le.Limit != tt.limit {
-					t.Errorf("got %v, want a %s LimitError", err, tt.limit)
-				}
-			} else if se.Code != tt.code {
-				t.Errorf("got code %q, want %q (%v)", se.Code, tt.code, err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("got error %q, want it to contain %q", err, w)
-				}
-			}
+			tt.check(t, err)
 			if tt.limit == "tool_calls" {
 				if got := tools.calls.Load(); got != 10 {
 					t.Errorf("got %d calls reaching the tools, want 10", got)
@@ -220,5 +229,48 @@ func TestCancelStopsLoop(t *testing.T) {
 	}
 	if limitOf(err) != nil {
 		t.Errorf("got a LimitError %v for a cancelled context", err)
+	}
+}
+
+// TestHostileConcurrently runs the whole hostile corpus at once while a well-behaved
+// invocation runs again and again: every hostile case ends with its error and every
+// well-behaved run succeeds.
+func TestHostileConcurrently(t *testing.T) {
+	e := newEngine(t, Options{})
+	good := load(t, e, "good.wasm")
+	progs := make([]*Program, len(hostileCases))
+	for i, tt := range hostileCases {
+		progs[i] = load(t, e, tt.file)
+	}
+	errs := make([]error, len(hostileCases))
+	var wg sync.WaitGroup
+	for i, tt := range hostileCases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = progs[i].Invoke(context.Background(), sandbox.Invocation{
+				Function: tt.fn, Tools: &testTools{}, Limits: tt.limits})
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for runs, finished := 0, false; !finished || runs < 3; runs++ {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("hostile invocations did not finish")
+		}
+		res, err := good.Invoke(context.Background(), sandbox.Invocation{Function: "echo",
+			Globals: sandbox.Globals{State: json.RawMessage(`[1]`)}})
+		if err != nil || string(res.Value) != "[1]" {
+			t.Fatalf("well-behaved run %d: got %s, %v; want [1]", runs, res.Value, err)
+		}
+	}
+	for i, tt := range hostileCases {
+		t.Run(tt.file+"/"+tt.fn, func(t *testing.T) { tt.check(t, errs[i]) })
 	}
 }
