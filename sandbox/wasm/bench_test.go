@@ -94,6 +94,16 @@ func (bb *bare) call(b testing.TB, fn string) {
 	mod.Close(ctx)
 }
 
+// echoTools offers Echo.say, which returns its input, and nothing else.
+type echoTools struct{}
+
+func (echoTools) List() []sandbox.ToolName {
+	return []sandbox.ToolName{{Namespace: "Echo", Method: "say"}}
+}
+func (echoTools) Call(_ context.Context, _, _ string, in json.RawMessage) (json.RawMessage, error) {
+	return in, nil
+}
+
 // compare runs fn on bare wazero, then inv on the engine, as two sub-benchmarks of
 // one run, and reports the engine's time as a multiple of bare wazero's (x_bare).
 // perOp scales the per-operation metrics (1000 for a handler making 1000 calls).
@@ -126,13 +136,19 @@ func compare(b *testing.B, fn string, inv sandbox.Invocation, perOp float64, uni
 // BenchmarkToolCall: one invocation of "calls" makes 1000 tool calls (Echo.say, then
 // result_read); ns/toolcall is per call, against no-op host functions on bare wazero.
 func BenchmarkToolCall(b *testing.B) {
-	compare(b, "calls", sandbox.Invocation{Tools: &testTools{}, Limits: sandbox.Limits{MaxToolCalls: 1000}}, 1000, "toolcall")
+	compare(b, "calls", sandbox.Invocation{Tools: echoTools{}, Limits: sandbox.Limits{MaxToolCalls: 1000}}, 1000, "toolcall")
 }
 
 // BenchmarkPhase: one phase that reads __state__ and returns it, in a fresh instance,
 // against instantiate + call + close on bare wazero.
 func BenchmarkPhase(b *testing.B) {
 	compare(b, "echo", sandbox.Invocation{Globals: sandbox.Globals{State: json.RawMessage(`{"k":"v"}`)}}, 1, "phase")
+}
+
+// BenchmarkCompute: fib(25) by plain recursion, about 243,000 guest calls, each of
+// which passes the engine's termination check (see instrument).
+func BenchmarkCompute(b *testing.B) {
+	compare(b, "fib", sandbox.Invocation{}, 1, "phase")
 }
 
 // BenchmarkGoGuestLoad: loading a Go-built guest (about 3.5 MB) with an empty cache

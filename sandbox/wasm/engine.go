@@ -170,7 +170,11 @@ func (e *Engine) load(ctx context.Context, src sandbox.Source) (*Program, error)
 	if workers <= 0 {
 		workers = goruntime.GOMAXPROCS(0)
 	}
-	compiled, err := e.runtime.CompileModule(experimental.WithCompilationWorkers(ctx, workers), src.Code)
+	code, err := instrument(src.Code)
+	if err != nil {
+		return nil, loadError(name, "%v", err)
+	}
+	compiled, err := e.runtime.CompileModule(experimental.WithCompilationWorkers(ctx, workers), code)
 	if err != nil {
 		return nil, loadError(name, "compile: %v", err)
 	}

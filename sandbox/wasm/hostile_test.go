@@ -25,6 +25,7 @@ func TestLoadRefusesHostileModules(t *testing.T) {
 		{"nodescribe.wasm", []string{"does not export scripthost_describe"}},
 		{"abiv2.wasm", []string{"guest ABI v2", "speaks v1"}},
 		{"imports.wasm", []string{"env.now", "scripthost.exec (no such host function)"}},
+		{"importglobal.wasm", []string{"imports 1 globals; the host provides none"}},
 		{"bigmem.wasm", []string{"maximum memory of 65536 pages (4 GiB)", "limit of 1024 pages (64 MiB)"}},
 		{"badref.wasm", []string{`producers.p.handler: "missing" is not an exported function`}},
 	}
@@ -100,6 +101,7 @@ func (tt hostileCase) check(t *testing.T, err error) {
 
 var hostileCases = []hostileCase{
 	{file: "loop.wasm", fn: "spin", limits: sandbox.Limits{Timeout: 100 * time.Millisecond}, limit: "timeout"},
+	{file: "fanout.wasm", fn: "fib", limits: sandbox.Limits{Timeout: 100 * time.Millisecond}, limit: "timeout"},
 	{file: "grow.wasm", fn: "bomb", limits: sandbox.Limits{MaxMemoryPages: 64}, limit: "memory", want: []string{"cap is 64 pages"}},
 	{file: "flood.wasm", fn: "flood", limits: sandbox.Limits{MaxToolCalls: 10}, limit: "tool_calls"},
 	{file: "trap.wasm", fn: "unreachable", code: scripthost.CodeScript, want: []string{"unreachable: wasm trap: unreachable"}},
@@ -153,12 +155,19 @@ func TestPointerAtEndOfMemory(t *testing.T) {
 	}
 }
 
-// TestLoopDoesNotStallHost runs a guest in an endless loop and checks that, while it
-// spins, a ticking goroutine advances, runtime.GC returns, and a well-behaved
-// invocation of another module finishes.
+// TestLoopDoesNotStallHost runs a guest that never returns (an endless loop, and a
+// recursion without loops) and checks that, while it runs, a ticking goroutine
+// advances, runtime.GC returns, and a well-behaved invocation of another module
+// finishes.
 func TestLoopDoesNotStallHost(t *testing.T) {
+	for _, tt := range []struct{ file, fn string }{{"loop.wasm", "spin"}, {"fanout.wasm", "fib"}} {
+		t.Run(tt.file, func(t *testing.T) { testDoesNotStallHost(t, tt.file, tt.fn) })
+	}
+}
+
+func testDoesNotStallHost(t *testing.T, file, fn string) {
 	e := newEngine(t, Options{})
-	loop := load(t, e, "loop.wasm")
+	loop := load(t, e, file)
 	good := load(t, e, "good.wasm")
 
 	var ticks atomic.Int64
@@ -179,7 +188,7 @@ func TestLoopDoesNotStallHost(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() {
-		_, err := loop.Invoke(context.Background(), sandbox.Invocation{Function: "spin",
+		_, err := loop.Invoke(context.Background(), sandbox.Invocation{Function: fn,
 			Limits: sandbox.Limits{Timeout: 2 * time.Second}})
 		done <- err
 	}()

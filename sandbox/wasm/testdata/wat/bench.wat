@@ -1,5 +1,6 @@
 ;; Benchmark guest. "calls" makes 1000 tool calls of Echo.say with input {} and reads
-;; each result; "echo" returns __state__; "noop" does nothing.
+;; each result; "echo" returns __state__; "noop" does nothing; "fib" computes fib(25)
+;; recursively (about 243,000 calls).
 (module
   (import "scripthost" "return_value" (func $return_value (param i32 i32)))
   (import "scripthost" "input_len" (func $input_len (param i32) (result i32)))
@@ -30,4 +31,12 @@
       (then (call $return_value (i32.const 1120) (i32.const 4)) (return)))
     (drop (call $input_read (i32.const 0) (i32.const 8192) (local.get $n)))
     (call $return_value (i32.const 8192) (local.get $n)))
+  (func $fib (param $n i32) (result i32)
+    (if (result i32) (i32.lt_u (local.get $n) (i32.const 2))
+      (then (local.get $n))
+      (else (i32.add
+        (call $fib (i32.sub (local.get $n) (i32.const 1)))
+        (call $fib (i32.sub (local.get $n) (i32.const 2)))))))
+  (func (export "fib")
+    (drop (call $fib (i32.const 25))))
 )
