@@ -321,7 +321,7 @@ func importedGlobals(r *reader) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	var globals uint32
+	var globals, tables uint32
 	skipName := func() error {
 		l, err := r.u32()
 		if err != nil {
@@ -361,6 +361,7 @@ func importedGlobals(r *reader) (uint32, error) {
 		case 0: // function: type index
 			_, err = r.u32()
 		case 1: // table: reference type, limits
+			tables++
 			if _, err = r.byte(); err == nil {
 				err = limits()
 			}
@@ -381,6 +382,9 @@ func importedGlobals(r *reader) (uint32, error) {
 		if err != nil {
 			return 0, err
 		}
+	}
+	if tables > 0 {
+		return 0, fmt.Errorf("module imports %d tables; the host provides none", tables)
 	}
 	return globals, nil
 }
