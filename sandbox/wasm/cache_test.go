@@ -121,4 +121,7 @@ func TestSharedModuleOutlivesOneProgram(t *testing.T) {
 	if _, err := p2.Invoke(context.Background(), sandbox.Invocation{Function: "hello"}); err != nil {
 		t.Errorf("invoke after the other program closed: %v", err)
 	}
+	if _, err := p1.Invoke(context.Background(), sandbox.Invocation{Function: "hello"}); err == nil {
+		t.Error("invoke of a closed program: got nil error, want one")
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -32,6 +33,7 @@ type Program struct {
 	name string
 	*module
 	closeOnce sync.Once
+	closed    atomic.Bool
 }
 
 // module is a compiled, checked module binary. Programs loaded from the same bytes
@@ -58,6 +60,7 @@ func (p *Program) Definition(context.Context) (json.RawMessage, error) {
 func (p *Program) Close(ctx context.Context) error {
 	var err error
 	p.closeOnce.Do(func() {
+		p.closed.Store(true)
 		if err = p.eng.release(ctx, p.module); err != nil {
 			err = fmt.Errorf("wasm: close %s: %w", p.name, err)
 		}
@@ -211,6 +214,9 @@ func (p *Program) checkDefinition(def json.RawMessage) error {
 
 // Invoke runs one handler export in a fresh instance.
 func (p *Program) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Result, error) {
+	if p.closed.Load() {
+		return sandbox.Result{}, fmt.Errorf("wasm: invoke %s: program closed", p.name)
+	}
 	if !p.handlers[inv.Function] {
 		return sandbox.Result{}, &scripthost.Error{
 			Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidWorkflow, File: p.name,
