@@ -53,8 +53,8 @@ type Options struct {
 // environment variables are never exposed.
 type WASIConfig struct {
 	// RealClock exposes the host's wall clock, monotonic clock and sleep. Without it
-	// the clocks are wazero's fake ones (they start at the epoch and advance 1ms per
-	// reading) and sleep returns at once.
+	// the clocks are wazero's fake ones (they start at 2022-01-01T00:00:00Z and
+	// advance 1ms per reading) and sleep returns at once.
 	RealClock bool
 	// Rand is the source of random_get outside deterministic mode; nil means
 	// crypto/rand.

@@ -230,3 +230,26 @@ func TestGoGuestErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestNoRealClockByDefault: an engine without WASIConfig.RealClock gives guests
+// wazero's fake clock, which starts at 2022-01-01T00:00:00Z.
+func TestNoRealClockByDefault(t *testing.T) {
+	code := buildGuest(t, conformanceDir)
+	e := newEngine(t, Options{CacheDir: sharedCacheDir()})
+	p, err := e.Load(context.Background(), sandbox.Source{Name: "conformance.wasm", Code: code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "deterministic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct{ Now int64 }
+	if err := json.Unmarshal(res.Value, &out); err != nil {
+		t.Fatal(err)
+	}
+	fake := time.Date(2022, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	if d := out.Now - fake; d < 0 || d > 60_000 {
+		t.Errorf("got now %d, want wazero's fake clock, a little after %d", out.Now, fake)
+	}
+}
