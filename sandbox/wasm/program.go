@@ -174,6 +174,10 @@ func (p *Program) describe(ctx context.Context) error {
 	return nil
 }
 
+// functionFields are the fields of a producer or consumer that hold function
+// references.
+var functionFields = []string{"handler", "prepare", "mutate", "next", "guard", "before", "after"}
+
 // checkDefinition requires every function reference of the definition to name a
 // handler export.
 func (p *Program) checkDefinition(def json.RawMessage) error {
@@ -197,15 +201,15 @@ func (p *Program) checkDefinition(def json.RawMessage) error {
 		}
 		return nil
 	}
-	for name, pr := range d.Producers {
-		if err := check("producers."+name+".handler", pr["handler"]); err != nil {
-			return err
-		}
-	}
-	for name, co := range d.Consumers {
-		for _, k := range []string{"prepare", "mutate", "next", "guard"} {
-			if err := check("consumers."+name+"."+k, co[k]); err != nil {
-				return err
+	for _, kind := range []struct {
+		name     string
+		handlers map[string]map[string]json.RawMessage
+	}{{"producers", d.Producers}, {"consumers", d.Consumers}} {
+		for name, h := range kind.handlers {
+			for _, k := range functionFields {
+				if err := check(kind.name+"."+name+"."+k, h[k]); err != nil {
+					return err
+				}
 			}
 		}
 	}

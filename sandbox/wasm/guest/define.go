@@ -27,8 +27,12 @@ type Workflow struct {
 type Producer struct {
 	Schedule  *Schedule `json:"schedule,omitempty"`
 	Publishes []string  `json:"publishes,omitempty"`
-	// Handler is the export name of the producer function.
+	// Handler is the export name of the producer function; Guard, Before and After
+	// are optional hooks.
 	Handler string   `json:"handler"`
+	Guard   string   `json:"guard,omitempty"`
+	Before  string   `json:"before,omitempty"`
+	After   string   `json:"after,omitempty"`
 	OnError *OnError `json:"onError,omitempty"`
 }
 
@@ -39,7 +43,7 @@ type Schedule struct {
 }
 
 // Consumer handles events of the topics it subscribes to in three phases. The phase
-// fields are export names; Guard is optional.
+// fields are export names; Guard, Before and After are optional hooks.
 type Consumer struct {
 	Subscribe []string `json:"subscribe"`
 	Publishes []string `json:"publishes,omitempty"`
@@ -47,13 +51,18 @@ type Consumer struct {
 	Mutate    string   `json:"mutate,omitempty"`
 	Next      string   `json:"next,omitempty"`
 	Guard     string   `json:"guard,omitempty"`
+	Before    string   `json:"before,omitempty"`
+	After     string   `json:"after,omitempty"`
 	OnError   *OnError `json:"onError,omitempty"`
 }
 
-// OnError is a handler's error policy.
+// OnError is a handler's error policy: Strategy "fail" (the default), "retry" or
+// "pause"; Backoff "fixed" (the default) or "exponential".
 type OnError struct {
 	Strategy   string `json:"strategy"`
 	MaxRetries int    `json:"maxRetries,omitempty"`
+	Backoff    string `json:"backoff,omitempty"`
+	DelayMS    int    `json:"delayMs,omitempty"`
 }
 
 var declared any
