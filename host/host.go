@@ -94,7 +94,8 @@ func New(ctx context.Context, store ledger.Store, opts Options) (*Host, error) {
 	} else if len(opts.Commands) > 0 {
 		return nil, errors.New("host: Commands need a Workspace to run in")
 	}
-	we, err := wasm.New(ctx, wasm.Options{CacheDir: opts.WasmCacheDir})
+	// Wasm guests see the real clock, as scripts do; deterministic mode fixes both.
+	we, err := wasm.New(ctx, wasm.Options{CacheDir: opts.WasmCacheDir, WASI: wasm.WASIConfig{RealClock: true}})
 	if err != nil {
 		return nil, fmt.Errorf("host: wasm engine: %w", err)
 	}
