@@ -90,6 +90,9 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
 	defer cancel()
+	wrapLedger := func(out scripthost.Mutation, err error) (scripthost.Mutation, error) {
+		return settledMeanwhile(wctx, store, m, out, err)
+	}
 
 	var tool *Tool
 	if reg != nil {
@@ -150,9 +153,18 @@ func callReconcile(ctx context.Context, t *Tool, m scripthost.Mutation) (rec scr
 	return t.Reconcile(ctx, m)
 }
 
-func wrapLedger(m scripthost.Mutation, err error) (scripthost.Mutation, error) {
-	if err != nil {
-		return m, fmt.Errorf("hostfuncs: reconcile: %w", err)
+// settledMeanwhile finishes the write of a reconcile outcome for m. A write refused
+// because m is no longer in the status it was read in means someone else settled it
+// meanwhile (a person resolving it while the look-up was under way): their answer
+// stands, the late one is dropped, and the mutation is returned as the ledger holds it.
+func settledMeanwhile(ctx context.Context, store ledger.Store, m, out scripthost.Mutation, err error) (scripthost.Mutation, error) {
+	if err == nil {
+		return out, nil
 	}
-	return m, nil
+	if ledger.IsIllegalTransition(err) {
+		if cur, gerr := store.Mutation(ctx, m.ID); gerr == nil && cur.Status != m.Status {
+			return cur, nil
+		}
+	}
+	return out, fmt.Errorf("hostfuncs: reconcile: %w", err)
 }
