@@ -32,7 +32,7 @@ var killPoints = []string{
 // killConfig sizes the kill test: the CI default, or a longer soak with SCRIPTHOST_SOAK.
 func killConfig() (cycles, charges int) {
 	if os.Getenv("SCRIPTHOST_SOAK") != "" {
-		return 2000, 1100
+		return 2000, 900
 	}
 	return 200, 110
 }

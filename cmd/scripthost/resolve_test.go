@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -246,7 +250,7 @@ func TestResolveWhileHostRuns(t *testing.T) {
 
 	host := exec.Command(bin, "--db", e.db, "run", e.wf, "--tools", e.tools, "--workspace", e.dir, "--poll", "20ms")
 	host.Env = append(os.Environ(), tokenEnv+"="+e2eToken)
-	var out bytes.Buffer
+	var out lockedBuffer
 	host.Stdout, host.Stderr = &out, &out
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
@@ -278,4 +282,142 @@ func TestResolveWhileHostRuns(t *testing.T) {
 	if got := svc.Total(); got != 1 {
 		t.Errorf("applies: got %d, want 1", got)
 	}
+}
+
+// slowLookupService applies every charge and drops the connection; its reconcile
+// look-ups answer 500 until one is held: that one waits for release, then says applied.
+type slowLookupService struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	applies int
+	hold    bool
+	held    chan struct{} // closed when the held look-up has arrived
+	release chan struct{}
+}
+
+func newSlowLookupService(t *testing.T) *slowLookupService {
+	s := &slowLookupService{held: make(chan struct{}), release: make(chan struct{})}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			s.mu.Lock()
+			s.applies++
+			s.mu.Unlock()
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		s.mu.Lock()
+		hold := s.hold
+		s.hold = false
+		s.mu.Unlock()
+		if !hold {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		close(s.held)
+		<-s.release
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"obj_1"}`)
+	}))
+	t.Cleanup(func() {
+		select {
+		case <-s.release:
+		default:
+			close(s.release)
+		}
+		s.srv.Close()
+	})
+	return s
+}
+
+// TestResolveRacesReconcile resolves a needs_reconcile mutation with --force while the
+// running host is in the middle of a reconcile look-up for it. The person's answer
+// stands; the host takes the late answer in its stride and goes on running.
+func TestResolveRacesReconcile(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	bin := crashBinary(t)
+	svc := newSlowLookupService(t)
+	e := newHTTPEnv(t, svc.srv.URL, "tools.json", 1, "10s")
+	e.mustRun()
+	m := e.mutations()[0]
+	if m.Status != scripthost.MutationNeedsReconcile {
+		t.Fatalf("setup: got %s, want needs_reconcile", m.Status)
+	}
+	svc.mu.Lock()
+	svc.hold = true
+	svc.mu.Unlock()
+
+	host := exec.Command(bin, "--db", e.db, "run", e.wf, "--tools", e.tools, "--workspace", e.dir, "--poll", "20ms")
+	host.Env = append(os.Environ(), tokenEnv+"="+e2eToken)
+	var out lockedBuffer
+	host.Stdout, host.Stderr = &out, &out
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var hostErr error
+	exited := make(chan struct{})
+	go func() { hostErr = host.Wait(); close(exited) }()
+	defer func() {
+		_ = host.Process.Signal(syscall.SIGTERM)
+		<-exited
+	}()
+
+	select {
+	case <-svc.held:
+	case <-exited:
+		t.Fatalf("host exited before its reconcile attempt: %v\n%s", hostErr, out.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no reconcile attempt within 30s:\n%s", out.String())
+	}
+	if code, _, errOut := cli(t, "", "--db", e.db, "resolve", m.ID, "--as", "skipped", "--force", "--by", "carol"); code != 0 {
+		t.Fatalf("resolve --force: got exit %d: %s", code, errOut)
+	}
+	close(svc.release)
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if r := e.consumerRuns(); r[0].Status == scripthost.StatusCommitted {
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("the host exited after the late reconcile answer: %v\n%s", hostErr, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run not committed 30s after the resolution:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := e.mutations()[0]; got.Status != scripthost.MutationSkipped || got.ResolvedBy != "carol" {
+		t.Errorf("mutation: got %s by %q, want skipped by carol (the person's answer stands)", got.Status, got.ResolvedBy)
+	}
+	if got := e.events()["ch-1"]; got != scripthost.EventSkipped {
+		t.Errorf("event: got %s, want skipped", got)
+	}
+	select {
+	case <-exited:
+		t.Errorf("the host exited: %v\n%s", hostErr, out.String())
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// lockedBuffer collects a running child's output; the test may read it meanwhile.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
