@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -54,7 +55,7 @@ func newHTTPEnv(t *testing.T, base, toolsFile string, count int, timeout string)
 	return e
 }
 
-func readTestdata(t *testing.T, name string) string {
+func readTestdata(t testing.TB, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "http", name))
 	if err != nil {
@@ -63,7 +64,7 @@ func readTestdata(t *testing.T, name string) string {
 	return string(b)
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
@@ -429,4 +430,34 @@ func chargeField(t *testing.T, raw json.RawMessage, field string) string {
 	}
 	s, _ := m[field].(string)
 	return s
+}
+
+// BenchmarkHTTPChargeEndToEnd measures one charge through the whole stack: a consumer
+// run of three phases in fresh sandboxes, the durable in-flight write, the HTTP call to
+// the fake service on loopback, the outcome and the commit, driven by run --once.
+func BenchmarkHTTPChargeEndToEnd(b *testing.B) {
+	b.Setenv(tokenEnv, e2eToken)
+	svc := fakesvc.New()
+	defer svc.Close()
+	// A producer run publishes at most 1000 events: charge in chunks, each with its
+	// own ledger, all but the setup timed.
+	for done := 0; done < b.N; {
+		b.StopTimer()
+		n := min(500, b.N-done)
+		dir := b.TempDir()
+		wf, tools := filepath.Join(dir, "charges.js"), filepath.Join(dir, "tools.json")
+		writeFile(b, wf, strings.Replace(readTestdata(b, "charges.js"), "const COUNT = 1;", fmt.Sprintf("const COUNT = %d;", n), 1))
+		writeFile(b, tools, strings.NewReplacer("{{BASE}}", svc.URL(), "{{TIMEOUT}}", "10s").Replace(readTestdata(b, "tools.json")))
+		var out, errOut bytes.Buffer
+		args := []string{"--db", filepath.Join(dir, "ledger.db"), "run", wf, "--once", "--tools", tools, "--workspace", dir}
+		b.StartTimer()
+		if code := execute(context.Background(), args, strings.NewReader(""), &out, &errOut); code != 0 {
+			b.Fatalf("run: exit %d: %s", code, errOut.String())
+		}
+		done += n
+	}
+	b.StopTimer()
+	if got := svc.Total(); got != b.N {
+		b.Fatalf("applies: got %d, want %d", got, b.N)
+	}
 }
