@@ -82,11 +82,11 @@ func (c *child) wait(t *testing.T, limit time.Duration, what string) bool {
 
 // TestKillHostAtRandom SIGKILLs the host (run --once, or a host that runs until stopped)
 // at random moments and at every failpoint while it charges events against the fake
-// service, restarting it each time, then lets it
-// finish and checks the ledger's promise by the service's own count: every event
-// consumed, every charge made exactly once, no key applied twice, every mutation the
-// ledger calls applied applied and every one it calls failed not, nothing in flight and
-// no run stuck. Set SCRIPTHOST_KILL_SEED to replay a failure.
+// service, restarting it each time, then lets it finish and checks the ledger's promise
+// by the service's own count: every event consumed, every charge made exactly once, no
+// key sent or applied twice, every mutation the ledger calls applied applied and every
+// one it calls failed not, nothing in flight and no run stuck. SCRIPTHOST_SOAK=1 makes
+// it ten times longer; SCRIPTHOST_KILL_SEED=n replays a failure.
 func TestKillHostAtRandom(t *testing.T) {
 	cycles, charges := killConfig()
 	seed := uint64(time.Now().UnixNano())
