@@ -225,7 +225,12 @@ func (rt *Runtime) settle(ctx context.Context, run scripthost.Run, m scripthost.
 		return true, err
 	default:
 		// applied, failed, skipped and indeterminate each move the run in the same
-		// transaction; a run still active here means the ledger disagrees with itself.
+		// transaction. A person may have resolved the mutation after the run was read:
+		// then the run has moved on too, and the next step reads it again. A run still
+		// active and mutating means the ledger disagrees with itself.
+		if cur, err := rt.cfg.Store.Run(ctx, run.ID); err == nil && (cur.Phase != run.Phase || cur.Status != run.Status) {
+			return true, nil
+		}
 		return false, fmt.Errorf("runtime: run %s is mutating but its mutation %s is %s", run.ID, m.ID, m.Status)
 	}
 }
