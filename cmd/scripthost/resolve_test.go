@@ -241,46 +241,90 @@ func TestResolveRefused(t *testing.T) {
 	})
 }
 
-// TestResolveWhileHostRuns resolves a mutation while a long-running host process holds
-// the ledger, as an operator does: the host takes the run up again by itself.
+// TestResolveWhileHostRuns resolves mutations while a long-running host process polls
+// the ledger, as an operator does: the host takes each run up again by itself, and stays
+// up. The host polls every millisecond, so a resolution often lands between its reads of
+// a run and of the run's mutation.
 func TestResolveWhileHostRuns(t *testing.T) {
 	t.Setenv(tokenEnv, e2eToken)
 	bin := crashBinary(t)
-	e, svc, m := indeterminate(t, fakesvc.ApplyDrop)
+	svc := fakesvc.New()
+	defer svc.Close()
+	// Every charge is applied and its answer lost, and the look-up cannot tell yet:
+	// each mutation waits for a later attempt, and the test resolves it first.
+	svc.SetDefault(fakesvc.ApplyDrop)
+	svc.SetReconcile(fakesvc.ReconcileError)
+	const n = 20
+	e := newHTTPEnv(t, svc.URL(), "tools.json", n, "10s")
 
-	host := exec.Command(bin, "--db", e.db, "run", e.wf, "--tools", e.tools, "--workspace", e.dir, "--poll", "20ms")
+	host := exec.Command(bin, "--db", e.db, "run", e.wf, "--tools", e.tools, "--workspace", e.dir, "--poll", "1ms")
 	host.Env = append(os.Environ(), tokenEnv+"="+e2eToken)
 	var out lockedBuffer
 	host.Stdout, host.Stderr = &out, &out
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
 	}
+	var hostErr error
+	exited := make(chan struct{})
+	go func() { hostErr = host.Wait(); close(exited) }()
 	defer func() {
 		_ = host.Process.Signal(syscall.SIGTERM)
-		if err := host.Wait(); err != nil {
-			t.Errorf("host: %v\n%s", err, out.String())
+		<-exited
+		if hostErr != nil && !t.Failed() {
+			t.Errorf("host: %v\n%s", hostErr, out.String())
 		}
 	}()
 
-	if code, _, errOut := cli(t, "", "--db", e.db, "resolve", m.ID, "--as", "applied", "--result", `{"id":"obj_1"}`); code != 0 {
-		t.Fatalf("resolve while the host runs: got exit %d: %s", code, errOut)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r := e.consumerRuns()
-		if r[0].Status == scripthost.StatusCommitted {
-			break
+	resolved := map[string]bool{}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(resolved) < n {
+		select {
+		case <-exited:
+			t.Fatalf("the host exited after %d resolutions: %v\n%s", len(resolved), hostErr, out.String())
+		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("run still %s %s after the resolution; host output:\n%s", r[0].Phase, r[0].Status, out.String())
+			t.Fatalf("only %d of %d charges reached needs_reconcile within 60s:\n%s", len(resolved), n, out.String())
 		}
-		time.Sleep(20 * time.Millisecond)
+		for _, m := range e.mutations() {
+			if m.Status == scripthost.MutationNeedsReconcile && !resolved[m.ID] {
+				result := fmt.Sprintf(`{"id":"obj_%d"}`, len(resolved)+1)
+				if code, _, errOut := cli(t, "", "--db", e.db, "resolve", m.ID, "--as", "applied", "--force", "--result", result); code != 0 {
+					t.Fatalf("resolve while the host runs: got exit %d: %s", code, errOut)
+				}
+				resolved[m.ID] = true
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
-	if got := e.events()["ch-1"]; got != scripthost.EventConsumed {
-		t.Errorf("event: got %s, want consumed", got)
+	for {
+		evs := e.events()
+		consumed := 0
+		for _, st := range evs {
+			if st == scripthost.EventConsumed {
+				consumed++
+			}
+		}
+		if consumed == n {
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("the host exited: %v\n%s", hostErr, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d of %d events consumed within 60s:\n%s", consumed, n, out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	if got := svc.Total(); got != 1 {
-		t.Errorf("applies: got %d, want 1", got)
+	for _, m := range e.mutations() {
+		if m.Status != scripthost.MutationApplied || svc.Applies(m.IdempotencyKey) != 1 {
+			t.Errorf("mutation %s: got %s with %d applies, want applied once", m.ID, m.Status, svc.Applies(m.IdempotencyKey))
+		}
+	}
+	if got := svc.Total(); got != n {
+		t.Errorf("applies: got %d, want %d", got, n)
 	}
 }
 
