@@ -85,3 +85,31 @@ func TestQuickstart(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeQuickstartIsTheTestedOne keeps the README's quick start the same commands
+// as docs/quickstart.md, which TestQuickstart runs literally.
+func TestReadmeQuickstartIsTheTestedOne(t *testing.T) {
+	doc, _ := quickstartBlocks(t)
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "## Quick start")
+	if !ok {
+		t.Fatal("README.md has no Quick start section")
+	}
+	_, block, ok := strings.Cut(section, "```sh\n")
+	if !ok {
+		t.Fatal("README.md's Quick start has no sh block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	var readme []string
+	for _, l := range strings.Split(block, "\n") {
+		if s := strings.TrimSpace(l); s != "" && !strings.HasPrefix(s, "#") {
+			readme = append(readme, s)
+		}
+	}
+	if strings.Join(readme, "\n") != strings.Join(doc, "\n") {
+		t.Errorf("README quick start:\n%s\nwant the commands of docs/quickstart.md:\n%s", strings.Join(readme, "\n"), strings.Join(doc, "\n"))
+	}
+}
