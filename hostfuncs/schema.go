@@ -63,6 +63,23 @@ func CompileSchema(raw []byte) error {
 	return err
 }
 
+// ValidateJSON checks the JSON document doc against the JSON Schema schema (compiled
+// once per schema text and cached) and returns every violation as "pointer: message",
+// sorted by pointer, with the document root shown as "(root)". An empty schema accepts
+// anything. The error reports a schema that does not compile or a document that is not
+// JSON.
+func ValidateJSON(schema, doc []byte) ([]string, error) {
+	sch, err := compileSchema(schema)
+	if err != nil || sch == nil {
+		return nil, err
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("hostfuncs: not JSON: %w", err)
+	}
+	return validateValue(sch, v)
+}
+
 // validateValue checks a decoded JSON value (from jsonschema.UnmarshalJSON) against
 // sch and returns every violation as "pointer: message", sorted by pointer. The
 // instance root is shown as "(root)".

@@ -1,15 +1,7 @@
 package plan
 
 import (
-	"bytes"
-	"errors"
-	"sort"
 	"strings"
-	"sync"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
 	"github.com/scripthost/scripthost/hostfuncs"
 )
@@ -58,74 +50,11 @@ func CheckTools(p *Plan, reg *hostfuncs.Registry) error {
 		if !ok {
 			return errorf(CodeUnknownTool, s.StepID, "unknown tool %q", s.Tool)
 		}
-		if problems, err := validate(tool.InputSchema, s.args()); err != nil {
+		if problems, err := hostfuncs.ValidateJSON(tool.InputSchema, s.args()); err != nil {
 			return &Error{Code: CodeBadArguments, StepID: s.StepID, Message: "tool " + s.Tool + ": " + err.Error(), Err: err}
 		} else if len(problems) > 0 {
 			return errorf(CodeBadArguments, s.StepID, "arguments do not match tool %s: %s", s.Tool, strings.Join(problems, "; "))
 		}
 	}
 	return nil
-}
-
-var printer = message.NewPrinter(language.English)
-
-var schemas sync.Map // schema text → *jsonschema.Schema
-
-func compile(raw []byte) (*jsonschema.Schema, error) {
-	if v, ok := schemas.Load(string(raw)); ok {
-		return v.(*jsonschema.Schema), nil
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	const loc = "mem:///input.json"
-	if err := c.AddResource(loc, doc); err != nil {
-		return nil, err
-	}
-	sch, err := c.Compile(loc)
-	if err != nil {
-		return nil, err
-	}
-	schemas.Store(string(raw), sch)
-	return sch, nil
-}
-
-// validate returns the schema violations of args as "pointer: message", sorted.
-func validate(schema, args []byte) ([]string, error) {
-	if len(bytes.TrimSpace(schema)) == 0 {
-		return nil, nil
-	}
-	sch, err := compile(schema)
-	if err != nil {
-		return nil, err
-	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
-	if err != nil {
-		return nil, err
-	}
-	err = sch.Validate(v)
-	if err == nil {
-		return nil, nil
-	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return nil, err
-	}
-	var out []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			out = append(out, loc+": "+e.ErrorKind.LocalizedString(printer))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	sort.Strings(out)
-	return out, nil
 }
