@@ -305,8 +305,12 @@ func (rt *Runtime) RunOnce(ctx context.Context, workflows []string) error {
 	})
 }
 
+// maxPassBackoff caps the wait after failed scheduling passes.
+const maxPassBackoff = 30 * time.Second
+
 // Run recovers, then keeps running the named workflows until ctx is done, polling
-// every poll interval when there is nothing to do.
+// every poll interval when there is nothing to do. A failed pass is logged and tried
+// again with backoff; only a failed recovery at start is returned.
 func (rt *Runtime) Run(ctx context.Context, workflows []string, poll time.Duration) error {
 	if poll <= 0 {
 		poll = 250 * time.Millisecond
@@ -317,6 +321,7 @@ func (rt *Runtime) Run(ctx context.Context, workflows []string, poll time.Durati
 	err := rt.each(workflows, func(wf string) error {
 		t := time.NewTimer(0)
 		defer t.Stop()
+		failures := 0
 		for {
 			select {
 			case <-ctx.Done():
@@ -324,12 +329,24 @@ func (rt *Runtime) Run(ctx context.Context, workflows []string, poll time.Durati
 			case <-t.C:
 			}
 			did, err := rt.Tick(ctx, wf)
-			if err != nil && ctx.Err() == nil {
-				return fmt.Errorf("runtime: workflow %s: %w", wf, err)
-			}
-			if did {
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case err != nil:
+				// A pass that fails (the ledger locked by another process, a disk
+				// hiccup) must not stop the host: every run is where the ledger says it
+				// is, so the next pass picks up from there. Back off while it lasts.
+				failures++
+				wait := poll << min(failures, 8)
+				wait = min(wait, maxPassBackoff)
+				rt.cfg.Logger.Error("scheduling pass failed", "workflow", wf, "failures", failures,
+					"retry_in", wait, "err", rt.redact(err.Error()))
+				t.Reset(wait)
+			case did:
+				failures = 0
 				t.Reset(0)
-			} else {
+			default:
+				failures = 0
 				t.Reset(poll)
 			}
 		}
