@@ -226,7 +226,10 @@ type (
 		Status   scripthost.RunStatus
 		// Unfinished selects runs whose status is not final.
 		Unfinished bool
-		Limit      int
+		// Newest lists newest first (runs are otherwise oldest first); with Limit 1 it
+		// gives a handler's latest run.
+		Newest bool
+		Limit  int
 	}
 	MutationFilter struct {
 		RunID    string

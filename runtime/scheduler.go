@@ -68,38 +68,31 @@ func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
 		did = true
 	}
 
-	runs, err := st.Runs(ctx, ledger.RunFilter{Workflow: workflow})
+	active, err := st.Runs(ctx, ledger.RunFilter{Workflow: workflow, Status: scripthost.StatusActive})
 	if err != nil {
 		return did, err
 	}
-	for _, r := range runs {
-		if r.Status != scripthost.StatusActive {
-			continue
-		}
+	for _, r := range active {
 		_, moved, err := rt.Drive(ctx, r.ID)
 		if err != nil {
 			return did, err
 		}
 		did = did || moved
 	}
-	if did {
-		// Re-read: driving may have changed which handlers are blocked.
-		if runs, err = st.Runs(ctx, ledger.RunFilter{Workflow: workflow}); err != nil {
-			return did, err
-		}
-	}
 
-	latest, retried := latestRuns(runs)
-	retriedAny, err := rt.retries(ctx, def, latest, retried)
+	latest, err := rt.latestRuns(ctx, workflow, def)
+	if err != nil {
+		return did, err
+	}
+	retriedAny, err := rt.retries(ctx, def, latest)
 	if err != nil {
 		return did, err
 	}
 	did = did || retriedAny
 	if retriedAny {
-		if runs, err = st.Runs(ctx, ledger.RunFilter{Workflow: workflow}); err != nil {
+		if latest, err = rt.latestRuns(ctx, workflow, def); err != nil {
 			return did, err
 		}
-		latest, _ = latestRuns(runs)
 	}
 	blocked := func(handler string) bool {
 		r, ok := latest[handler]
@@ -177,12 +170,13 @@ func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
 // retries creates the retry runs whose time has come: runs paused by a network error
 // (up to TransientRetries) and failed runs of handlers whose onError strategy is retry
 // (up to maxRetries). A run whose mutation outcome is unknown is never retried.
-func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[string]scripthost.Run, retried map[string]bool) (bool, error) {
+func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[string]scripthost.Run) (bool, error) {
 	did := false
 	now := rt.now()
 	for _, handler := range sortedKeys(latest) {
 		r := latest[handler]
-		if retried[r.ID] || r.NotBefore.After(now) {
+		// The newest run of a handler has no retry yet: a retry would be newer.
+		if r.NotBefore.After(now) {
 			continue
 		}
 		lc, ok := lifecycleOf(def, handler)
@@ -238,19 +232,21 @@ func lifecycleOf(def *Definition, handler string) (Lifecycle, bool) {
 	return Lifecycle{}, false
 }
 
-// latestRuns returns the newest run of each handler (runs must be oldest first) and the set of runs that already
-// have a retry.
-func latestRuns(runs []scripthost.Run) (map[string]scripthost.Run, map[string]bool) {
+// latestRuns returns the newest run of each handler of the definition that has run:
+// one indexed lookup per handler, whatever the length of the workflow's history.
+func (rt *Runtime) latestRuns(ctx context.Context, workflow string, def *Definition) (map[string]scripthost.Run, error) {
 	latest := map[string]scripthost.Run{}
-	retried := map[string]bool{}
-	for _, r := range runs {
-		if r.RetryOf != "" {
-			retried[r.RetryOf] = true
+	names := append(sortedKeys(def.Producers), sortedKeys(def.Consumers)...)
+	for _, name := range names {
+		runs, err := rt.cfg.Store.Runs(ctx, ledger.RunFilter{Workflow: workflow, Handler: name, Newest: true, Limit: 1})
+		if err != nil {
+			return nil, err
 		}
-		// Runs lists oldest first, so the last one seen is the newest.
-		latest[r.Handler] = r
+		if len(runs) == 1 {
+			latest[name] = runs[0]
+		}
 	}
-	return latest, retried
+	return latest, nil
 }
 
 func (rt *Runtime) start(ctx context.Context, workflow string, version int, handler string, kind scripthost.HandlerKind) error {

@@ -167,6 +167,15 @@ func testCreateRun(f *fixture) {
 	if n := len(must(s.Runs(ctx, ledger.RunFilter{Unfinished: true}))(t)); n != 2 {
 		t.Errorf("unfinished runs: got %d, want 2", n)
 	}
+	// Oldest first by default; Newest with Limit 1 gives a handler's latest run, even
+	// when the clock did not move between the two.
+	second := must(s.CreateRun(ctx, ledger.NewRun{Workflow: wf, Version: 2, Handler: "ship", Kind: scripthost.KindConsumer}))(t)
+	if runs := must(s.Runs(ctx, ledger.RunFilter{Workflow: wf, Handler: "ship"}))(t); len(runs) != 2 || runs[0].ID != r.ID || runs[1].ID != second.ID {
+		t.Errorf("runs oldest first: got %v, want %s then %s", runs, r.ID, second.ID)
+	}
+	if runs := must(s.Runs(ctx, ledger.RunFilter{Workflow: wf, Handler: "ship", Newest: true, Limit: 1}))(t); len(runs) != 1 || runs[0].ID != second.ID {
+		t.Errorf("newest run: got %v, want %s", runs, second.ID)
+	}
 	before := f.dump()
 	if _, err := s.CreateRun(ctx, ledger.NewRun{Workflow: wf, Handler: "ship", Kind: "sideways"}); err == nil {
 		t.Error("unknown kind: got no error")

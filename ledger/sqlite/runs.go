@@ -236,15 +236,19 @@ func (s *Store) Runs(ctx context.Context, f ledger.RunFilter) ([]scripthost.Run,
 	if f.Unfinished {
 		where = append(where, "status NOT IN ('committed', 'skipped', 'failed:logic', 'failed:internal')")
 	}
-	return s.listRuns(ctx, where, args, f.Limit)
+	return s.listRuns(ctx, where, args, f.Limit, f.Newest)
 }
 
-func (s *Store) listRuns(ctx context.Context, where []string, args []any, limit int) ([]scripthost.Run, error) {
+func (s *Store) listRuns(ctx context.Context, where []string, args []any, limit int, newest bool) ([]scripthost.Run, error) {
 	q := `SELECT ` + runColumns + ` FROM runs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY created_at, rowid`
+	if newest {
+		q += ` ORDER BY created_at DESC, rowid DESC`
+	} else {
+		q += ` ORDER BY created_at, rowid`
+	}
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
 	}
@@ -392,7 +396,7 @@ func (s *Store) MarkMutated(ctx context.Context, runID string) (scripthost.Run, 
 
 // Recover lists active runs that are not committed and every in_flight mutation.
 func (s *Store) Recover(ctx context.Context) (ledger.Recovery, error) {
-	runs, err := s.listRuns(ctx, []string{"status = 'active'", "phase <> 'committed'"}, nil, 0)
+	runs, err := s.listRuns(ctx, []string{"status = 'active'", "phase <> 'committed'"}, nil, 0, false)
 	if err != nil {
 		return ledger.Recovery{}, err
 	}
