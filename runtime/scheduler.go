@@ -176,7 +176,7 @@ func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[stri
 	for _, handler := range sortedKeys(latest) {
 		r := latest[handler]
 		// The newest run of a handler has no retry yet: a retry would be newer.
-		if r.NotBefore.After(now) {
+		if r.NotBefore.After(now) || (r.Status != scripthost.StatusPausedTransient && !r.Status.Failed()) {
 			continue
 		}
 		lc, ok := lifecycleOf(def, handler)
