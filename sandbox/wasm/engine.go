@@ -35,7 +35,8 @@ const ABIVersion = 1
 // Options configure an Engine. The zero value is usable.
 type Options struct {
 	// CacheDir is where compiled modules are cached across processes. Empty means
-	// os.UserCacheDir()/scripthost/wazero; NoDiskCache disables the disk cache.
+	// os.UserCacheDir()/scripthost/wazero (os.TempDir() when there is no user cache
+	// directory); NoDiskCache disables the disk cache.
 	CacheDir    string
 	NoDiskCache bool
 	// Limits are the defaults for the zero fields of each invocation's Limits (the
@@ -90,9 +91,12 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	} else {
 		dir := opts.CacheDir
 		if dir == "" {
+			// Without a user cache directory (no $HOME, as under some service
+			// managers) the cache goes to the temporary directory: a missing cache
+			// location must not stop the host, it only costs compile time.
 			base, err := os.UserCacheDir()
 			if err != nil {
-				return nil, fmt.Errorf("wasm: cache dir: %w", err)
+				base = os.TempDir()
 			}
 			dir = filepath.Join(base, "scripthost", "wazero")
 		}
