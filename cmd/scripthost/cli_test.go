@@ -70,6 +70,7 @@ func TestRunBadInput(t *testing.T) {
 		{"unknown command", []string{"explode"}, 2, []string{`unknown command "explode"`}},
 		{"bad workspace", []string{"run", good, "--once", "--workspace", filepath.Join(dir, "none")}, 2, []string{"--workspace"}},
 		{"bad status", []string{"runs", "--status", "sleepy"}, 2, []string{`--status "sleepy"`}},
+		{"bad reconcile policy", []string{"run", good, "--once", "--reconcile-attempts", "0"}, 2, []string{"--reconcile-attempts"}},
 		{"bad resolution", []string{"resolve", "m1", "--as", "maybe"}, 2, []string{`--as "maybe"`}},
 		{"bad result json", []string{"resolve", "m1", "--as", "applied", "--result", "{"}, 2, []string{"--result is not valid JSON"}},
 		{"unknown mutation", []string{"resolve", "m1", "--as", "skipped"}, 7, []string{"m1"}},
@@ -157,6 +158,13 @@ func TestRunAndInspect(t *testing.T) {
 		if r["status"] != "committed" {
 			t.Errorf("run %v: want committed", r)
 		}
+	}
+
+	// --limit keeps the newest runs, in order.
+	var newest []map[string]any
+	_, stdout, _ = runCLI(t, "--db", db, "runs", "--json", "--limit", "2")
+	if err := json.Unmarshal([]byte(stdout), &newest); err != nil || len(newest) != 2 || newest[0]["id"] != runs[3]["id"] || newest[1]["id"] != runs[4]["id"] {
+		t.Errorf("runs --limit 2: got %v %v, want the last two of %d", newest, err, len(runs))
 	}
 
 	var muts []map[string]any

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/user"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -85,9 +86,15 @@ func newRunsCmd(g *globals) *cobra.Command {
 				}
 			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				if f.Limit > 0 {
+					f.Newest = true // the newest N, printed oldest first below
+				}
 				runs, err := store.Runs(cmd.Context(), f)
 				if err != nil {
 					return err
+				}
+				if f.Newest {
+					slices.Reverse(runs)
 				}
 				return list(g, asJSON, runs, "ID\tWORKFLOW\tHANDLER\tPHASE\tSTATUS\tATTEMPT\tERROR", func(r scripthost.Run) []string {
 					return []string{r.ID, r.Workflow, r.Handler, string(r.Phase), string(r.Status), fmt.Sprint(r.Attempt), oneLine(r.Error, 80)}
@@ -98,6 +105,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
 	cmd.Flags().StringVar(&status, "status", "", "only this status (e.g. failed:logic)")
+	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the newest N runs (0: all)")
 	return cmd
 }
 
@@ -216,6 +224,7 @@ func newMutationsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&status, "status", "", "only this status (e.g. indeterminate)")
 	cmd.Flags().StringVar(&f.RunID, "run", "", "only this run's mutation")
 	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
+	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the first N (0: all)")
 	return cmd
 }
 
@@ -251,6 +260,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
 	cmd.Flags().StringVar(&f.Topic, "topic", "", "only this topic")
 	cmd.Flags().StringVar(&status, "status", "", "only this status")
+	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the first N (0: all)")
 	return cmd
 }
 

@@ -33,6 +33,7 @@ type runFlags struct {
 	timeout   time.Duration
 	verbose   bool
 	allow     []string
+	reconcile hostfuncs.ReconcilePolicy
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -56,11 +57,17 @@ until no work is left and exit 0; otherwise run until interrupted.`,
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "wall-clock limit of one handler invocation (default 5s)")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "log every tool call and mutation to stderr")
 	cmd.Flags().StringSliceVar(&f.allow, "allow", nil, "programs plan.run_command may run (repeatable; none by default)")
+	cmd.Flags().IntVar(&f.reconcile.MaxAttempts, "reconcile-attempts", 5, "reconcile attempts for an uncertain mutation before a person must resolve it")
+	cmd.Flags().DurationVar(&f.reconcile.BaseDelay, "reconcile-delay", time.Second, "wait after the first undecided reconcile attempt (doubles each time)")
+	cmd.Flags().DurationVar(&f.reconcile.MaxDelay, "reconcile-max-delay", 5*time.Minute, "longest wait between reconcile attempts")
 	return cmd
 }
 
 // buildHost opens the ledger and wires a host with the workspace and HTTP tools.
-func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, timeout time.Duration, verbose bool, allow []string) (*host.Host, ledger.Store, error) {
+func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, timeout time.Duration, verbose bool, allow []string, reconcile hostfuncs.ReconcilePolicy) (*host.Host, ledger.Store, error) {
+	if reconcile.MaxAttempts < 1 || reconcile.BaseDelay <= 0 || reconcile.MaxDelay < reconcile.BaseDelay {
+		return nil, nil, usagef("--reconcile-attempts must be at least 1 and 0 < --reconcile-delay <= --reconcile-max-delay")
+	}
 	for _, p := range []string{toolsFile} {
 		if p != "" {
 			if _, err := os.Stat(p); err != nil {
@@ -86,6 +93,7 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 	h, err := host.New(ctx, store, host.Options{
 		Workspace: workspace,
 		Commands:  programs(allow),
+		Reconcile: reconcile,
 		Limits:    sandbox.Limits{Timeout: timeout},
 		Logger:    logger,
 		Redactor:  redactor,
@@ -139,7 +147,7 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) e
 		return err
 	}
 	defer unlock()
-	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow)
+	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile)
 	if err != nil {
 		return err
 	}
