@@ -135,30 +135,21 @@ func (w *Workspace) readTool(ns, method string) *hostfuncs.Tool {
 }
 
 func (w *Workspace) writeTool(ns, method string) *hostfuncs.Tool {
-	t := &hostfuncs.Tool{
-		Namespace: ns, Method: method,
-		Description:  "Write a file of the workspace atomically, creating parent directories; writing the same content again changes nothing.",
-		InputSchema:  schema(map[string]string{"path": str, "content": str}, "path", "content"),
-		OutputSchema: schema(map[string]string{"path": str, "bytes": `{"type":"integer"}`}, "path", "bytes"),
-	}
-	t.Execute = func(_ context.Context, input json.RawMessage) (json.RawMessage, error) {
-		var in writeIn
-		if err := decode(t.Name(), input, &in); err != nil {
-			return nil, err
-		}
-		if err := w.Write(t.Name(), in.Path, []byte(in.Content)); err != nil {
-			return nil, err
-		}
-		return encode(writeOut{Path: in.Path, Bytes: len(in.Content)})
-	}
-	t.Reconcile = w.reconcileContent
-	return t
+	return w.contentTool(ns, method,
+		"Write a file of the workspace atomically, creating parent directories; writing the same content again changes nothing.",
+		w.Write)
 }
 
 func (w *Workspace) createTool() *hostfuncs.Tool {
+	return w.contentTool(PlanNamespace, "file_create", "Create a new file of the workspace; fails if it exists.", w.Create)
+}
+
+// contentTool is a mutation that puts {path, content} into the workspace with put and
+// answers {path, bytes}; a lost outcome is reconciled by looking at the file.
+func (w *Workspace) contentTool(ns, method, description string, put func(op, path string, data []byte) error) *hostfuncs.Tool {
 	t := &hostfuncs.Tool{
-		Namespace: PlanNamespace, Method: "file_create",
-		Description:  "Create a new file of the workspace; fails if it exists.",
+		Namespace: ns, Method: method,
+		Description:  description,
 		InputSchema:  schema(map[string]string{"path": str, "content": str}, "path", "content"),
 		OutputSchema: schema(map[string]string{"path": str, "bytes": `{"type":"integer"}`}, "path", "bytes"),
 	}
@@ -167,7 +158,7 @@ func (w *Workspace) createTool() *hostfuncs.Tool {
 		if err := decode(t.Name(), input, &in); err != nil {
 			return nil, err
 		}
-		if err := w.Create(t.Name(), in.Path, []byte(in.Content)); err != nil {
+		if err := put(t.Name(), in.Path, []byte(in.Content)); err != nil {
 			return nil, err
 		}
 		return encode(writeOut{Path: in.Path, Bytes: len(in.Content)})
