@@ -90,11 +90,7 @@ func runPlan(ctx context.Context, g *globals, f planRunFlags, path string) error
 	if f.nonInteractive != "" && f.nonInteractive != "deny" && f.nonInteractive != "approve" {
 		return usagef("--non-interactive must be deny or approve, got %q", f.nonInteractive)
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	p, err := plan.Parse(raw)
+	p, err := readPlan(path)
 	if err != nil {
 		return err
 	}
@@ -285,17 +281,22 @@ every execution of a plan (PLAN).`,
 	return cmd
 }
 
+// readPlan reads and parses a plan file; an unreadable file is a usage error.
+func readPlan(path string) (*plan.Plan, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return plan.Parse(raw)
+}
+
 func newPlanHashCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "hash PLAN.json",
 		Short: "Print the hash an authorization record must name",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			raw, err := os.ReadFile(args[0])
-			if err != nil {
-				return usagef("%v", err)
-			}
-			p, err := plan.Parse(raw)
+			p, err := readPlan(args[0])
 			if err != nil {
 				return err
 			}
@@ -316,11 +317,7 @@ or denying it with --deny. "plan run --authorization FILE" accepts it while the 
 file is unchanged.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			raw, err := os.ReadFile(args[0])
-			if err != nil {
-				return usagef("%v", err)
-			}
-			p, err := plan.Parse(raw)
+			p, err := readPlan(args[0])
 			if err != nil {
 				return err
 			}
