@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +51,7 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	programs map[string]*loaded // by source hash
+	versions map[string]*loaded // by "workflow@version"
 	idle     map[string]int64   // workflow/handler → newest pending seq when it last found nothing to do
 	wfLocks  map[string]*sync.Mutex
 }
@@ -82,6 +84,7 @@ func New(cfg Config) (*Runtime, error) {
 	return &Runtime{
 		cfg:      cfg,
 		programs: map[string]*loaded{},
+		versions: map[string]*loaded{},
 		idle:     map[string]int64{},
 		wfLocks:  map[string]*sync.Mutex{},
 	}, nil
@@ -203,13 +206,28 @@ func (rt *Runtime) load(ctx context.Context, lang, path string, source []byte) (
 	return l, nil
 }
 
-// program returns the loaded module of a stored workflow version.
+// program returns the loaded module of a stored workflow version. Stored versions never
+// change, so each is read from the ledger once; the state machine asks for it at every
+// step.
 func (rt *Runtime) program(ctx context.Context, workflow string, version int) (*loaded, error) {
+	key := workflow + "@" + strconv.Itoa(version)
+	rt.mu.Lock()
+	l, ok := rt.versions[key]
+	rt.mu.Unlock()
+	if ok {
+		return l, nil
+	}
 	v, err := rt.cfg.Store.WorkflowVersion(ctx, workflow, version)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: workflow %s version %d: %w", workflow, version, err)
 	}
-	return rt.load(ctx, v.Language, v.Path, v.Source)
+	if l, err = rt.load(ctx, v.Language, v.Path, v.Source); err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	rt.versions[key] = l
+	rt.mu.Unlock()
+	return l, nil
 }
 
 // Definition returns the definition of a stored workflow's newest version.
@@ -234,6 +252,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 		errs = append(errs, l.prog.Close(ctx))
 		delete(rt.programs, k)
 	}
+	clear(rt.versions)
 	return errors.Join(errs...)
 }
 

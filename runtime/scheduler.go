@@ -48,10 +48,12 @@ func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
 	if wf.Paused {
 		return false, nil
 	}
-	def, version, err := rt.Definition(ctx, workflow)
+	version := wf.LatestVersion
+	l, err := rt.program(ctx, workflow, version)
 	if err != nil {
 		return false, err
 	}
+	def := l.def
 	did := false
 
 	due, err := st.DueReconciles(ctx, rt.now())
