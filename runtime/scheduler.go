@@ -124,24 +124,24 @@ func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
 			continue
 		}
 		c := def.Consumers[name]
-		newest := int64(0)
-		for _, topic := range c.Subscribe {
-			evs, err := st.PendingEvents(ctx, workflow, topic, 1000)
-			if err != nil {
-				return did, err
-			}
-			for _, e := range evs {
-				newest = max(newest, e.Seq)
-			}
+		key := workflow + "/" + name
+		rt.mu.Lock()
+		idleAt, idle := rt.idle[key]
+		rt.mu.Unlock()
+		// Whether anything is pending needs one event; whether something is newer
+		// than what an idle consumer last saw needs the newest.
+		scan := 1
+		if idle {
+			scan = pendingScan
+		}
+		newest, err := rt.newestPending(ctx, workflow, c.Subscribe, scan)
+		if err != nil {
+			return did, err
 		}
 		hs, err := st.HandlerState(ctx, workflow, name)
 		if err != nil {
 			return did, err
 		}
-		key := workflow + "/" + name
-		rt.mu.Lock()
-		idleAt := rt.idle[key]
-		rt.mu.Unlock()
 		// A wake-up is due once its time has come, unless a run started since then
 		// (a wake-up time in the past that a commit kept is not a new request).
 		wake := !hs.WakeAt.IsZero() && !hs.WakeAt.After(now)
@@ -158,15 +158,39 @@ func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
 		did = true
 		// A run that reserved nothing (or was skipped by its guard) leaves the pending
 		// events as they were: wait for a newer event or a wake-up before trying again.
-		rt.mu.Lock()
 		if len(run.Reservations) == 0 {
+			if newest, err = rt.newestPending(ctx, workflow, c.Subscribe, pendingScan); err != nil {
+				return did, err
+			}
+			rt.mu.Lock()
 			rt.idle[key] = newest
+			rt.mu.Unlock()
 		} else {
+			rt.mu.Lock()
 			delete(rt.idle, key)
+			rt.mu.Unlock()
 		}
-		rt.mu.Unlock()
 	}
 	return did, nil
+}
+
+// pendingScan bounds how many pending events per topic are read to find the newest.
+const pendingScan = 1000
+
+// newestPending returns the highest sequence number among the first limit pending
+// events of each topic (0 when none is pending).
+func (rt *Runtime) newestPending(ctx context.Context, workflow string, topics []string, limit int) (int64, error) {
+	newest := int64(0)
+	for _, topic := range topics {
+		evs, err := rt.cfg.Store.PendingEvents(ctx, workflow, topic, limit)
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range evs {
+			newest = max(newest, e.Seq)
+		}
+	}
+	return newest, nil
 }
 
 // retries creates the retry runs whose time has come: runs paused by a network error
