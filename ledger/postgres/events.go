@@ -1,0 +1,153 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+type eventRow struct {
+	Seq        int64     `db:"seq"`
+	Workflow   string    `db:"workflow"`
+	Topic      string    `db:"topic"`
+	MessageID  string    `db:"message_id"`
+	Payload    rawJSON   `db:"payload"`
+	Status     string    `db:"status"`
+	ReservedBy optString `db:"reserved_by"`
+	Attempt    int       `db:"attempt"`
+	CausedBy   string    `db:"caused_by"`
+	CreatedAt  nanos     `db:"created_at"`
+}
+
+const eventColumns = `seq, workflow, topic, message_id, payload, status, reserved_by, attempt, caused_by, created_at`
+
+func (r eventRow) event() scripthost.Event {
+	return scripthost.Event{
+		Seq: r.Seq, Workflow: r.Workflow, Topic: r.Topic, MessageID: r.MessageID,
+		Payload: r.Payload.msg(), Status: scripthost.EventStatus(r.Status),
+		ReservedBy: string(r.ReservedBy), Attempt: r.Attempt, CausedBy: r.CausedBy,
+		CreatedAt: r.CreatedAt.Time(),
+	}
+}
+
+// reserve reserves every event the run's reservations name, all or nothing: the caller
+// rolls back on error.
+func (s *Store) reserve(ctx context.Context, tx *wtx, rec runRec) error {
+	for _, res := range rec.Reservations {
+		for _, id := range res.IDs {
+			r, err := tx.ExecContext(ctx, `UPDATE events SET status = 'reserved', reserved_by = ?, attempt = attempt + 1
+				WHERE workflow = ? AND topic = ? AND message_id = ? AND status = 'pending'`,
+				rec.ID, rec.Workflow, res.Topic, id)
+			if err != nil {
+				return s.dbErr("reserve event", err)
+			}
+			if n, err := r.RowsAffected(); err != nil || n != 1 {
+				return fmt.Errorf("%w: %s/%s/%s for run %s", ledger.ErrEventUnavailable, rec.Workflow, res.Topic, id, rec.ID)
+			}
+		}
+	}
+	return nil
+}
+
+// setRunEvents moves the run's reserved events to status; pending also clears the
+// reservation so another run can take them.
+func (s *Store) setRunEvents(ctx context.Context, tx *wtx, runID string, status scripthost.EventStatus) error {
+	q := `UPDATE events SET status = ? WHERE reserved_by = ? AND status = 'reserved'`
+	if status == scripthost.EventPending {
+		q = `UPDATE events SET status = ?, reserved_by = NULL WHERE reserved_by = ? AND status = 'reserved'`
+	}
+	if _, err := tx.ExecContext(ctx, q, string(status), runID); err != nil {
+		return s.dbErr("update events", err)
+	}
+	return nil
+}
+
+// Publish stores events, skipping message ids a topic already has, and returns the
+// stored events in argument order (the existing ones for duplicates). A bad element
+// stores nothing.
+func (s *Store) Publish(ctx context.Context, events ...ledger.NewEvent) ([]scripthost.Event, error) {
+	var out []scripthost.Event
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		var err error
+		out, err = s.insertEvents(ctx, tx, events, "", "")
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// insertEvents stores events inside tx; workflow and causedBy fill empty fields.
+func (s *Store) insertEvents(ctx context.Context, tx *wtx, events []ledger.NewEvent, workflow, causedBy string) ([]scripthost.Event, error) {
+	now := s.now()
+	out := make([]scripthost.Event, 0, len(events))
+	for i, e := range events {
+		if e.Workflow == "" {
+			e.Workflow = workflow
+		}
+		if e.CausedBy == "" {
+			e.CausedBy = causedBy
+		}
+		if e.Workflow == "" || e.Topic == "" || e.MessageID == "" {
+			return nil, fmt.Errorf("postgres: publish event %d: workflow, topic and message id are required", i)
+		}
+		if err := checkJSON(fmt.Sprintf("event %d (%s/%s) payload", i, e.Topic, e.MessageID), e.Payload); err != nil {
+			return nil, err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO events (workflow, topic, message_id, payload, status, attempt, caused_by, created_at)
+			VALUES (?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT (workflow, topic, message_id) DO NOTHING`,
+			e.Workflow, e.Topic, e.MessageID, rawJSON(e.Payload), e.CausedBy, nanos(now))
+		if err != nil {
+			return nil, s.dbErr("publish", err)
+		}
+		var row eventRow
+		if err := tx.GetContext(ctx, &row, `SELECT `+eventColumns+` FROM events WHERE workflow = ? AND topic = ? AND message_id = ?`,
+			e.Workflow, e.Topic, e.MessageID); err != nil {
+			return nil, s.dbErr("publish", err)
+		}
+		out = append(out, row.event())
+	}
+	return out, nil
+}
+
+// PendingEvents lists a topic's pending events in publication order; an empty topic
+// lists every topic of the workflow, a limit of 0 lists all.
+func (s *Store) PendingEvents(ctx context.Context, workflow, topic string, limit int) ([]scripthost.Event, error) {
+	return s.Events(ctx, ledger.EventFilter{Workflow: workflow, Topic: topic, Status: scripthost.EventPending, Limit: limit})
+}
+
+// Events lists events matching f in publication order.
+func (s *Store) Events(ctx context.Context, f ledger.EventFilter) ([]scripthost.Event, error) {
+	var where []string
+	var args []any
+	if f.Workflow != "" {
+		where, args = append(where, "workflow = ?"), append(args, f.Workflow)
+	}
+	if f.Topic != "" {
+		where, args = append(where, "topic = ?"), append(args, f.Topic)
+	}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, string(f.Status))
+	}
+	q := `SELECT ` + eventColumns + ` FROM events`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY seq`
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	var rows []eventRow
+	if err := s.r.SelectContext(ctx, &rows, q, args...); err != nil {
+		return nil, s.dbErr("list events", err)
+	}
+	out := make([]scripthost.Event, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.event())
+	}
+	return out, nil
+}

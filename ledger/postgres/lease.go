@@ -1,0 +1,111 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/scripthost/scripthost/ledger"
+)
+
+type leaseRow struct {
+	Workflow  string    `db:"workflow"`
+	Owner     string    `db:"owner"`
+	Token     int64     `db:"claims"`
+	ExpiresAt time.Time `db:"expires_at"`
+}
+
+func (r leaseRow) lease() ledger.Lease {
+	l := ledger.Lease{Workflow: r.Workflow, Owner: r.Owner, Token: r.Token, ExpiresAt: r.ExpiresAt.UTC()}
+	if r.Owner == "" {
+		l.ExpiresAt = time.Time{}
+	}
+	return l
+}
+
+func millis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
+
+// ClaimLease takes the workflow's lease when it is free, expired or already owner's.
+// The row is locked with SKIP LOCKED: a host never waits for another host's claim.
+func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time.Duration) (ledger.Lease, bool, error) {
+	if workflow == "" || owner == "" {
+		return ledger.Lease{}, false, errors.New("postgres: claim lease: workflow and owner are required")
+	}
+	var row leaseRow
+	found := false
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		found = false
+		if _, err := tx.ExecContext(ctx, `INSERT INTO leases (workflow) VALUES (?) ON CONFLICT (workflow) DO NOTHING`, workflow); err != nil {
+			return s.dbErr("claim lease", err)
+		}
+		err := tx.GetContext(ctx, &row, `WITH free AS (
+				SELECT workflow FROM leases
+				WHERE workflow = ? AND (owner = '' OR owner = ? OR expires_at < clock_timestamp())
+				FOR UPDATE SKIP LOCKED)
+			UPDATE leases l SET owner = ?, claims = l.claims + 1, claimed_at = clock_timestamp(),
+				expires_at = clock_timestamp() + ? * interval '1 millisecond'
+			FROM free WHERE l.workflow = free.workflow
+			RETURNING l.workflow, l.owner, l.claims, l.expires_at`, workflow, owner, owner, millis(ttl))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return s.dbErr("claim lease", err)
+		}
+		found = true
+		return nil
+	})
+	if err != nil || !found {
+		return ledger.Lease{}, false, err
+	}
+	return row.lease(), true, nil
+}
+
+// RenewLease extends a lease its owner still holds.
+func (s *Store) RenewLease(ctx context.Context, l ledger.Lease, ttl time.Duration) (ledger.Lease, error) {
+	var row leaseRow
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		return tx.GetContext(ctx, &row, `UPDATE leases SET expires_at = clock_timestamp() + ? * interval '1 millisecond'
+			WHERE workflow = ? AND owner = ? AND claims = ? AND expires_at >= clock_timestamp()
+			RETURNING workflow, owner, claims, expires_at`, millis(ttl), l.Workflow, l.Owner, l.Token)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, fmt.Errorf("%w: workflow %s (owner %s, token %d)", ledger.ErrLeaseLost, l.Workflow, l.Owner, l.Token)
+	}
+	if err != nil {
+		return l, s.dbErr("renew lease", err)
+	}
+	return row.lease(), nil
+}
+
+// ReleaseLease frees a held lease and wakes the hosts waiting for the workflow.
+func (s *Store) ReleaseLease(ctx context.Context, l ledger.Lease) error {
+	return s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE leases SET owner = '', expires_at = 'epoch'
+			WHERE workflow = ? AND owner = ? AND claims = ?`, l.Workflow, l.Owner, l.Token)
+		if err != nil {
+			return s.dbErr("release lease", err)
+		}
+		if n, _ := r.RowsAffected(); n == 1 {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_notify('scripthost:' || current_schema(), ?)`, l.Workflow); err != nil {
+				return s.dbErr("release lease", err)
+			}
+		}
+		return nil
+	})
+}
+
+// Leases lists every workflow's lease by workflow name.
+func (s *Store) Leases(ctx context.Context) ([]ledger.Lease, error) {
+	var rows []leaseRow
+	if err := s.r.SelectContext(ctx, &rows, `SELECT workflow, owner, claims, expires_at FROM leases ORDER BY workflow`); err != nil {
+		return nil, s.dbErr("list leases", err)
+	}
+	out := make([]ledger.Lease, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.lease())
+	}
+	return out, nil
+}

@@ -1,0 +1,134 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// migrations holds the schema, one file per version: NNNN_name.sql. Version N is
+// applied in one transaction that also records N in scripthost_schema.
+//
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// markerTable is the table that says "this schema is a scripthost ledger".
+const markerTable = "scripthost_schema"
+
+// migrateLock is the advisory lock key under which hosts migrate one at a time.
+const migrateLock = 0x5c21_7057
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, f := range files {
+		base := strings.TrimPrefix(f, "migrations/")
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("postgres: migration %s: name must start with a positive version", f)
+		}
+		b, err := migrations.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: base, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("postgres: migration %s: want version %d", m.name, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// SchemaVersion is the schema version this binary writes.
+func SchemaVersion() int {
+	ms, err := loadMigrations()
+	if err != nil {
+		panic(err) // the embedded files are part of the binary; tests cover them
+	}
+	return len(ms)
+}
+
+// migrate checks that the schema is ours (or empty) and not newer than this binary,
+// and applies the missing migrations, all in one transaction under an advisory lock
+// so that hosts starting together migrate once. Nothing is written before the checks
+// pass.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, migrateLock); err != nil {
+			return s.dbErr("open", err)
+		}
+		if s.opts.Schema != "" {
+			if _, err := tx.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.opts.Schema}.Sanitize()); err != nil {
+				return s.dbErr("open", err)
+			}
+		}
+		var tables []string
+		if err := tx.SelectContext(ctx, &tables, `SELECT table_name FROM information_schema.tables
+			WHERE table_schema = current_schema() ORDER BY table_name`); err != nil {
+			return s.dbErr("open", err)
+		}
+		have := 0
+		switch {
+		case len(tables) == 0:
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE `+markerTable+
+				` (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+				return s.dbErr("open", err)
+			}
+		case !containsString(tables, markerTable):
+			return fmt.Errorf("postgres: open %s: %w: the schema holds tables that are not a ledger's (%s)",
+				s.dsn, ledger.ErrNotLedger, strings.Join(tables, ", "))
+		default:
+			if err := tx.GetContext(ctx, &have, `SELECT COALESCE(MAX(version), 0) FROM `+markerTable); err != nil {
+				return s.dbErr("open", err)
+			}
+		}
+		if have > len(ms) {
+			return fmt.Errorf("postgres: open %s: %w: schema version %d, this binary knows up to %d",
+				s.dsn, ledger.ErrSchemaTooNew, have, len(ms))
+		}
+		for _, m := range ms[have:] {
+			if _, err := tx.tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("postgres: open %s: migration %s: %w", s.dsn, m.name, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO `+markerTable+` (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.version, m.name, s.now().UnixNano()); err != nil {
+				return fmt.Errorf("postgres: open %s: migration %s: %w", s.dsn, m.name, err)
+			}
+		}
+		return nil
+	})
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

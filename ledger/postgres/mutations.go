@@ -1,0 +1,332 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+type mutationRow struct {
+	ID                string    `db:"id"`
+	RunID             optString `db:"run_id"`
+	Workflow          string    `db:"workflow"`
+	Handler           string    `db:"handler"`
+	Namespace         string    `db:"namespace"`
+	Method            string    `db:"method"`
+	Params            rawJSON   `db:"params"`
+	InputHash         string    `db:"input_hash"`
+	IdempotencyKey    string    `db:"idempotency_key"`
+	Status            string    `db:"status"`
+	Result            rawJSON   `db:"result"`
+	Error             string    `db:"error"`
+	ErrorClass        string    `db:"error_class"`
+	ReconcileAttempts int       `db:"reconcile_attempts"`
+	NextReconcileAt   nanos     `db:"next_reconcile_at"`
+	ResolvedBy        string    `db:"resolved_by"`
+	ResolvedAt        nanos     `db:"resolved_at"`
+	CreatedAt         nanos     `db:"created_at"`
+	UpdatedAt         nanos     `db:"updated_at"`
+}
+
+const mutationColumns = `id, run_id, workflow, handler, namespace, method, params, input_hash,
+	idempotency_key, status, result, error, error_class, reconcile_attempts, next_reconcile_at,
+	resolved_by, resolved_at, created_at, updated_at`
+
+func (r mutationRow) mutation() scripthost.Mutation {
+	return scripthost.Mutation{
+		ID: r.ID, RunID: string(r.RunID), Workflow: r.Workflow, Handler: r.Handler,
+		Namespace: r.Namespace, Method: r.Method, Params: r.Params.msg(), InputHash: r.InputHash,
+		IdempotencyKey: r.IdempotencyKey, Status: scripthost.MutationStatus(r.Status),
+		Result: r.Result.msg(), Error: r.Error, ErrorClass: scripthost.ErrorClass(r.ErrorClass),
+		ReconcileAttempts: r.ReconcileAttempts, NextReconcileAt: r.NextReconcileAt.Time(),
+		ResolvedBy: r.ResolvedBy, ResolvedAt: r.ResolvedAt.Time(),
+		CreatedAt: r.CreatedAt.Time(), UpdatedAt: r.UpdatedAt.Time(),
+	}
+}
+
+func mutationToRow(m scripthost.Mutation) mutationRow {
+	return mutationRow{
+		ID: m.ID, RunID: optString(m.RunID), Workflow: m.Workflow, Handler: m.Handler,
+		Namespace: m.Namespace, Method: m.Method, Params: rawJSON(m.Params), InputHash: m.InputHash,
+		IdempotencyKey: m.IdempotencyKey, Status: string(m.Status), Result: rawJSON(m.Result),
+		Error: m.Error, ErrorClass: string(m.ErrorClass), ReconcileAttempts: m.ReconcileAttempts,
+		NextReconcileAt: nanos(m.NextReconcileAt), ResolvedBy: m.ResolvedBy,
+		ResolvedAt: nanos(m.ResolvedAt), CreatedAt: nanos(m.CreatedAt), UpdatedAt: nanos(m.UpdatedAt),
+	}
+}
+
+func (s *Store) getMutation(ctx context.Context, q sqlx.QueryerContext, id string) (scripthost.Mutation, error) {
+	var row mutationRow
+	err := sqlx.GetContext(ctx, q, &row, `SELECT `+mutationColumns+` FROM mutations WHERE id = ?`+forUpdate(q), id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return scripthost.Mutation{}, fmt.Errorf("%w: mutation %q", ledger.ErrNotFound, id)
+	}
+	if err != nil {
+		return scripthost.Mutation{}, s.dbErr("read mutation", err)
+	}
+	return row.mutation(), nil
+}
+
+// runMutation returns the run's mutation and whether it has one.
+func (s *Store) runMutation(ctx context.Context, q sqlx.QueryerContext, runID string) (scripthost.Mutation, bool, error) {
+	var row mutationRow
+	err := sqlx.GetContext(ctx, q, &row, `SELECT `+mutationColumns+` FROM mutations WHERE run_id = ?`+forUpdate(q), runID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return scripthost.Mutation{}, false, nil
+	}
+	if err != nil {
+		return scripthost.Mutation{}, false, s.dbErr("read mutation", err)
+	}
+	return row.mutation(), true, nil
+}
+
+func (s *Store) saveMutation(ctx context.Context, tx *wtx, m scripthost.Mutation) error {
+	var sets []string
+	for _, c := range columnList(mutationColumns) {
+		if c != "id" {
+			sets = append(sets, c+" = :"+c)
+		}
+	}
+	_, err := tx.NamedExecContext(ctx, `UPDATE mutations SET `+strings.Join(sets, ", ")+` WHERE id = :id`, mutationToRow(m))
+	if err != nil {
+		return s.dbErr("update mutation", err)
+	}
+	return nil
+}
+
+// BeginMutation durably records an in_flight mutation.
+func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scripthost.Mutation, error) {
+	if nm.Namespace == "" || nm.Method == "" || nm.IdempotencyKey == "" {
+		return scripthost.Mutation{}, fmt.Errorf("postgres: begin mutation: namespace, method and idempotency key are required")
+	}
+	if err := checkJSON("mutation params", nm.Params); err != nil {
+		return scripthost.Mutation{}, err
+	}
+	now := s.now()
+	m := scripthost.Mutation{
+		ID: s.opts.NewID(), RunID: nm.RunID, Workflow: nm.Workflow, Handler: nm.Handler,
+		Namespace: nm.Namespace, Method: nm.Method, Params: nm.Params, InputHash: nm.InputHash,
+		IdempotencyKey: nm.IdempotencyKey, Status: scripthost.MutationInFlight,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+		if nm.RunID != "" {
+			rec, err := s.getRun(ctx, tx, nm.RunID)
+			if err != nil {
+				return err
+			}
+			if rec.Status != scripthost.StatusActive || rec.Phase != scripthost.RunMutating {
+				return refuse("run", rec.ID, rec.Phase, "mutation",
+					"a mutation needs an active run in phase mutating; run is %s in %s", rec.Status, rec.Phase)
+			}
+			if old, found, err := s.runMutation(ctx, tx, rec.ID); err != nil {
+				return err
+			} else if found {
+				return fmt.Errorf("%w: run %s has mutation %s (%s)", ledger.ErrMutationExists, rec.ID, old.ID, old.Status)
+			}
+			if m.Workflow == "" {
+				m.Workflow = rec.Workflow
+			}
+			if m.Handler == "" {
+				m.Handler = rec.Handler
+			}
+		}
+		var other string
+		err := tx.GetContext(ctx, &other, `SELECT id FROM mutations WHERE idempotency_key = ?`, nm.IdempotencyKey)
+		if err == nil {
+			return fmt.Errorf("%w: key %q is used by mutation %s", ledger.ErrDuplicateKey, nm.IdempotencyKey, other)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return s.dbErr("begin mutation", err)
+		}
+		_, err = tx.NamedExecContext(ctx, `INSERT INTO mutations (`+mutationColumns+`) VALUES (`+namedList(mutationColumns)+`)`,
+			mutationToRow(m))
+		switch uniqueViolation(err) {
+		case "":
+		case "mutations_idempotency_key_key":
+			return fmt.Errorf("%w: key %q is used by another mutation", ledger.ErrDuplicateKey, nm.IdempotencyKey)
+		case "mutations_run_id_key":
+			return fmt.Errorf("%w: run %s", ledger.ErrMutationExists, nm.RunID)
+		}
+		if err != nil {
+			return s.dbErr("begin mutation", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return scripthost.Mutation{}, err
+	}
+	return m, nil
+}
+
+// outcomeTx loads a mutation whose outcome is about to be recorded and checks that its
+// status is one of from.
+func (s *Store) outcomeTx(ctx context.Context, tx *wtx, id string, to any, from ...scripthost.MutationStatus) (scripthost.Mutation, error) {
+	m, err := s.getMutation(ctx, tx, id)
+	if err != nil {
+		return m, err
+	}
+	for _, f := range from {
+		if m.Status == f {
+			return m, nil
+		}
+	}
+	return m, refuse("mutation", id, m.Status, to, "allowed only from %s", joinStatuses(from))
+}
+
+func joinStatuses(ss []scripthost.MutationStatus) string {
+	var parts []string
+	for _, s := range ss {
+		parts = append(parts, string(s))
+	}
+	return strings.Join(parts, " or ")
+}
+
+var unknownOutcome = []scripthost.MutationStatus{
+	scripthost.MutationInFlight, scripthost.MutationNeedsReconcile, scripthost.MutationIndeterminate,
+}
+
+// applyRun records an applied (or skipped) mutation on its run: outcome, phase
+// mutated, status active.
+func (s *Store) applyRun(ctx context.Context, tx *wtx, runID string, outcome scripthost.Outcome, now time.Time) error {
+	rec, err := s.getRun(ctx, tx, runID)
+	if err != nil {
+		return err
+	}
+	if rec.Phase != scripthost.RunMutating {
+		return refuse("run", runID, rec.Phase, scripthost.RunMutated, "run is in phase %s, not mutating", rec.Phase)
+	}
+	rec.Phase = scripthost.RunMutated
+	rec.Status = scripthost.StatusActive
+	rec.Outcome = &outcome
+	rec.Error, rec.ErrorClass, rec.NotBefore = "", "", time.Time{}
+	rec.UpdatedAt = now
+	return s.saveRun(ctx, tx, rec)
+}
+
+// failRun releases the run's events and gives it status with the error.
+func (s *Store) failRun(ctx context.Context, tx *wtx, runID string, status scripthost.RunStatus, msg string, class scripthost.ErrorClass, now time.Time) error {
+	rec, err := s.getRun(ctx, tx, runID)
+	if err != nil {
+		return err
+	}
+	if err := s.setRunEvents(ctx, tx, runID, scripthost.EventPending); err != nil {
+		return err
+	}
+	rec.Status, rec.Error, rec.ErrorClass = status, msg, class
+	rec.UpdatedAt = now
+	return s.saveRun(ctx, tx, rec)
+}
+
+// ApplyMutation marks the mutation applied and moves its run to mutated.
+func (s *Store) ApplyMutation(ctx context.Context, mutationID string, result json.RawMessage) (scripthost.Mutation, error) {
+	if err := checkJSON("mutation result", result); err != nil {
+		return scripthost.Mutation{}, err
+	}
+	var out scripthost.Mutation
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationApplied, unknownOutcome...)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		m.Status, m.Result, m.Error, m.ErrorClass, m.UpdatedAt = scripthost.MutationApplied, result, "", "", now
+		if err := s.saveMutation(ctx, tx, m); err != nil {
+			return err
+		}
+		if m.RunID != "" {
+			if err := s.applyRun(ctx, tx, m.RunID, scripthost.Outcome{Status: scripthost.OutcomeApplied, Result: result}, now); err != nil {
+				return err
+			}
+		}
+		out = m
+		return nil
+	})
+	return out, err
+}
+
+// FailMutation marks the mutation failed, releases its run's events and gives the run
+// the status of the cause's class.
+func (s *Store) FailMutation(ctx context.Context, mutationID string, cause *scripthost.Error) (scripthost.Mutation, error) {
+	if cause == nil {
+		return scripthost.Mutation{}, fmt.Errorf("postgres: fail mutation %s: a cause is required", mutationID)
+	}
+	var out scripthost.Mutation
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationFailed, unknownOutcome...)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		m.Status, m.Error, m.ErrorClass, m.UpdatedAt = scripthost.MutationFailed, cause.Error(), cause.Class, now
+		if err := s.saveMutation(ctx, tx, m); err != nil {
+			return err
+		}
+		if m.RunID != "" {
+			if err := s.failRun(ctx, tx, m.RunID, cause.Class.Info().Status, cause.Error(), cause.Class, now); err != nil {
+				return err
+			}
+		}
+		out = m
+		return nil
+	})
+	return out, err
+}
+
+// MarkNeedsReconcile records a reconcile attempt that could not decide.
+func (s *Store) MarkNeedsReconcile(ctx context.Context, mutationID string, attempts int, next time.Time, reason string) (scripthost.Mutation, error) {
+	var out scripthost.Mutation
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationNeedsReconcile,
+			scripthost.MutationInFlight, scripthost.MutationNeedsReconcile)
+		if err != nil {
+			return err
+		}
+		m.Status, m.ReconcileAttempts, m.NextReconcileAt = scripthost.MutationNeedsReconcile, attempts, norm(next)
+		m.Error, m.UpdatedAt = reason, s.now()
+		out = m
+		return s.saveMutation(ctx, tx, m)
+	})
+	return out, err
+}
+
+// MarkIndeterminate hands the mutation to a person and pauses its run for
+// reconciliation; the run keeps its events.
+func (s *Store) MarkIndeterminate(ctx context.Context, mutationID string, reason string) (scripthost.Mutation, error) {
+	var out scripthost.Mutation
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationIndeterminate,
+			scripthost.MutationInFlight, scripthost.MutationNeedsReconcile)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		m.Status, m.Error, m.UpdatedAt = scripthost.MutationIndeterminate, reason, now
+		if err := s.saveMutation(ctx, tx, m); err != nil {
+			return err
+		}
+		if m.RunID != "" {
+			rec, err := s.getRun(ctx, tx, m.RunID)
+			if err != nil {
+				return err
+			}
+			rec.Status, rec.Error, rec.ErrorClass = scripthost.StatusPausedReconciliation, reason, ""
+			rec.UpdatedAt = now
+			if err := s.saveRun(ctx, tx, rec); err != nil {
+				return err
+			}
+		}
+		out = m
+		return nil
+	})
+	return out, err
+}

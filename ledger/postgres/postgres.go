@@ -1,0 +1,174 @@
+// Package postgres is the ledger.Store for several hosts: one PostgreSQL database
+// shared by every scripthost process, through sqlx and the pgx stdlib driver.
+//
+// Every state change runs in one transaction at READ COMMITTED with the rows it
+// decides on locked (SELECT … FOR UPDATE), so concurrent hosts serialise per run and
+// per mutation instead of per database. A transaction that loses a deadlock or a
+// serialisation race, or whose connection is lost before it commits, is run again; a
+// write that must complete (an in-flight mutation, its outcome, a commit) keeps trying
+// through a database restart for up to Options.WriteTimeout.
+//
+// Besides the Store contract it implements ledger.Leaser: the leases with which hosts
+// split the workflows between them, and LISTEN/NOTIFY wake-ups when work arrives.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// Options configure a Store. The zero value is usable.
+type Options struct {
+	// Clock returns the current time; default time.Now. Leases use the database's
+	// clock instead, so that hosts with skewed clocks agree on expiry.
+	Clock func() time.Time
+	// WriteTimeout bounds a write that must complete even when the caller's context is
+	// cancelled (a mutation's in-flight record and its outcome), retries included;
+	// default 30s.
+	WriteTimeout time.Duration
+	// NewID returns a fresh id for runs and mutations; default a UUIDv7 string.
+	NewID func() string
+	// MaxConns caps the connection pool; default 16.
+	MaxConns int
+	// Schema, when set, keeps the ledger's tables in that schema (created if missing)
+	// instead of the connection's default search path: several ledgers can then share
+	// one database.
+	Schema string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 30 * time.Second
+	}
+	if o.NewID == nil {
+		o.NewID = newUUID
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 16
+	}
+	return o
+}
+
+func newUUID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}
+
+// Store is a ledger.Store backed by a PostgreSQL database.
+type Store struct {
+	dsn  string // for messages: the URL without its password
+	opts Options
+	cfg  *pgx.ConnConfig
+	db   *sqlx.DB
+	// r reads through the pool with the store's placeholders.
+	r conn
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	listener  *listener
+}
+
+var (
+	_ ledger.Store  = (*Store)(nil)
+	_ ledger.Leaser = (*Store)(nil)
+)
+
+// IsURL reports whether a --db value names a PostgreSQL database rather than a file.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// Open connects to the database named by a postgres:// URL (or a key=value
+// connection string) and brings the ledger's schema up to date. Concurrent Opens of
+// one database migrate it once.
+//
+// It refuses, without changing the database: a database holding tables of something
+// else in the ledger's schema (ledger.ErrNotLedger) and a ledger written by a newer
+// binary (ledger.ErrSchemaTooNew). Errors name the database without its password.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open %s: %w", redactURL(dsn), err)
+	}
+	if opts.Schema != "" {
+		if cfg.RuntimeParams == nil {
+			cfg.RuntimeParams = map[string]string{}
+		}
+		cfg.RuntimeParams["search_path"] = opts.Schema
+	}
+	s := &Store{dsn: redactURL(dsn), opts: opts, cfg: cfg, closed: make(chan struct{})}
+	db := sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
+	db.SetMaxOpenConns(opts.MaxConns)
+	db.SetMaxIdleConns(opts.MaxConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	s.db = db
+	s.r = conn{db}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.listener = newListener(s)
+	return s, nil
+}
+
+// String names the database without its password.
+func (s *Store) String() string { return s.dsn }
+
+// Close stops the wake-up listener and closes the connection pool.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.listener.stop()
+		err = s.db.Close()
+	})
+	return err
+}
+
+// now returns the clock's time in UTC at the precision the store keeps (nanoseconds,
+// no monotonic reading), so that values returned by a write equal values read back.
+func (s *Store) now() time.Time {
+	return time.Unix(0, s.opts.Clock().UnixNano()).UTC()
+}
+
+// redactURL drops the password from a connection URL for messages.
+func redactURL(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		if strings.Contains(dsn, "password") {
+			return "(connection string)"
+		}
+		return dsn
+	}
+	return u.Redacted()
+}
+
+// dbErr wraps a driver error with the operation and the database.
+func (s *Store) dbErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, errClosed) {
+		return err
+	}
+	return fmt.Errorf("postgres: %s %s: %w", op, s.dsn, err)
+}

@@ -1,0 +1,134 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// Resolve applies a person's resolution of a mutation whose outcome is unknown.
+func (s *Store) Resolve(ctx context.Context, mutationID string, r ledger.Resolution) (scripthost.Mutation, error) {
+	if err := checkJSON("resolution result", r.Result); err != nil {
+		return scripthost.Mutation{}, err
+	}
+	var out scripthost.Mutation
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+		from := []scripthost.MutationStatus{scripthost.MutationIndeterminate}
+		if r.Force {
+			from = append(from, scripthost.MutationNeedsReconcile)
+		}
+		m, err := s.outcomeTx(ctx, tx, mutationID, "resolved as "+string(r.As), from...)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		m.ResolvedBy, m.ResolvedAt, m.UpdatedAt = r.By, now, now
+		switch r.As {
+		case scripthost.MutationApplied:
+			m.Status, m.Result, m.Error, m.ErrorClass = scripthost.MutationApplied, r.Result, "", ""
+			if m.RunID != "" {
+				err = s.applyRun(ctx, tx, m.RunID, scripthost.Outcome{Status: scripthost.OutcomeApplied, Result: r.Result}, now)
+			}
+		case scripthost.MutationFailed:
+			msg := "resolved as failed by " + by(r.By)
+			m.Status, m.Error, m.ErrorClass = scripthost.MutationFailed, msg, scripthost.ClassLogic
+			if m.RunID != "" {
+				err = s.failRun(ctx, tx, m.RunID, scripthost.StatusFailedLogic, msg, scripthost.ClassLogic, now)
+			}
+		case scripthost.MutationSkipped:
+			m.Status, m.Error, m.ErrorClass = scripthost.MutationSkipped, "skipped by "+by(r.By), ""
+			if m.RunID != "" {
+				if err = s.setRunEvents(ctx, tx, m.RunID, scripthost.EventSkipped); err == nil {
+					err = s.applyRun(ctx, tx, m.RunID, scripthost.Outcome{Status: scripthost.OutcomeSkipped}, now)
+				}
+			}
+		default:
+			return refuse("mutation", mutationID, m.Status, r.As, "a resolution is applied, failed or skipped")
+		}
+		if err != nil {
+			return err
+		}
+		out = m
+		return s.saveMutation(ctx, tx, m)
+	})
+	return out, err
+}
+
+// Mutation returns one mutation.
+func (s *Store) Mutation(ctx context.Context, id string) (scripthost.Mutation, error) {
+	return s.getMutation(ctx, s.r, id)
+}
+
+// RunMutation returns the run's mutation, or ErrNotFound.
+func (s *Store) RunMutation(ctx context.Context, runID string) (scripthost.Mutation, error) {
+	m, found, err := s.runMutation(ctx, s.r, runID)
+	if err != nil {
+		return m, err
+	}
+	if !found {
+		return m, fmt.Errorf("%w: mutation of run %q", ledger.ErrNotFound, runID)
+	}
+	return m, nil
+}
+
+// Mutations lists mutations matching f, oldest first.
+func (s *Store) Mutations(ctx context.Context, f ledger.MutationFilter) ([]scripthost.Mutation, error) {
+	var where []string
+	var args []any
+	if f.RunID != "" {
+		where, args = append(where, "run_id = ?"), append(args, f.RunID)
+	}
+	if f.Workflow != "" {
+		where, args = append(where, "workflow = ?"), append(args, f.Workflow)
+	}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, string(f.Status))
+	}
+	return s.listMutations(ctx, where, args, f.Limit)
+}
+
+func (s *Store) listMutations(ctx context.Context, where []string, args []any, limit int) ([]scripthost.Mutation, error) {
+	q := `SELECT ` + mutationColumns + ` FROM mutations`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY created_at, ord`
+	if limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	var rows []mutationRow
+	if err := s.r.SelectContext(ctx, &rows, q, args...); err != nil {
+		return nil, s.dbErr("list mutations", err)
+	}
+	out := make([]scripthost.Mutation, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.mutation())
+	}
+	return out, nil
+}
+
+// DueReconciles lists needs_reconcile mutations whose next attempt is due at now.
+func (s *Store) DueReconciles(ctx context.Context, now time.Time) ([]scripthost.Mutation, error) {
+	return s.listMutations(ctx, []string{"status = 'needs_reconcile'",
+		"(next_reconcile_at IS NULL OR next_reconcile_at <= ?)"}, []any{norm(now).UnixNano()}, 0)
+}
+
+// FailureCount counts definitely failed mutations with this input hash.
+func (s *Store) FailureCount(ctx context.Context, inputHash string) (int, error) {
+	var n int
+	if err := s.r.GetContext(ctx, &n, `SELECT COUNT(*) FROM mutations WHERE input_hash = ? AND status = 'failed'`, inputHash); err != nil {
+		return 0, s.dbErr("count failures", err)
+	}
+	return n, nil
+}
+
+func by(who string) string {
+	if who == "" {
+		return "an operator"
+	}
+	return who
+}

@@ -1,0 +1,408 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// runRow is a row of runs.
+type runRow struct {
+	ID                string    `db:"id"`
+	Workflow          string    `db:"workflow"`
+	Version           int       `db:"version"`
+	Handler           string    `db:"handler"`
+	Kind              string    `db:"kind"`
+	Phase             string    `db:"phase"`
+	Status            string    `db:"status"`
+	RetryOf           optString `db:"retry_of"`
+	SupersededBy      optString `db:"superseded_by"`
+	Attempt           int       `db:"attempt"`
+	RetryFromEmitting bool      `db:"retry_from_emitting"`
+	Prepared          rawJSON   `db:"prepared"`
+	Reservations      rawJSON   `db:"reservations"`
+	WakeAt            nanos     `db:"wake_at"`
+	InputState        rawJSON   `db:"input_state"`
+	OutputState       rawJSON   `db:"output_state"`
+	Outcome           rawJSON   `db:"outcome"`
+	Error             string    `db:"error"`
+	ErrorClass        string    `db:"error_class"`
+	NotBefore         nanos     `db:"not_before"`
+	CreatedAt         nanos     `db:"created_at"`
+	UpdatedAt         nanos     `db:"updated_at"`
+}
+
+const runColumns = `id, workflow, version, handler, kind, phase, status, retry_of, superseded_by,
+	attempt, retry_from_emitting, prepared, reservations, wake_at, input_state, output_state,
+	outcome, error, error_class, not_before, created_at, updated_at`
+
+// runRec is a run as transitions see it: the public fields plus the store's own.
+type runRec struct {
+	scripthost.Run
+	SupersededBy string
+	// WakeAt is the prepare phase's requested wake-up, saved with the state at commit.
+	WakeAt time.Time
+}
+
+func (r runRow) rec() (runRec, error) {
+	rec := runRec{
+		Run: scripthost.Run{
+			ID: r.ID, Workflow: r.Workflow, Version: r.Version, Handler: r.Handler,
+			Kind: scripthost.HandlerKind(r.Kind), Phase: scripthost.RunPhase(r.Phase),
+			Status: scripthost.RunStatus(r.Status), RetryOf: string(r.RetryOf), Attempt: r.Attempt,
+			RetryFromEmitting: r.RetryFromEmitting, Prepared: r.Prepared.msg(),
+			InputState: r.InputState.msg(), OutputState: r.OutputState.msg(), Error: r.Error,
+			ErrorClass: scripthost.ErrorClass(r.ErrorClass), NotBefore: r.NotBefore.Time(),
+			CreatedAt: r.CreatedAt.Time(), UpdatedAt: r.UpdatedAt.Time(),
+		},
+		SupersededBy: string(r.SupersededBy),
+		WakeAt:       r.WakeAt.Time(),
+	}
+	if len(r.Reservations) > 0 {
+		if err := json.Unmarshal(r.Reservations, &rec.Reservations); err != nil {
+			return runRec{}, fmt.Errorf("postgres: run %s: reservations: %w", r.ID, err)
+		}
+	}
+	if len(r.Outcome) > 0 {
+		rec.Outcome = new(scripthost.Outcome)
+		if err := json.Unmarshal(r.Outcome, rec.Outcome); err != nil {
+			return runRec{}, fmt.Errorf("postgres: run %s: outcome: %w", r.ID, err)
+		}
+	}
+	return rec, nil
+}
+
+func (rec runRec) row() (runRow, error) {
+	r := runRow{
+		ID: rec.ID, Workflow: rec.Workflow, Version: rec.Version, Handler: rec.Handler,
+		Kind: string(rec.Kind), Phase: string(rec.Phase), Status: string(rec.Status),
+		RetryOf: optString(rec.RetryOf), SupersededBy: optString(rec.SupersededBy),
+		Attempt: rec.Attempt, RetryFromEmitting: rec.RetryFromEmitting,
+		Prepared: rawJSON(rec.Prepared), WakeAt: nanos(rec.WakeAt),
+		InputState: rawJSON(rec.InputState), OutputState: rawJSON(rec.OutputState),
+		Error: rec.Error, ErrorClass: string(rec.ErrorClass), NotBefore: nanos(rec.NotBefore),
+		CreatedAt: nanos(rec.CreatedAt), UpdatedAt: nanos(rec.UpdatedAt),
+	}
+	var err error
+	if len(rec.Reservations) > 0 {
+		if r.Reservations, err = jsonValue(rec.Reservations); err != nil {
+			return runRow{}, err
+		}
+	}
+	if rec.Outcome != nil {
+		if r.Outcome, err = jsonValue(rec.Outcome); err != nil {
+			return runRow{}, err
+		}
+	}
+	return r, nil
+}
+
+// getRun loads a run inside a transaction or from the read pool.
+func (s *Store) getRun(ctx context.Context, q sqlx.QueryerContext, id string) (runRec, error) {
+	var row runRow
+	err := sqlx.GetContext(ctx, q, &row, `SELECT `+runColumns+` FROM runs WHERE id = ?`+forUpdate(q), id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return runRec{}, fmt.Errorf("%w: run %q", ledger.ErrNotFound, id)
+	}
+	if err != nil {
+		return runRec{}, s.dbErr("read run", err)
+	}
+	return row.rec()
+}
+
+// insertRun stores a new run and its first snapshot.
+func (s *Store) insertRun(ctx context.Context, tx *wtx, rec runRec) error {
+	row, err := rec.row()
+	if err != nil {
+		return err
+	}
+	_, err = tx.NamedExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (`+namedList(runColumns)+`)`, row)
+	if err != nil {
+		return s.dbErr("create run", err)
+	}
+	return s.snapshot(ctx, tx, rec.Run)
+}
+
+// saveRun writes every column of a changed run and a snapshot of it: all run
+// transitions end here, so every transition leaves a snapshot in its transaction.
+func (s *Store) saveRun(ctx context.Context, tx *wtx, rec runRec) error {
+	row, err := rec.row()
+	if err != nil {
+		return err
+	}
+	var sets []string
+	for _, c := range columnList(runColumns) {
+		if c != "id" {
+			sets = append(sets, c+" = :"+c)
+		}
+	}
+	_, err = tx.NamedExecContext(ctx, `UPDATE runs SET `+strings.Join(sets, ", ")+` WHERE id = :id`, row)
+	if err != nil {
+		return s.dbErr("update run", err)
+	}
+	return s.snapshot(ctx, tx, rec.Run)
+}
+
+func (s *Store) snapshot(ctx context.Context, tx *wtx, run scripthost.Run) error {
+	b, err := json.Marshal(run)
+	if err != nil {
+		return fmt.Errorf("postgres: snapshot run %s: %w", run.ID, err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at)
+		SELECT ?::text, COALESCE(MAX(seq), 0) + 1, ?::text, ?::text, ?::text, ?::bigint FROM run_snapshots WHERE run_id = ?`,
+		run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt), run.ID)
+	if err != nil {
+		return s.dbErr("snapshot run", err)
+	}
+	return nil
+}
+
+func columnList(cols string) []string {
+	var out []string
+	for _, c := range strings.Split(cols, ",") {
+		out = append(out, strings.TrimSpace(c))
+	}
+	return out
+}
+
+func namedList(cols string) string {
+	cs := columnList(cols)
+	for i, c := range cs {
+		cs[i] = ":" + c
+	}
+	return strings.Join(cs, ", ")
+}
+
+// refuse builds the error of an illegal transition.
+func refuse(entity, id string, from, to any, format string, args ...any) error {
+	return &ledger.TransitionError{
+		Entity: entity, ID: id, From: fmt.Sprint(from), To: fmt.Sprint(to),
+		Reason: fmt.Sprintf(format, args...),
+	}
+}
+
+// CreateRun creates a run in phase pending and status active.
+func (s *Store) CreateRun(ctx context.Context, nr ledger.NewRun) (scripthost.Run, error) {
+	if nr.Workflow == "" || nr.Handler == "" {
+		return scripthost.Run{}, fmt.Errorf("postgres: create run: workflow and handler are required")
+	}
+	if nr.Kind != scripthost.KindConsumer && nr.Kind != scripthost.KindProducer {
+		return scripthost.Run{}, fmt.Errorf("postgres: create run: unknown handler kind %q", nr.Kind)
+	}
+	if err := checkJSON("input state", nr.InputState); err != nil {
+		return scripthost.Run{}, err
+	}
+	now := s.now()
+	rec := runRec{Run: scripthost.Run{
+		ID: s.opts.NewID(), Workflow: nr.Workflow, Version: nr.Version, Handler: nr.Handler,
+		Kind: nr.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive, Attempt: 1,
+		InputState: nr.InputState, CreatedAt: now, UpdatedAt: now,
+	}}
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error { return s.insertRun(ctx, tx, rec) })
+	if err != nil {
+		return scripthost.Run{}, err
+	}
+	return rec.Run, nil
+}
+
+// Run returns one run.
+func (s *Store) Run(ctx context.Context, id string) (scripthost.Run, error) {
+	rec, err := s.getRun(ctx, s.r, id)
+	return rec.Run, err
+}
+
+// Runs lists runs matching f, oldest first.
+func (s *Store) Runs(ctx context.Context, f ledger.RunFilter) ([]scripthost.Run, error) {
+	var where []string
+	var args []any
+	if f.Workflow != "" {
+		where, args = append(where, "workflow = ?"), append(args, f.Workflow)
+	}
+	if f.Handler != "" {
+		where, args = append(where, "handler = ?"), append(args, f.Handler)
+	}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, string(f.Status))
+	}
+	if f.Unfinished {
+		where = append(where, "status NOT IN ('committed', 'skipped', 'failed:logic', 'failed:internal')")
+	}
+	return s.listRuns(ctx, where, args, f.Limit, f.Newest)
+}
+
+func (s *Store) listRuns(ctx context.Context, where []string, args []any, limit int, newest bool) ([]scripthost.Run, error) {
+	q := `SELECT ` + runColumns + ` FROM runs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	if newest {
+		q += ` ORDER BY created_at DESC, ord DESC`
+	} else {
+		q += ` ORDER BY created_at, ord`
+	}
+	if limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	var rows []runRow
+	if err := s.r.SelectContext(ctx, &rows, q, args...); err != nil {
+		return nil, s.dbErr("list runs", err)
+	}
+	runs := make([]scripthost.Run, 0, len(rows))
+	for _, row := range rows {
+		rec, err := row.rec()
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, rec.Run)
+	}
+	return runs, nil
+}
+
+// Snapshots returns the run's snapshots in order.
+func (s *Store) Snapshots(ctx context.Context, runID string) ([]ledger.Snapshot, error) {
+	var rows []struct {
+		RunID  string  `db:"run_id"`
+		Seq    int     `db:"seq"`
+		Phase  string  `db:"phase"`
+		Status string  `db:"status"`
+		Run    rawJSON `db:"run"`
+		At     nanos   `db:"at"`
+	}
+	if err := s.r.SelectContext(ctx, &rows,
+		`SELECT run_id, seq, phase, status, run, at FROM run_snapshots WHERE run_id = ? ORDER BY seq`, runID); err != nil {
+		return nil, s.dbErr("list snapshots", err)
+	}
+	out := make([]ledger.Snapshot, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, ledger.Snapshot{
+			RunID: r.RunID, Seq: r.Seq, Phase: scripthost.RunPhase(r.Phase),
+			Status: scripthost.RunStatus(r.Status), Run: r.Run.msg(), At: r.At.Time(),
+		})
+	}
+	return out, nil
+}
+
+// ownMethod names the phases a run enters only through a dedicated method.
+var ownMethod = map[scripthost.RunPhase]string{
+	scripthost.RunPrepared:  "MarkPrepared",
+	scripthost.RunMutated:   "ApplyMutation, MarkMutated or Resolve",
+	scripthost.RunCommitted: "CommitConsumer or CommitProducer",
+}
+
+// checkPhaseMove refuses a phase move of a run that is not active or not in from.
+func checkPhaseMove(rec runRec, from, to scripthost.RunPhase) error {
+	if rec.Phase != from {
+		return refuse("run", rec.ID, rec.Phase, to, "run is in phase %s, not %s", rec.Phase, from)
+	}
+	if rec.Status != scripthost.StatusActive {
+		return refuse("run", rec.ID, rec.Phase, to, "run status is %s, not active", rec.Status)
+	}
+	if !scripthost.CanAdvance(rec.Kind, from, to) {
+		return refuse("run", rec.ID, from, to, "a %s run cannot move from %s to %s", rec.Kind, from, to)
+	}
+	return nil
+}
+
+// AdvancePhase moves an active run one step forward to a phase without a method of its
+// own: pending → preparing, prepared → mutating, mutated → emitting, pending → executing.
+func (s *Store) AdvancePhase(ctx context.Context, runID string, from, to scripthost.RunPhase) (scripthost.Run, error) {
+	var out runRec
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		rec, err := s.getRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if err := checkPhaseMove(rec, from, to); err != nil {
+			return err
+		}
+		order := scripthost.PhaseOrder(rec.Kind)
+		for _, p := range order[scripthost.PhaseIndex(rec.Kind, from)+1 : scripthost.PhaseIndex(rec.Kind, to)+1] {
+			if m, ok := ownMethod[p]; ok {
+				return refuse("run", runID, from, to, "phase %s is entered only through %s", p, m)
+			}
+		}
+		rec.Phase = to
+		rec.UpdatedAt = s.now()
+		out = rec
+		return s.saveRun(ctx, tx, rec)
+	})
+	return out.Run, err
+}
+
+// MarkPrepared moves preparing → prepared, stores the result and reserves its events.
+func (s *Store) MarkPrepared(ctx context.Context, runID string, res ledger.PrepareResult) (scripthost.Run, error) {
+	if err := checkJSON("prepared data", res.Data); err != nil {
+		return scripthost.Run{}, err
+	}
+	var out runRec
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+		rec, err := s.getRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if err := checkPhaseMove(rec, scripthost.RunPreparing, scripthost.RunPrepared); err != nil {
+			return err
+		}
+		rec.Phase = scripthost.RunPrepared
+		rec.Prepared = res.Data
+		rec.Reservations = res.Reservations
+		rec.WakeAt = norm(res.WakeAt)
+		rec.UpdatedAt = s.now()
+		if err := s.reserve(ctx, tx, rec); err != nil {
+			return err
+		}
+		out = rec
+		return s.saveRun(ctx, tx, rec)
+	})
+	return out.Run, err
+}
+
+// MarkMutated moves mutating → mutated for a run that made no mutation.
+func (s *Store) MarkMutated(ctx context.Context, runID string) (scripthost.Run, error) {
+	var out runRec
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+		rec, err := s.getRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if err := checkPhaseMove(rec, scripthost.RunMutating, scripthost.RunMutated); err != nil {
+			return err
+		}
+		m, found, err := s.runMutation(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if found {
+			return refuse("run", runID, rec.Phase, scripthost.RunMutated,
+				"run has mutation %s (%s): its outcome moves the run", m.ID, m.Status)
+		}
+		rec.Phase = scripthost.RunMutated
+		rec.Outcome = &scripthost.Outcome{Status: scripthost.OutcomeNone}
+		rec.UpdatedAt = s.now()
+		out = rec
+		return s.saveRun(ctx, tx, rec)
+	})
+	return out.Run, err
+}
+
+// Recover lists active runs that are not committed and every in_flight mutation.
+func (s *Store) Recover(ctx context.Context) (ledger.Recovery, error) {
+	runs, err := s.listRuns(ctx, []string{"status = 'active'", "phase <> 'committed'"}, nil, 0, false)
+	if err != nil {
+		return ledger.Recovery{}, err
+	}
+	muts, err := s.Mutations(ctx, ledger.MutationFilter{Status: scripthost.MutationInFlight})
+	if err != nil {
+		return ledger.Recovery{}, err
+	}
+	return ledger.Recovery{Runs: runs, InFlight: muts}, nil
+}

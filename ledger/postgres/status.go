@@ -1,0 +1,193 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// stage is where a run stands relative to its mutation; it decides what happens to the
+// run's reserved events when its status changes.
+type stage int
+
+const (
+	// beforeMutation: no mutation yet, or it definitely failed: events are released.
+	beforeMutation stage = iota
+	// outcomeUnknown: the mutation is in_flight, needs_reconcile or indeterminate: the
+	// events stay reserved whatever happens to the run.
+	outcomeUnknown
+	// afterMutation: the outcome is recorded: the events stay reserved and a failed or
+	// paused run is marked to retry from emitting.
+	afterMutation
+)
+
+func (s *Store) stageOf(ctx context.Context, tx *wtx, rec runRec) (stage, scripthost.Mutation, error) {
+	m, found, err := s.runMutation(ctx, tx, rec.ID)
+	if err != nil {
+		return 0, m, err
+	}
+	if found && m.Status.Unknown() {
+		return outcomeUnknown, m, nil
+	}
+	if rec.Kind == scripthost.KindConsumer &&
+		scripthost.PhaseIndex(rec.Kind, rec.Phase) >= scripthost.PhaseIndex(rec.Kind, scripthost.RunMutated) {
+		return afterMutation, m, nil
+	}
+	if found && (m.Status == scripthost.MutationApplied || m.Status == scripthost.MutationSkipped) {
+		return afterMutation, m, nil
+	}
+	return beforeMutation, m, nil
+}
+
+// checkMovable refuses a status change of a run that will never move again.
+func checkMovable(rec runRec, to any) error {
+	if rec.Status.Final() {
+		return refuse("run", rec.ID, rec.Status, to, "status %s is final", rec.Status)
+	}
+	if rec.SupersededBy != "" {
+		return refuse("run", rec.ID, rec.Status, to, "run was retried by run %s", rec.SupersededBy)
+	}
+	return nil
+}
+
+// SetRunStatus changes a run's status with the event disposition rules. It accepts
+// active (resuming a paused run), paused:* and failed:*; committed and skipped have
+// methods of their own.
+func (s *Store) SetRunStatus(ctx context.Context, runID string, ch ledger.StatusChange) (scripthost.Run, error) {
+	var out runRec
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+		rec, err := s.getRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		to := ch.Status
+		if to != scripthost.StatusActive && !to.Paused() && !to.Failed() {
+			return refuse("run", runID, rec.Status, to, "SetRunStatus sets active, paused or failed statuses")
+		}
+		if err := checkMovable(rec, to); err != nil {
+			return err
+		}
+		st, m, err := s.stageOf(ctx, tx, rec)
+		if err != nil {
+			return err
+		}
+		switch {
+		case to == scripthost.StatusActive && rec.Status.Paused():
+			// Resuming.
+			switch {
+			case st == outcomeUnknown && m.Status == scripthost.MutationIndeterminate:
+				return refuse("run", runID, rec.Status, to, "mutation %s is indeterminate: resolve it", m.ID)
+			case st == beforeMutation && m.Status == scripthost.MutationFailed:
+				return refuse("run", runID, rec.Status, to, "mutation %s failed: create a retry run", m.ID)
+			case st == beforeMutation:
+				// The pause released the events: take them back, all or nothing.
+				if err := s.reserve(ctx, tx, rec); err != nil {
+					return err
+				}
+			}
+		case to != scripthost.StatusActive:
+			switch st {
+			case beforeMutation:
+				if err := s.setRunEvents(ctx, tx, runID, scripthost.EventPending); err != nil {
+					return err
+				}
+			case afterMutation:
+				rec.RetryFromEmitting = true
+			}
+		}
+		rec.Status, rec.Error, rec.ErrorClass, rec.NotBefore = to, ch.Error, ch.ErrorClass, norm(ch.NotBefore)
+		rec.UpdatedAt = s.now()
+		out = rec
+		return s.saveRun(ctx, tx, rec)
+	})
+	return out.Run, err
+}
+
+// SkipRun records a run whose guard said no: status skipped, events released. Only a
+// run before its mutation can be skipped.
+func (s *Store) SkipRun(ctx context.Context, runID string, reason string) (scripthost.Run, error) {
+	var out runRec
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+		rec, err := s.getRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if err := checkMovable(rec, scripthost.StatusSkipped); err != nil {
+			return err
+		}
+		st, m, err := s.stageOf(ctx, tx, rec)
+		if err != nil {
+			return err
+		}
+		if st != beforeMutation {
+			return refuse("run", runID, rec.Status, scripthost.StatusSkipped,
+				"run is past its mutation (phase %s, mutation %s %s)", rec.Phase, m.ID, m.Status)
+		}
+		if err := s.setRunEvents(ctx, tx, runID, scripthost.EventPending); err != nil {
+			return err
+		}
+		rec.Status, rec.Error, rec.ErrorClass = scripthost.StatusSkipped, reason, ""
+		rec.UpdatedAt = s.now()
+		out = rec
+		return s.saveRun(ctx, tx, rec)
+	})
+	return out.Run, err
+}
+
+// CreateRetryRun creates the run that retries a failed or paused run. A run past its
+// mutation hands its reservations, prepared data and outcome to the new run, which
+// starts at emitting; any other retry starts at pending with the same input state. The
+// source keeps its status and is marked superseded: it cannot be retried or resumed
+// again. A run whose mutation outcome is unknown cannot be retried.
+func (s *Store) CreateRetryRun(ctx context.Context, runID string) (scripthost.Run, error) {
+	var out runRec
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+		src, err := s.getRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if !src.Status.Failed() && !src.Status.Paused() {
+			return refuse("run", runID, src.Status, "retry", "only a failed or paused run is retried")
+		}
+		if src.SupersededBy != "" {
+			return refuse("run", runID, src.Status, "retry", "already retried by run %s", src.SupersededBy)
+		}
+		st, m, err := s.stageOf(ctx, tx, src)
+		if err != nil {
+			return err
+		}
+		if st == outcomeUnknown {
+			return refuse("run", runID, src.Status, "retry", "mutation %s is %s: reconcile or resolve it first", m.ID, m.Status)
+		}
+		now := s.now()
+		rec := runRec{Run: scripthost.Run{
+			ID: s.opts.NewID(), Workflow: src.Workflow, Version: src.Version, Handler: src.Handler,
+			Kind: src.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive,
+			RetryOf: src.ID, Attempt: src.Attempt + 1, InputState: src.InputState,
+			CreatedAt: now, UpdatedAt: now,
+		}}
+		fromEmitting := src.Kind == scripthost.KindConsumer && (src.RetryFromEmitting || st == afterMutation)
+		if fromEmitting {
+			rec.Phase = scripthost.RunEmitting
+			rec.Prepared, rec.Reservations, rec.Outcome, rec.WakeAt = src.Prepared, src.Reservations, src.Outcome, src.WakeAt
+		}
+		if err := s.insertRun(ctx, tx, rec); err != nil {
+			return err
+		}
+		if fromEmitting {
+			if _, err := tx.ExecContext(ctx, `UPDATE events SET reserved_by = ? WHERE reserved_by = ? AND status = 'reserved'`,
+				rec.ID, src.ID); err != nil {
+				return s.dbErr("retry run", err)
+			}
+		}
+		src.SupersededBy = rec.ID
+		src.UpdatedAt = now
+		if err := s.saveRun(ctx, tx, src); err != nil {
+			return err
+		}
+		out = rec
+		return nil
+	})
+	return out.Run, err
+}

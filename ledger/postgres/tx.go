@@ -1,0 +1,176 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jmoiron/sqlx"
+)
+
+// errClosed is returned by writes after Close.
+var errClosed = errors.New("postgres: store is closed")
+
+// conn runs the store's queries, written with ? placeholders, as PostgreSQL's $n.
+type conn struct{ x sqlx.ExtContext }
+
+func rebind(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }
+
+func (c conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return c.x.QueryContext(ctx, rebind(q), args...)
+}
+
+func (c conn) QueryxContext(ctx context.Context, q string, args ...any) (*sqlx.Rows, error) {
+	return c.x.QueryxContext(ctx, rebind(q), args...)
+}
+
+func (c conn) QueryRowxContext(ctx context.Context, q string, args ...any) *sqlx.Row {
+	return c.x.QueryRowxContext(ctx, rebind(q), args...)
+}
+
+func (c conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return c.x.ExecContext(ctx, rebind(q), args...)
+}
+
+func (c conn) GetContext(ctx context.Context, dest any, q string, args ...any) error {
+	return sqlx.GetContext(ctx, c, dest, q, args...)
+}
+
+func (c conn) SelectContext(ctx context.Context, dest any, q string, args ...any) error {
+	return sqlx.SelectContext(ctx, c, dest, q, args...)
+}
+
+// wtx is a write transaction. Rows read through it are locked until it ends (see
+// forUpdate).
+type wtx struct {
+	conn
+	tx *sqlx.Tx
+}
+
+func (t *wtx) NamedExecContext(ctx context.Context, q string, arg any) (sql.Result, error) {
+	return t.tx.NamedExecContext(ctx, q, arg)
+}
+
+// forUpdate locks the rows a transaction reads before deciding on them, so that two
+// hosts moving one run or one mutation take turns.
+func forUpdate(q sqlx.QueryerContext) string {
+	if _, ok := q.(*wtx); ok {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+type writeFunc func(ctx context.Context, tx *wtx) error
+
+// write runs fn in a transaction and commits it. A transaction that fails with a
+// deadlock or serialisation failure, or that lost its connection before COMMIT was
+// sent, is run again from the start (fn must only depend on what it reads in tx),
+// until ctx is done. A failed COMMIT is not retried: whether it took effect is
+// unknown, and every caller re-reads the ledger before its next step.
+func (s *Store) write(ctx context.Context, fn writeFunc) error {
+	wait := 10 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		select {
+		case <-s.closed:
+			return errClosed
+		default:
+		}
+		err, retry := s.runTx(ctx, fn)
+		if err == nil || !retry || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-s.closed:
+			return errClosed
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, time.Second)
+	}
+}
+
+// mustWrite is write for a record that must reach the database even when the caller
+// gives up: it ignores the caller's cancellation and bounds the write, retries
+// included, with its own timeout instead.
+func (s *Store) mustWrite(ctx context.Context, fn writeFunc) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.WriteTimeout)
+	defer cancel()
+	return s.write(ctx, fn)
+}
+
+// runTx runs fn once and reports whether a failure may be retried.
+func (s *Store) runTx(ctx context.Context, fn writeFunc) (error, bool) {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return s.dbErr("begin", err), retryable(err, false)
+	}
+	defer tx.Rollback()
+	if err := fn(ctx, &wtx{conn: conn{tx}, tx: tx}); err != nil {
+		return err, retryable(err, false)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.dbErr("commit", err), retryable(err, true)
+	}
+	return nil, false
+}
+
+// retryable reports whether running the transaction again is safe and may succeed:
+// a deadlock or serialisation failure (rolled back by the server), or a lost
+// connection before COMMIT.
+func retryable(err error, committing bool) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "40001", "40P01": // serialization_failure, deadlock_detected
+			return true
+		case "57P01", "57P02", "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
+			return !committing
+		}
+		return false
+	}
+	if committing {
+		return false
+	}
+	return connectionLost(err)
+}
+
+// connectionLost reports whether err means the server could not be reached or went
+// away: the database restarting, not a refused statement.
+func connectionLost(err error) bool {
+	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) {
+		return true
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return true
+	}
+	var ne interface{ Timeout() bool }
+	if errors.As(err, &ne) {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"connection refused", "connection reset", "broken pipe", "unexpected EOF", "conn closed", "EOF"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// uniqueViolation returns the constraint a unique violation names, or "".
+func uniqueViolation(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return pe.ConstraintName
+	}
+	return ""
+}
+
