@@ -173,4 +173,3 @@ func uniqueViolation(err error) string {
 	}
 	return ""
 }
-
