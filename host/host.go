@@ -53,6 +53,9 @@ type Options struct {
 	Failpoint func(name string)
 	// OnConsole receives script console output.
 	OnConsole func(run scripthost.Run, lines []sandbox.ConsoleLine)
+	// Lease names this host and sets its lease duration when the store is shared by
+	// several hosts (PostgreSQL); see runtime.LeaseOptions.
+	Lease runtime.LeaseOptions
 }
 
 // Host runs workflows against one ledger.
@@ -112,6 +115,7 @@ func New(ctx context.Context, store ledger.Store, opts Options) (*Host, error) {
 		Logger:        opts.Logger,
 		Failpoint:     opts.Failpoint,
 		OnConsole:     opts.OnConsole,
+		Lease:         opts.Lease,
 	})
 	if err != nil {
 		_ = we.Close(ctx)

@@ -31,8 +31,9 @@ type Leaser interface {
 	// RenewLease extends a held lease by ttl from now, or returns ErrLeaseLost.
 	RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
 	// ReleaseLease gives a held lease up at once and wakes the other hosts; releasing a
-	// lease already lost is not an error.
-	ReleaseLease(ctx context.Context, l Lease) error
+	// lease already lost is not an error. wanted reports whether another host tried to
+	// claim it while it was held, so that the holder can let it go to that host.
+	ReleaseLease(ctx context.Context, l Lease) (wanted bool, err error)
 	// Leases lists every workflow's lease, held or not.
 	Leases(ctx context.Context) ([]Lease, error)
 	// Wakeups returns a channel that receives when work may have arrived for the

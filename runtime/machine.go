@@ -215,6 +215,9 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 func (rt *Runtime) settle(ctx context.Context, run scripthost.Run, m scripthost.Mutation) (bool, error) {
 	switch m.Status {
 	case scripthost.MutationInFlight:
+		if rt.callMayBeLive(m) {
+			return false, nil
+		}
 		_, err := rt.reconcile(ctx, m)
 		return true, err
 	case scripthost.MutationNeedsReconcile:

@@ -42,18 +42,24 @@ type Config struct {
 	Failpoint func(name string)
 	// OnConsole receives the console output of every invocation.
 	OnConsole func(run scripthost.Run, lines []sandbox.ConsoleLine)
+	// Lease applies when Store is shared by several hosts (a ledger.Leaser).
+	Lease LeaseOptions
 }
 
 // Runtime drives runs. It is safe for concurrent use; the scheduler runs one session
 // per workflow at a time.
 type Runtime struct {
 	cfg Config
+	// leaser is the store's lease API when several hosts share it, else nil.
+	leaser ledger.Leaser
 
 	mu       sync.Mutex
 	programs map[string]*loaded // by source hash
 	versions map[string]*loaded // by "workflow@version"
 	idle     map[string]int64   // workflow/handler → newest pending seq when it last found nothing to do
 	wfLocks  map[string]*sync.Mutex
+	// yieldUntil: workflow → until when this host leaves its lease to another host.
+	yieldUntil map[string]time.Time
 }
 
 type loaded struct {
@@ -81,12 +87,17 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.TransientDelay == 0 {
 		cfg.TransientDelay = time.Second
 	}
+	cfg.Lease = cfg.Lease.withDefaults()
+	leaser, _ := cfg.Store.(ledger.Leaser)
 	return &Runtime{
 		cfg:      cfg,
+		leaser:   leaser,
 		programs: map[string]*loaded{},
 		versions: map[string]*loaded{},
 		idle:     map[string]int64{},
 		wfLocks:  map[string]*sync.Mutex{},
+
+		yieldUntil: map[string]time.Time{},
 	}, nil
 }
 

@@ -16,8 +16,13 @@ import (
 
 // Recover picks up what a previous process left: every mutation found in_flight is
 // reconciled exactly like an uncertain outcome (none is left stranded). Active runs are
-// resumed by the next Tick of their workflow.
+// resumed by the next Tick of their workflow. On a ledger shared by several hosts it
+// does nothing: an in-flight mutation may be a live host's call in progress, so it is
+// reconciled by whoever holds its workflow's lease when it drives the run.
 func (rt *Runtime) Recover(ctx context.Context) error {
+	if rt.leaser != nil {
+		return nil
+	}
 	rec, err := rt.cfg.Store.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("runtime: recover: %w", err)
@@ -34,8 +39,20 @@ func (rt *Runtime) Recover(ctx context.Context) error {
 // happened. In order: due reconciliations, active runs (resumed where they stopped),
 // retries whose time has come, due producers, and consumers with pending events or a
 // due wake-up. A handler whose newest run failed or is paused is not started again
-// until that run is retried. Only one Tick per workflow runs at a time.
+// until that run is retried. Only one Tick per workflow runs at a time, and on a ledger
+// shared by several hosts only on the host holding the workflow's lease (elsewhere
+// Tick does nothing).
 func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
+	did, _, err := rt.leasedTick(ctx, workflow)
+	return did, err
+}
+
+// leasedTick is Tick that also reports whether this host held the lease.
+func (rt *Runtime) leasedTick(ctx context.Context, workflow string) (did, held bool, err error) {
+	return rt.withLease(ctx, workflow, func(ctx context.Context) (bool, error) { return rt.tick(ctx, workflow) })
+}
+
+func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 	lock := rt.workflowLock(workflow)
 	lock.Lock()
 	defer lock.Unlock()
@@ -315,13 +332,28 @@ func (rt *Runtime) RunOnce(ctx context.Context, workflows []string) error {
 		return err
 	}
 	return rt.each(workflows, func(wf string) error {
+		wake, unsubscribe := rt.wakeups(wf)
+		defer unsubscribe()
 		for {
-			did, err := rt.Tick(ctx, wf)
+			did, held, err := rt.leasedTick(ctx, wf)
 			if err != nil {
 				return fmt.Errorf("runtime: workflow %s: %w", wf, err)
 			}
-			if !did {
-				return nil
+			if held && !did {
+				waiting, err := rt.liveCallsLeft(ctx, wf)
+				if err != nil {
+					return fmt.Errorf("runtime: workflow %s: %w", wf, err)
+				}
+				if !waiting {
+					return nil
+				}
+			}
+			if !held {
+				// Another host holds the workflow: whether work is left is known only
+				// after a pass of this host's own.
+				if err := rt.waitLease(ctx, wake); err != nil {
+					return err
+				}
 			}
 		}
 	})
@@ -343,12 +375,16 @@ func (rt *Runtime) Run(ctx context.Context, workflows []string, poll time.Durati
 	err := rt.each(workflows, func(wf string) error {
 		t := time.NewTimer(0)
 		defer t.Stop()
+		wake, unsubscribe := rt.wakeups(wf)
+		defer unsubscribe()
 		failures := 0
 		for {
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-t.C:
+			case <-wake:
+				t.Stop()
 			}
 			did, err := rt.Tick(ctx, wf)
 			switch {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/postgres"
 	"github.com/scripthost/scripthost/ledger/sqlite"
 )
 
@@ -28,9 +29,26 @@ type globals struct {
 	Stderr io.Writer
 }
 
-// openStore opens the ledger named by --db.
+// openStore opens the ledger named by --db: a PostgreSQL database for a postgres://
+// URL, an SQLite file otherwise.
 func (g *globals) openStore(ctx context.Context) (ledger.Store, error) {
+	if g.shared() {
+		return postgres.Open(ctx, g.DBPath, postgres.Options{})
+	}
 	return sqlite.Open(ctx, g.DBPath, sqlite.Options{})
+}
+
+// shared reports whether --db names a database several hosts share.
+func (g *globals) shared() bool { return postgres.IsURL(g.DBPath) }
+
+// dbEnv names the variable that gives --db its default.
+const dbEnv = "SCRIPTHOST_DB"
+
+func defaultDB() string {
+	if v := os.Getenv(dbEnv); v != "" {
+		return v
+	}
+	return "./scripthost.db"
 }
 
 // usageError marks a command-line mistake: exit code 2.
@@ -57,7 +75,8 @@ func newRoot(g *globals) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&g.DBPath, "db", "./scripthost.db", "ledger database file (SQLite)")
+	root.PersistentFlags().StringVar(&g.DBPath, "db", defaultDB(),
+		"ledger: an SQLite file, or a postgres:// URL shared by several hosts (default $"+dbEnv+", else ./scripthost.db)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	for _, add := range commands {
 		root.AddCommand(add(g))

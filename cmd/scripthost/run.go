@@ -19,6 +19,7 @@ import (
 	"github.com/scripthost/scripthost/hostfuncs/command"
 	"github.com/scripthost/scripthost/hostfuncs/httptool"
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/runtime"
 	"github.com/scripthost/scripthost/sandbox"
 )
 
@@ -34,6 +35,7 @@ type runFlags struct {
 	verbose   bool
 	allow     []string
 	reconcile hostfuncs.ReconcilePolicy
+	lease     runtime.LeaseOptions
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -60,11 +62,13 @@ until no work is left and exit 0; otherwise run until interrupted.`,
 	cmd.Flags().IntVar(&f.reconcile.MaxAttempts, "reconcile-attempts", 5, "reconcile attempts for an uncertain mutation before a person must resolve it")
 	cmd.Flags().DurationVar(&f.reconcile.BaseDelay, "reconcile-delay", time.Second, "wait after the first undecided reconcile attempt (doubles each time)")
 	cmd.Flags().DurationVar(&f.reconcile.MaxDelay, "reconcile-max-delay", 5*time.Minute, "longest wait between reconcile attempts")
+	cmd.Flags().StringVar(&f.lease.Owner, "host-id", "", "this host's name in the leases of a shared (postgres://) ledger (default hostname/pid/random)")
+	cmd.Flags().DurationVar(&f.lease.TTL, "lease-ttl", 15*time.Second, "shared ledger: how long a dead host's workflows wait before another host takes them over")
 	return cmd
 }
 
 // buildHost opens the ledger and wires a host with the workspace and HTTP tools.
-func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, timeout time.Duration, verbose bool, allow []string, reconcile hostfuncs.ReconcilePolicy) (*host.Host, ledger.Store, error) {
+func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, timeout time.Duration, verbose bool, allow []string, reconcile hostfuncs.ReconcilePolicy, lease runtime.LeaseOptions) (*host.Host, ledger.Store, error) {
 	if reconcile.MaxAttempts < 1 || reconcile.BaseDelay <= 0 || reconcile.MaxDelay < reconcile.BaseDelay {
 		return nil, nil, usagef("--reconcile-attempts must be at least 1 and 0 < --reconcile-delay <= --reconcile-max-delay")
 	}
@@ -98,6 +102,7 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 		Logger:    logger,
 		Redactor:  redactor,
 		Failpoint: failpoint,
+		Lease:     lease,
 		OnConsole: func(run scripthost.Run, lines []sandbox.ConsoleLine) {
 			for _, l := range lines {
 				fmt.Fprintf(g.Stdout, "[%s/%s] %s\n", run.Workflow, run.Handler, redactor.Redact(l.Text))
@@ -142,12 +147,19 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) e
 	if ws == "" {
 		ws = filepath.Dir(paths[0])
 	}
-	unlock, err := lockLedger(g.DBPath)
-	if err != nil {
-		return err
+	if f.lease.TTL <= 0 {
+		return usagef("--lease-ttl must be positive")
 	}
-	defer unlock()
-	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile)
+	if !g.shared() {
+		// Hosts sharing a PostgreSQL ledger split its work with leases; an SQLite
+		// file has one host.
+		unlock, err := lockLedger(g.DBPath)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile, f.lease)
 	if err != nil {
 		return err
 	}

@@ -44,11 +44,16 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 				SELECT workflow FROM leases
 				WHERE workflow = ? AND (owner = '' OR owner = ? OR expires_at < clock_timestamp())
 				FOR UPDATE SKIP LOCKED)
-			UPDATE leases l SET owner = ?, claims = l.claims + 1, claimed_at = clock_timestamp(),
+			UPDATE leases l SET owner = ?, claims = l.claims + 1, claimed_at = clock_timestamp(), wanted_at = 'epoch',
 				expires_at = clock_timestamp() + ? * interval '1 millisecond'
 			FROM free WHERE l.workflow = free.workflow
 			RETURNING l.workflow, l.owner, l.claims, l.expires_at`, workflow, owner, owner, millis(ttl))
 		if errors.Is(err, sql.ErrNoRows) {
+			// Held by another host: say that this one is waiting for it.
+			if _, err := tx.ExecContext(ctx, `UPDATE leases SET wanted_at = clock_timestamp()
+				WHERE workflow = ? AND owner <> ?`, workflow, owner); err != nil {
+				return s.dbErr("claim lease", err)
+			}
 			return nil
 		}
 		if err != nil {
@@ -81,20 +86,25 @@ func (s *Store) RenewLease(ctx context.Context, l ledger.Lease, ttl time.Duratio
 }
 
 // ReleaseLease frees a held lease and wakes the hosts waiting for the workflow.
-func (s *Store) ReleaseLease(ctx context.Context, l ledger.Lease) error {
-	return s.write(ctx, func(ctx context.Context, tx *wtx) error {
-		r, err := tx.ExecContext(ctx, `UPDATE leases SET owner = '', expires_at = 'epoch'
-			WHERE workflow = ? AND owner = ? AND claims = ?`, l.Workflow, l.Owner, l.Token)
+func (s *Store) ReleaseLease(ctx context.Context, l ledger.Lease) (bool, error) {
+	wanted := false
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		wanted = false
+		err := tx.GetContext(ctx, &wanted, `UPDATE leases SET owner = '', expires_at = 'epoch'
+			WHERE workflow = ? AND owner = ? AND claims = ?
+			RETURNING wanted_at > claimed_at`, l.Workflow, l.Owner, l.Token)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // lost already
+		}
 		if err != nil {
 			return s.dbErr("release lease", err)
 		}
-		if n, _ := r.RowsAffected(); n == 1 {
-			if _, err := tx.ExecContext(ctx, `SELECT pg_notify('scripthost:' || current_schema(), ?)`, l.Workflow); err != nil {
-				return s.dbErr("release lease", err)
-			}
+		if _, err := tx.ExecContext(ctx, `SELECT pg_notify('scripthost:' || current_schema(), ?)`, l.Workflow); err != nil {
+			return s.dbErr("release lease", err)
 		}
 		return nil
 	})
+	return wanted, err
 }
 
 // Leases lists every workflow's lease by workflow name.

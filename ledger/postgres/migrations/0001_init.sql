@@ -148,7 +148,9 @@ CREATE TABLE leases (
     owner      TEXT NOT NULL DEFAULT '',
     expires_at TIMESTAMPTZ NOT NULL DEFAULT 'epoch',
     claimed_at TIMESTAMPTZ NOT NULL DEFAULT 'epoch',
-    claims     BIGINT NOT NULL DEFAULT 0
+    claims     BIGINT NOT NULL DEFAULT 0,
+    -- wanted_at is when another host last failed to claim it while it was held.
+    wanted_at  TIMESTAMPTZ NOT NULL DEFAULT 'epoch'
 );
 
 -- Wake-ups: idle hosts LISTEN on scripthost:<schema> and hear the workflow whose

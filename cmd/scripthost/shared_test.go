@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/internal/fakesvc"
+	"github.com/scripthost/scripthost/internal/pgtest"
+)
+
+// newSharedEnv is the charges workflow on a fresh PostgreSQL database (the test is
+// skipped without a server).
+func newSharedEnv(t *testing.T, svc *fakesvc.Server, charges int, timeout string) *httpEnv {
+	t.Helper()
+	url := pgtest.URL(t)
+	e := newHTTPEnv(t, svc.URL(), "tools.json", charges, timeout)
+	e.db = url
+	return e
+}
+
+// startShared starts a host that runs until stopped, named id in the leases.
+func startShared(t *testing.T, bin string, e *httpEnv, id, failpoint, ttl string) *child {
+	t.Helper()
+	return startHost(t, bin, e, failpoint, "--poll", "100ms", "--host-id", id, "--lease-ttl", ttl)
+}
+
+// stop ends a host that runs until stopped as an operator would (SIGTERM).
+func (c *child) stop(t *testing.T, what string) {
+	t.Helper()
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	c.wait(t, time.Minute, what)
+}
+
+// done reports whether every charge event is consumed and no run is active.
+func (e *httpEnv) done(charges int) bool {
+	evs := e.events()
+	if len(evs) != charges {
+		return false
+	}
+	for _, st := range evs {
+		if st != scripthost.EventConsumed {
+			return false
+		}
+	}
+	var runs []scripthost.Run
+	e.listJSON(&runs, "runs")
+	for _, r := range runs {
+		if r.Status == scripthost.StatusActive {
+			return false
+		}
+	}
+	return true
+}
+
+// waitDone polls the ledger through the CLI until done or the limit.
+func (e *httpEnv) waitDone(t *testing.T, charges int, limit time.Duration) bool {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if e.done(charges) {
+			return true
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return false
+}
+
+var chargeLine = regexp.MustCompile(`(?m)^\[charges/charge\] charge ch-\d+: `)
+
+// TestSharedLedgerHosts runs two and then four hosts (real processes) against one
+// PostgreSQL ledger and the fake payment service, and checks by the service's own
+// count that every event was consumed once and every charge applied once, that the
+// producer's schedule ran once across the hosts, and that every host committed some
+// of the runs (each host prints one line per committed charge).
+func TestSharedLedgerHosts(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	for _, n := range []int{2, 4} {
+		t.Run(fmt.Sprintf("%d hosts", n), func(t *testing.T) {
+			svc := fakesvc.New()
+			defer svc.Close()
+			svc.SetLatency(5 * time.Millisecond)
+			charges := 20 * n
+			e := newSharedEnv(t, svc, charges, "2s")
+			bin := crashBinary(t)
+			hosts := make([]*child, n)
+			for i := range hosts {
+				hosts[i] = startShared(t, bin, e, "host-"+strconv.Itoa(i), "", "5s")
+			}
+			finished := e.waitDone(t, charges, 3*time.Minute)
+			for i, h := range hosts {
+				h.stop(t, "host "+strconv.Itoa(i))
+			}
+			if !finished {
+				for i, h := range hosts {
+					t.Logf("host %d:\n%s", i, h.out.String())
+				}
+				t.Fatalf("the hosts did not finish:\n%s", e.snapshot())
+			}
+			e.checkCharged(t, svc, charges)
+
+			total := 0
+			for i, h := range hosts {
+				got := len(chargeLine.FindAllString(h.out.String(), -1))
+				t.Logf("host %d committed %d charge runs", i, got)
+				if got == 0 {
+					t.Errorf("host %d committed no run: the work was not spread\n%s", i, h.out.String())
+				}
+				total += got
+			}
+			if total != charges {
+				t.Errorf("charge runs committed across hosts: got %d, want %d (each exactly once)", total, charges)
+			}
+			var runs []scripthost.Run
+			e.listJSON(&runs, "runs")
+			seeds := 0
+			for _, r := range runs {
+				if r.Handler == "seed" {
+					seeds++
+				}
+			}
+			if seeds != 1 {
+				t.Errorf("producer runs: got %d, want 1 (its hourly schedule is kept once across hosts)", seeds)
+			}
+		})
+	}
+}
+
+// sharedKillCycles sizes the kill test: a few cycles by default, at least 100 with
+// SCRIPTHOST_CHAOS=1 (CI).
+func sharedKillCycles() int {
+	if os.Getenv("SCRIPTHOST_CHAOS") != "" {
+		return 100
+	}
+	return 6
+}
+
+// TestSharedLedgerKillOneHost runs two hosts against one PostgreSQL ledger and, cycle
+// after cycle, restarts one of them armed to SIGKILL itself around its next charge
+// request (before or after the service applied it), while the other keeps going; the
+// host it replaces is SIGKILLed at a random moment first. The survivor takes the
+// workflow over when the dead host's lease expires and reconciles the charge it finds
+// in flight. At the end the service's own count shows every charge applied exactly
+// once and every event consumed.
+func TestSharedLedgerKillOneHost(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	cycles := sharedKillCycles()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+
+	svc := fakesvc.New()
+	defer svc.Close()
+	svc.SetLatency(10 * time.Millisecond)
+	charges := 3*cycles + 10
+	// Calls time out within the lease TTL, as a shared ledger requires.
+	const ttl = "1s"
+	e := newSharedEnv(t, svc, charges, "500ms")
+	bin := crashBinary(t)
+
+	hosts := []*child{startShared(t, bin, e, "host-0", "", ttl), startShared(t, bin, e, "host-1", "", ttl)}
+	start := time.Now()
+	byFailpoint := 0
+	points := []string{"tool:before-execute", "tool:after-execute"}
+	for i := 0; i < cycles; i++ {
+		slot := i % 2
+		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+		_ = hosts[slot].cmd.Process.Signal(syscall.SIGKILL)
+		hosts[slot].wait(t, time.Minute, "host "+strconv.Itoa(slot))
+		hosts[slot] = startShared(t, bin, e, "host-"+strconv.Itoa(slot), points[rng.IntN(2)], ttl)
+		// It dies at its first charge request, once it holds the workflow: at the
+		// latest after the other host's lease on it... or never, when the work is done.
+		waited := make(chan bool, 1)
+		c := hosts[slot]
+		go func() { waited <- c.cmd.Wait() != nil }()
+		select {
+		case <-waited:
+			byFailpoint++
+		case <-time.After(10 * time.Second):
+			_ = c.cmd.Process.Signal(syscall.SIGKILL)
+			<-waited
+		}
+		// The slot's process has ended; a fresh one takes its place next cycle.
+		hosts[slot] = startShared(t, bin, e, "host-"+strconv.Itoa(slot), "", ttl)
+	}
+	t.Logf("%d cycles in %v: %d hosts killed at their charge request; %d charges applied so far",
+		cycles, time.Since(start).Round(time.Millisecond), byFailpoint, svc.Total())
+	if byFailpoint < cycles/2 {
+		t.Errorf("only %d of %d cycles killed a host at its charge request", byFailpoint, cycles)
+	}
+	finished := e.waitDone(t, charges, 3*time.Minute)
+	for i, h := range hosts {
+		h.stop(t, "host "+strconv.Itoa(i))
+	}
+	if !finished {
+		// Runs whose chain of known failures outlasted the automatic retries are
+		// retried as an operator would.
+		e.finish(t, bin, svc)
+	}
+	e.checkCharged(t, svc, charges)
+	_ = context.Background
+}
