@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -175,8 +174,8 @@ func TestSharedLedgerKillOneHost(t *testing.T) {
 		_ = hosts[slot].cmd.Process.Signal(syscall.SIGKILL)
 		hosts[slot].wait(t, time.Minute, "host "+strconv.Itoa(slot))
 		hosts[slot] = startShared(t, bin, e, "host-"+strconv.Itoa(slot), points[rng.IntN(2)], ttl)
-		// It dies at its first charge request, once it holds the workflow: at the
-		// latest after the other host's lease on it... or never, when the work is done.
+		// It dies at its first charge request, once it holds the workflow (or, when
+		// the work is done, is killed after a while).
 		waited := make(chan bool, 1)
 		c := hosts[slot]
 		go func() { waited <- c.cmd.Wait() != nil }()
@@ -205,5 +204,4 @@ func TestSharedLedgerKillOneHost(t *testing.T) {
 		e.finish(t, bin, svc)
 	}
 	e.checkCharged(t, svc, charges)
-	_ = context.Background
 }

@@ -35,7 +35,7 @@ const Env = "SCRIPTHOST_TEST_PG"
 var (
 	once    sync.Once
 	base    string // URL of the maintenance database
-	srv     *server
+	srv     *Server
 	skipMsg string
 )
 
@@ -78,11 +78,38 @@ func URL(t testing.TB) string {
 	return withDatabase(base, name)
 }
 
-// Server returns the throwaway server the package started (nil when the tests use
-// SCRIPTHOST_TEST_PG or none is available), for tests that stop and start it.
-func Server() *server {
-	once.Do(setup)
-	return srv
+// NewServer starts a throwaway server of the test's own, which the test may stop and
+// start (chaos tests), and stops it when the test ends. Without PostgreSQL binaries
+// the test is skipped.
+func NewServer(t testing.TB) *Server {
+	t.Helper()
+	bin := findBin()
+	if bin == "" {
+		t.Skip("PostgreSQL tests skipped: this test starts its own server and no initdb was found (install PostgreSQL)")
+	}
+	s, err := start(bin)
+	if err != nil {
+		t.Fatalf("pgtest: start a server from %s: %v", bin, err)
+	}
+	t.Cleanup(s.stop)
+	return s
+}
+
+// URL returns the URL of a database on the server, creating it.
+func (s *Server) URL(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := "scripthost_test_" + randomHex(6)
+	c, err := pgx.Connect(ctx, s.url)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, `CREATE DATABASE `+name); err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	return withDatabase(s.url, name)
 }
 
 func admin(ctx context.Context, sql string) error {
@@ -147,20 +174,20 @@ func findBin() string {
 	return ""
 }
 
-// server is a throwaway PostgreSQL server.
-type server struct {
+// Server is a throwaway PostgreSQL server.
+type Server struct {
 	bin, dir, data string
 	port           int
 	url            string
 	asUser         string // run the server's programs as this user (PostgreSQL refuses root)
 }
 
-func start(bin string) (*server, error) {
+func start(bin string) (*Server, error) {
 	dir, err := os.MkdirTemp("", "scripthost-pg-")
 	if err != nil {
 		return nil, err
 	}
-	s := &server{bin: bin, dir: dir, data: filepath.Join(dir, "data")}
+	s := &Server{bin: bin, dir: dir, data: filepath.Join(dir, "data")}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -200,7 +227,7 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func (s *server) cmd(prog string, args ...string) *exec.Cmd {
+func (s *Server) cmd(prog string, args ...string) *exec.Cmd {
 	path := filepath.Join(s.bin, prog)
 	if s.asUser != "" {
 		return exec.Command("runuser", append([]string{"-u", s.asUser, "--", path}, args...)...)
@@ -209,7 +236,7 @@ func (s *server) cmd(prog string, args ...string) *exec.Cmd {
 }
 
 // Start starts the server (again) and waits until it accepts connections.
-func (s *server) Start() error {
+func (s *Server) Start() error {
 	opts := strings.Join([]string{
 		"-c listen_addresses=127.0.0.1", "-p " + strconv.Itoa(s.port), "-k " + s.dir,
 		"-c max_connections=400", "-c fsync=on",
@@ -222,7 +249,7 @@ func (s *server) Start() error {
 }
 
 // Stop stops the server at once (fast mode: open connections are closed).
-func (s *server) Stop() error {
+func (s *Server) Stop() error {
 	out, err := s.cmd("pg_ctl", "-D", s.data, "-m", "fast", "-w", "stop").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("pg_ctl stop: %v: %s", err, out)
@@ -231,7 +258,7 @@ func (s *server) Stop() error {
 }
 
 // Kill stops the server as a crash would (immediate mode: no shutdown checkpoint).
-func (s *server) Kill() error {
+func (s *Server) Kill() error {
 	out, err := s.cmd("pg_ctl", "-D", s.data, "-m", "immediate", "-w", "stop").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("pg_ctl stop: %v: %s", err, out)
@@ -239,7 +266,7 @@ func (s *server) Kill() error {
 	return nil
 }
 
-func (s *server) stop() {
+func (s *Server) stop() {
 	_ = s.Stop()
 	os.RemoveAll(s.dir)
 }

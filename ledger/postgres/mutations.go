@@ -111,14 +111,16 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 	if err := checkJSON("mutation params", nm.Params); err != nil {
 		return scripthost.Mutation{}, err
 	}
-	now := s.now()
 	m := scripthost.Mutation{
 		ID: s.opts.NewID(), RunID: nm.RunID, Workflow: nm.Workflow, Handler: nm.Handler,
 		Namespace: nm.Namespace, Method: nm.Method, Params: nm.Params, InputHash: nm.InputHash,
 		IdempotencyKey: nm.IdempotencyKey, Status: scripthost.MutationInFlight,
-		CreatedAt: now, UpdatedAt: now,
 	}
 	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+		// Stamped at each attempt: a write that waited out a database restart must not
+		// look older than it is to a host judging whether its call may still be live.
+		now := s.now()
+		m.CreatedAt, m.UpdatedAt = now, now
 		if nm.RunID != "" {
 			rec, err := s.getRun(ctx, tx, nm.RunID)
 			if err != nil {

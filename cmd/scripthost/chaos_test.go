@@ -1,0 +1,110 @@
+package main
+
+import (
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/scripthost/scripthost/internal/fakesvc"
+	"github.com/scripthost/scripthost/internal/pgtest"
+)
+
+// chaosConfig sizes the database chaos test: a short run by default, a few thousand
+// runs with SCRIPTHOST_CHAOS=1 (CI).
+func chaosConfig() (charges, minRestarts int, chaosFor time.Duration) {
+	if os.Getenv("SCRIPTHOST_CHAOS") != "" {
+		return 2000, 20, 4 * time.Minute
+	}
+	return 100, 2, time.Minute
+}
+
+// TestDatabaseChaos stops and restarts the PostgreSQL server in a loop (down 0–2 s,
+// crash or fast shutdown at random, up 2–5 s) while two hosts charge events against
+// the fake service. The hosts must survive every outage, say so in their logs, and
+// finish the work after the last restart, with every charge applied exactly once by
+// the service's count and every event consumed.
+func TestDatabaseChaos(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	charges, minRestarts, chaosFor := chaosConfig()
+	srv := pgtest.NewServer(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0xc4a05))
+
+	svc := fakesvc.New()
+	defer svc.Close()
+	e := newHTTPEnv(t, svc.URL(), "tools.json", charges, "500ms")
+	e.db = srv.URL(t)
+	bin := crashBinary(t)
+	hosts := []*child{startShared(t, bin, e, "host-0", "", "2s"), startShared(t, bin, e, "host-1", "", "2s")}
+
+	// Restart the server until the work is nearly done or the chaos has lasted
+	// chaosFor (and at least minRestarts times), then leave it up.
+	var restarts, crashes atomic.Int32
+	chaosDone := make(chan error, 1)
+	go func() {
+		deadline := time.Now().Add(chaosFor)
+		for (svc.Total() < charges*9/10 && time.Now().Before(deadline)) || int(restarts.Load()) < minRestarts {
+			time.Sleep(2*time.Second + time.Duration(rng.IntN(3000))*time.Millisecond)
+			var err error
+			if rng.IntN(2) == 0 {
+				crashes.Add(1)
+				err = srv.Kill()
+			} else {
+				err = srv.Stop()
+			}
+			if err != nil {
+				chaosDone <- err
+				return
+			}
+			time.Sleep(time.Duration(rng.IntN(2001)) * time.Millisecond)
+			if err := srv.Start(); err != nil {
+				chaosDone <- err
+				return
+			}
+			restarts.Add(1)
+		}
+		chaosDone <- nil
+	}()
+	start := time.Now()
+	if err := <-chaosDone; err != nil {
+		t.Fatalf("chaos: %v", err)
+	}
+	t.Logf("%d restarts (%d crashes) in %v; %d of %d charges applied by then",
+		restarts.Load(), crashes.Load(), time.Since(start).Round(time.Millisecond), svc.Total(), charges)
+	finished := e.waitDone(t, charges, 5*time.Minute)
+	for i, h := range hosts {
+		if h.cmd.ProcessState != nil {
+			t.Errorf("host %d exited during the chaos:\n%s", i, h.out.String())
+		}
+	}
+	for i, h := range hosts {
+		h.stop(t, "host "+strconv.Itoa(i))
+		out := h.out.String()
+		if strings.Contains(out, "panic") {
+			t.Errorf("host %d panicked:\n%s", i, out)
+		}
+		if n := strings.Count(out, "scheduling pass failed"); n == 0 {
+			t.Errorf("host %d logged no failed pass: the outages went unreported\n%s", i, out)
+		} else {
+			t.Logf("host %d logged %d failed passes, e.g. %s", i, n, firstLine(out, "scheduling pass failed"))
+		}
+	}
+	if !finished {
+		e.finish(t, bin, svc)
+	}
+	e.checkCharged(t, svc, charges)
+}
+
+func firstLine(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
