@@ -55,7 +55,7 @@ func TestDependencyDirection(t *testing.T) {
 			}
 		}
 		if rel == "runtime" {
-			for _, eng := range []string{mod + "/sandbox/js", mod + "/sandbox/wasm", mod + "/ledger/sqlite"} {
+			for _, eng := range []string{mod + "/sandbox/js", mod + "/sandbox/wasm", mod + "/ledger/sqlite", mod + "/ledger/postgres"} {
 				if has(pkg, eng) {
 					t.Errorf("runtime depends on %s: it must use the contracts only", eng)
 				}

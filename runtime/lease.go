@@ -180,9 +180,10 @@ func (rt *Runtime) liveCallsLeft(ctx context.Context, workflow string) (bool, er
 	return false, nil
 }
 
-// waitLease waits for a wake-up or a short while before trying a held lease again.
+// waitLease waits for a wake-up (a release among them) or a while before trying a
+// lease held elsewhere again.
 func (rt *Runtime) waitLease(ctx context.Context, wake <-chan struct{}) error {
-	t := time.NewTimer(leaseYield)
+	t := time.NewTimer(4 * leaseYield)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

@@ -28,14 +28,46 @@ func (r leaseRow) lease() ledger.Lease {
 func millis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 
 // ClaimLease takes the workflow's lease when it is free, expired or already owner's.
-// The row is locked with SKIP LOCKED: a host never waits for another host's claim.
+// A lease held by another host is told apart with a read, so that hosts waiting for
+// one cost the database no commit; the claim itself locks the row with SKIP LOCKED, so
+// a host never waits for another host's claim.
 func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time.Duration) (ledger.Lease, bool, error) {
 	if workflow == "" || owner == "" {
 		return ledger.Lease{}, false, errors.New("postgres: claim lease: workflow and owner are required")
 	}
+	var cur struct {
+		Free   bool `db:"free"`
+		Wanted bool `db:"wanted"`
+	}
+	err := s.r.GetContext(ctx, &cur, `SELECT owner = '' OR owner = ? OR expires_at < clock_timestamp() AS free,
+		wanted_at > claimed_at AS wanted FROM leases WHERE workflow = ?`, owner, workflow)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		cur.Free = true
+	case err != nil:
+		return ledger.Lease{}, false, s.dbErr("claim lease", err)
+	}
+	if !cur.Free {
+		if !cur.Wanted {
+			// Say that this host is waiting for it. The mark only hurries a hand-over,
+			// so it need not survive a crash: no flush to disk for it.
+			err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+				if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+					return s.dbErr("claim lease", err)
+				}
+				_, err := tx.ExecContext(ctx, `UPDATE leases SET wanted_at = clock_timestamp() WHERE workflow = ? AND owner <> ?`,
+					workflow, owner)
+				return s.dbErr("claim lease", err)
+			})
+			if err != nil {
+				return ledger.Lease{}, false, err
+			}
+		}
+		return ledger.Lease{}, false, nil
+	}
 	var row leaseRow
 	found := false
-	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *wtx) error {
 		found = false
 		if _, err := tx.ExecContext(ctx, `INSERT INTO leases (workflow) VALUES (?) ON CONFLICT (workflow) DO NOTHING`, workflow); err != nil {
 			return s.dbErr("claim lease", err)
@@ -49,12 +81,7 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 			FROM free WHERE l.workflow = free.workflow
 			RETURNING l.workflow, l.owner, l.claims, l.expires_at`, workflow, owner, owner, millis(ttl))
 		if errors.Is(err, sql.ErrNoRows) {
-			// Held by another host: say that this one is waiting for it.
-			if _, err := tx.ExecContext(ctx, `UPDATE leases SET wanted_at = clock_timestamp()
-				WHERE workflow = ? AND owner <> ?`, workflow, owner); err != nil {
-				return s.dbErr("claim lease", err)
-			}
-			return nil
+			return nil // taken by another host a moment ago
 		}
 		if err != nil {
 			return s.dbErr("claim lease", err)

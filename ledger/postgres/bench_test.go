@@ -1,0 +1,79 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/internal/pgtest"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// BenchmarkMutation measures the durable in-flight write plus the apply per mutation
+// (each its own committed transaction), one run after the other and 16 runs at once;
+// the same benchmark of ledger/sqlite is its reference.
+func BenchmarkMutation(b *testing.B) {
+	b.Run("Sequential", func(b *testing.B) { benchMutations(b, 1) })
+	b.Run("Concurrent16", func(b *testing.B) { benchMutations(b, 16) })
+}
+
+func benchMutations(b *testing.B, workers int) {
+	ctx := context.Background()
+	s, err := Open(ctx, pgtest.URL(b), Options{MaxConns: workers + 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ids := make([]string, b.N)
+	err = s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		now := s.now()
+		for i := range ids {
+			ids[i] = s.opts.NewID()
+			rec := runRec{Run: scripthost.Run{ID: ids[i], Workflow: "bench", Version: 1, Handler: "h",
+				Kind: scripthost.KindConsumer, Phase: scripthost.RunMutating, Status: scripthost.StatusActive,
+				Attempt: 1, CreatedAt: now, UpdatedAt: now}}
+			if err := s.insertRun(ctx, tx, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	b.ResetTimer()
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(ids) {
+					return
+				}
+				m, err := s.BeginMutation(ctx, ledger.NewMutation{RunID: ids[i], Namespace: "Shop", Method: "ship",
+					Params: json.RawMessage(`{"order":1}`), InputHash: "ih-" + ids[i], IdempotencyKey: "key-" + ids[i]})
+				if err == nil {
+					_, err = s.ApplyMutation(ctx, m.ID, json.RawMessage(`{"ok":true}`))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	if sec := b.Elapsed().Seconds(); sec > 0 {
+		b.ReportMetric(float64(b.N)/sec, "mutations/s")
+	}
+}
