@@ -38,6 +38,7 @@ func TestDatabaseChaos(t *testing.T) {
 	defer svc.Close()
 	e := newHTTPEnv(t, svc.URL(), "tools.json", charges, "500ms")
 	e.db = srv.URL(t)
+	seedInChunks(t, e.wf, 500)
 	bin := crashBinary(t)
 	hosts := []*child{startShared(t, bin, e, "host-0", "", "2s"), startShared(t, bin, e, "host-1", "", "2s")}
 
@@ -106,4 +107,29 @@ func firstLine(s, sub string) string {
 		}
 	}
 	return ""
+}
+
+// seedInChunks rewrites the charges workflow so that its producer publishes at most
+// chunk events per run, once a second, until all are out: one invocation may make at
+// most 1000 tool calls.
+func seedInChunks(t *testing.T, path string, chunk int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := string(b)
+	for _, r := range [][2]string{
+		{"schedule: { every: '1h' }", "schedule: { every: '1s' }"},
+		{"if (state && state.seeded) return undefined;\n        for (let i = 1; i <= COUNT; i++) {",
+			"const from = (state && state.seeded) || 0;\n        if (from >= COUNT) return undefined;\n" +
+				"        const to = Math.min(from + " + strconv.Itoa(chunk) + ", COUNT);\n        for (let i = from + 1; i <= to; i++) {"},
+		{"return { seeded: COUNT };", "return { seeded: to };"},
+	} {
+		if !strings.Contains(wf, r[0]) {
+			t.Fatalf("charges workflow: %q not found", r[0])
+		}
+		wf = strings.Replace(wf, r[0], r[1], 1)
+	}
+	writeFile(t, path, wf)
 }
