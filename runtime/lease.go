@@ -124,7 +124,7 @@ func (rt *Runtime) yielding(workflow string) bool {
 func (rt *Runtime) heartbeat(ctx context.Context, lease ledger.Lease, stop <-chan struct{}, cancel context.CancelCauseFunc) {
 	ttl := rt.cfg.Lease.TTL
 	deadline := time.Now().Add(ttl)
-	t := time.NewTicker(ttl / 3)
+	t := time.NewTicker(max(ttl/3, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {

@@ -32,10 +32,10 @@ func benchMutations(b *testing.B, workers int) {
 		now := s.now()
 		for i := range ids {
 			ids[i] = s.opts.NewID()
-			rec := runRec{Run: scripthost.Run{ID: ids[i], Workflow: "bench", Version: 1, Handler: "h",
+			run := scripthost.Run{ID: ids[i], Workflow: "bench", Version: 1, Handler: "h",
 				Kind: scripthost.KindConsumer, Phase: scripthost.RunMutating, Status: scripthost.StatusActive,
-				Attempt: 1, CreatedAt: now, UpdatedAt: now}}
-			if err := s.insertRun(ctx, tx, rec); err != nil {
+				Attempt: 1, CreatedAt: now, UpdatedAt: now}
+			if err := s.InsertRun(ctx, tx, run); err != nil {
 				return err
 			}
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/internal/sqlstore"
 )
 
 // Options configure a Store. The zero value is usable.
@@ -74,6 +75,9 @@ func newUUID() string {
 
 // Store is a ledger.Store backed by a PostgreSQL database.
 type Store struct {
+	// The transitions, shared with ledger/sqlite, run on this store's transactions.
+	*sqlstore.Store
+
 	dsn  string // for messages: the URL without its password
 	opts Options
 	cfg  *pgx.ConnConfig
@@ -126,6 +130,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	s.Store = sqlstore.New(backend{s}, s.r, sqlstore.Dialect{
+		Name: "postgres", Order: "ord", RowLocks: true,
+		LockWorkflow:    `SELECT pg_advisory_xact_lock(hashtext($1))`,
+		UniqueViolation: uniqueViolation,
+	}, sqlstore.Options{Clock: opts.Clock, NewID: opts.NewID})
 	s.listener = newListener(s)
 	return s, nil
 }
@@ -172,3 +181,16 @@ func (s *Store) dbErr(op string, err error) error {
 	}
 	return fmt.Errorf("postgres: %s %s: %w", op, s.dsn, err)
 }
+
+// backend gives the shared transitions this store's transactions.
+type backend struct{ s *Store }
+
+func (b backend) Write(ctx context.Context, fn sqlstore.WriteFunc) error {
+	return b.s.write(ctx, func(ctx context.Context, tx *wtx) error { return fn(ctx, tx) })
+}
+
+func (b backend) MustWrite(ctx context.Context, fn sqlstore.WriteFunc) error {
+	return b.s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error { return fn(ctx, tx) })
+}
+
+func (b backend) DBErr(op string, err error) error { return b.s.dbErr(op, err) }

@@ -55,15 +55,6 @@ func (t *wtx) NamedExecContext(ctx context.Context, q string, arg any) (sql.Resu
 	return t.tx.NamedExecContext(ctx, q, arg)
 }
 
-// forUpdate locks the rows a transaction reads before deciding on them, so that two
-// hosts moving one run or one mutation take turns.
-func forUpdate(q sqlx.QueryerContext) string {
-	if _, ok := q.(*wtx); ok {
-		return " FOR UPDATE"
-	}
-	return ""
-}
-
 type writeFunc func(ctx context.Context, tx *wtx) error
 
 // write runs fn in a transaction and commits it. A transaction that fails with a

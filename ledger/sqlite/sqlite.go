@@ -23,6 +23,7 @@ import (
 	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/internal/sqlstore"
 )
 
 // Options configure a Store. The zero value is usable.
@@ -75,6 +76,9 @@ func newUUID() string {
 
 // Store is a ledger.Store backed by one SQLite file.
 type Store struct {
+	// The transitions, shared with ledger/postgres, run on this store's writer.
+	*sqlstore.Store
+
 	path string
 	opts Options
 	// w is the one write connection: every write transaction goes through write.
@@ -146,6 +150,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
 	s.r = r
+	s.Store = sqlstore.New(backend{s}, r, sqlstore.Dialect{Name: "sqlite", Order: "rowid"},
+		sqlstore.Options{Clock: opts.Clock, NewID: opts.NewID})
 	if !opts.DisableGroupCommit {
 		s.committerDone = make(chan struct{})
 		go s.commit()
@@ -194,3 +200,16 @@ func (s *Store) dbErr(op string, err error) error {
 	}
 	return fmt.Errorf("sqlite: %s %s: %w", op, s.path, err)
 }
+
+// backend gives the shared transitions this store's one writer.
+type backend struct{ s *Store }
+
+func (b backend) Write(ctx context.Context, fn sqlstore.WriteFunc) error {
+	return b.s.write(ctx, func(ctx context.Context, tx *wtx) error { return fn(ctx, tx) })
+}
+
+func (b backend) MustWrite(ctx context.Context, fn sqlstore.WriteFunc) error {
+	return b.s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error { return fn(ctx, tx) })
+}
+
+func (b backend) DBErr(op string, err error) error { return b.s.dbErr(op, err) }

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -16,7 +16,7 @@ func (s *Store) Resolve(ctx context.Context, mutationID string, r ledger.Resolut
 		return scripthost.Mutation{}, err
 	}
 	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		from := []scripthost.MutationStatus{scripthost.MutationIndeterminate}
 		if r.Force {
 			from = append(from, scripthost.MutationNeedsReconcile)
@@ -96,7 +96,7 @@ func (s *Store) listMutations(ctx context.Context, where []string, args []any, l
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY created_at, rowid`
+	q += ` ORDER BY created_at, `+s.d.Order
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
 	}

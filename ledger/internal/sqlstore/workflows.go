@@ -1,4 +1,4 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func (r workflowRow) workflow() ledger.Workflow {
 // computed from Source.
 func (s *Store) PutWorkflow(ctx context.Context, v ledger.WorkflowVersion) (ledger.WorkflowVersion, error) {
 	if v.Workflow == "" {
-		return v, errors.New("postgres: put workflow: name is required")
+		return v, fmt.Errorf("%s: put workflow: name is required", s.name)
 	}
 	if err := checkJSON("workflow definition", v.Definition); err != nil {
 		return v, err
@@ -58,12 +58,14 @@ func (s *Store) PutWorkflow(ctx context.Context, v ledger.WorkflowVersion) (ledg
 		v.Hash = hex.EncodeToString(sum[:])
 	}
 	var out ledger.WorkflowVersion
-	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, func(ctx context.Context, tx Tx) error {
 		now := s.now()
-		// Two hosts loading one workflow at once take turns: the second sees the
-		// first's version.
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext(?))`, v.Workflow); err != nil {
-			return s.dbErr("put workflow", err)
+		if s.d.LockWorkflow != "" {
+			// Two hosts loading one workflow at once take turns: the second sees the
+			// first's version.
+			if _, err := tx.ExecContext(ctx, s.d.LockWorkflow, v.Workflow); err != nil {
+				return s.dbErr("put workflow", err)
+			}
 		}
 		var latest versionRow
 		err := tx.GetContext(ctx, &latest, `SELECT `+versionColumns+` FROM workflow_versions
@@ -80,9 +82,9 @@ func (s *Store) PutWorkflow(ctx context.Context, v ledger.WorkflowVersion) (ledg
 			return s.dbErr("put workflow", err)
 		}
 		v.CreatedAt = now
-		if _, err := tx.ExecContext(ctx, `INSERT INTO workflows (name, latest_version, paused, created_at) VALUES (?, ?, false, ?)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO workflows (name, latest_version, paused, created_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET latest_version = excluded.latest_version`,
-			v.Workflow, v.Version, nanos(now)); err != nil {
+			v.Workflow, v.Version, false, nanos(now)); err != nil {
 			return s.dbErr("put workflow", err)
 		}
 		row := versionRow{Workflow: v.Workflow, Version: v.Version, Language: v.Language, Path: v.Path,
@@ -147,7 +149,7 @@ func (s *Store) Workflows(ctx context.Context) ([]ledger.Workflow, error) {
 
 // SetWorkflowPaused pauses or unpauses a workflow.
 func (s *Store) SetWorkflowPaused(ctx context.Context, name string, paused bool) error {
-	return s.write(ctx, func(ctx context.Context, tx *wtx) error {
+	return s.write(ctx, func(ctx context.Context, tx Tx) error {
 		r, err := tx.ExecContext(ctx, `UPDATE workflows SET paused = ? WHERE name = ?`, paused, name)
 		if err != nil {
 			return s.dbErr("pause workflow", err)
@@ -185,7 +187,7 @@ const executionColumns = `execution_id, plan_id, step_id, seq, tool, arguments, 
 // AppendExecution appends a record to the execution log.
 func (s *Store) AppendExecution(ctx context.Context, r ledger.ExecutionRecord) error {
 	if r.ExecutionID == "" {
-		return errors.New("postgres: append execution: execution id is required")
+		return fmt.Errorf("%s: append execution: execution id is required", s.name)
 	}
 	for what, b := range map[string][]byte{"arguments": r.Arguments, "result": r.Result, "diagnostics": r.Diagnostics} {
 		if err := checkJSON("execution "+what, b); err != nil {
@@ -198,7 +200,7 @@ func (s *Store) AppendExecution(ctx context.Context, r ledger.ExecutionRecord) e
 		DurationMS: r.DurationMS, Success: r.Success, ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr,
 		Error: r.Error, ErrorCode: r.ErrorCode, Result: rawJSON(r.Result), Diagnostics: rawJSON(r.Diagnostics),
 	}
-	return s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	return s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		_, err := tx.NamedExecContext(ctx, `INSERT INTO execution_log (`+executionColumns+`) VALUES (`+namedList(executionColumns)+`)`, row)
 		return s.dbErr("append execution", err)
 	})

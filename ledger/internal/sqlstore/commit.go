@@ -1,7 +1,8 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"database/sql"
 	"errors"
 	"time"
@@ -19,7 +20,7 @@ func checkCommit(c ledger.Commit) error {
 
 // commitRun is the common part of both commits: checks, state, publications, run
 // committed. The run's output state is Output, or State when Output is empty.
-func (s *Store) commitRun(ctx context.Context, tx *wtx, runID string, kind scripthost.HandlerKind,
+func (s *Store) commitRun(ctx context.Context, tx Tx, runID string, kind scripthost.HandlerKind,
 	from scripthost.RunPhase, c ledger.Commit, wakeAt time.Time, now time.Time) (runRec, error) {
 	rec, err := s.getRun(ctx, tx, runID)
 	if err != nil {
@@ -57,7 +58,7 @@ func (s *Store) CommitConsumer(ctx context.Context, runID string, c ledger.Commi
 		return scripthost.Run{}, err
 	}
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		now := s.now()
 		rec, err := s.commitRun(ctx, tx, runID, scripthost.KindConsumer, scripthost.RunEmitting, c, norm(c.WakeAt), now)
 		if err != nil {
@@ -79,7 +80,7 @@ func (s *Store) CommitProducer(ctx context.Context, runID string, c ledger.Commi
 		return scripthost.Run{}, err
 	}
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		now := s.now()
 		rec, err := s.commitRun(ctx, tx, runID, scripthost.KindProducer, scripthost.RunExecuting, c, norm(c.WakeAt), now)
 		if err != nil {
@@ -96,7 +97,7 @@ func (s *Store) CommitProducer(ctx context.Context, runID string, c ledger.Commi
 	return out.Run, err
 }
 
-func (s *Store) putState(ctx context.Context, tx *wtx, workflow, handler string, state []byte, wakeAt, now time.Time) error {
+func (s *Store) putState(ctx context.Context, tx Tx, workflow, handler string, state []byte, wakeAt, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO handler_state (workflow, handler, state, wake_at, updated_at)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT (workflow, handler) DO UPDATE SET
 		state = excluded.state, wake_at = excluded.wake_at, updated_at = excluded.updated_at`,
@@ -107,7 +108,7 @@ func (s *Store) putState(ctx context.Context, tx *wtx, workflow, handler string,
 	return nil
 }
 
-func (s *Store) putSchedule(ctx context.Context, tx *wtx, sc ledger.Schedule) error {
+func (s *Store) putSchedule(ctx context.Context, tx Tx, sc ledger.Schedule) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO schedules (workflow, producer, next_run_at, last_run_at)
 		VALUES (?, ?, ?, ?) ON CONFLICT (workflow, producer) DO UPDATE SET
 		next_run_at = excluded.next_run_at, last_run_at = excluded.last_run_at`,
@@ -162,7 +163,7 @@ func (s *Store) Schedule(ctx context.Context, workflow, producer string) (ledger
 // SetSchedule stores a producer's schedule.
 func (s *Store) SetSchedule(ctx context.Context, sc ledger.Schedule) error {
 	if sc.Workflow == "" || sc.Producer == "" {
-		return errors.New("postgres: set schedule: workflow and producer are required")
+		return fmt.Errorf("%s: set schedule: workflow and producer are required", s.name)
 	}
-	return s.write(ctx, func(ctx context.Context, tx *wtx) error { return s.putSchedule(ctx, tx, sc) })
+	return s.write(ctx, func(ctx context.Context, tx Tx) error { return s.putSchedule(ctx, tx, sc) })
 }

@@ -1,4 +1,4 @@
-package postgres
+package sqlstore
 
 import (
 	"database/sql/driver"
@@ -26,7 +26,7 @@ func (t *nanos) Scan(v any) error {
 	case int64:
 		*t = nanos(time.Unix(0, v).UTC())
 	default:
-		return fmt.Errorf("postgres: cannot scan %T into a time", v)
+		return fmt.Errorf("ledger: cannot scan %T into a time", v)
 	}
 	return nil
 }
@@ -60,7 +60,7 @@ func (j *rawJSON) Scan(v any) error {
 	case []byte:
 		*j = append(rawJSON(nil), v...)
 	default:
-		return fmt.Errorf("postgres: cannot scan %T into JSON", v)
+		return fmt.Errorf("ledger: cannot scan %T into JSON", v)
 	}
 	return nil
 }
@@ -91,7 +91,7 @@ func (s *optString) Scan(v any) error {
 	case []byte:
 		*s = optString(v)
 	default:
-		return fmt.Errorf("postgres: cannot scan %T into a string", v)
+		return fmt.Errorf("ledger: cannot scan %T into a string", v)
 	}
 	return nil
 }
@@ -103,7 +103,7 @@ func jsonValue(v any) (rawJSON, error) {
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: encode: %w", err)
+		return nil, fmt.Errorf("ledger: encode: %w", err)
 	}
 	return b, nil
 }
@@ -111,7 +111,7 @@ func jsonValue(v any) (rawJSON, error) {
 // checkJSON refuses a non-empty value that is not valid JSON.
 func checkJSON(what string, b []byte) error {
 	if len(b) != 0 && !json.Valid(b) {
-		return fmt.Errorf("postgres: %s is not valid JSON", what)
+		return fmt.Errorf("ledger: %s is not valid JSON", what)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const (
 	afterMutation
 )
 
-func (s *Store) stageOf(ctx context.Context, tx *wtx, rec runRec) (stage, scripthost.Mutation, error) {
+func (s *Store) stageOf(ctx context.Context, tx Tx, rec runRec) (stage, scripthost.Mutation, error) {
 	m, found, err := s.runMutation(ctx, tx, rec.ID)
 	if err != nil {
 		return 0, m, err
@@ -56,7 +56,7 @@ func checkMovable(rec runRec, to any) error {
 // methods of their own.
 func (s *Store) SetRunStatus(ctx context.Context, runID string, ch ledger.StatusChange) (scripthost.Run, error) {
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -108,7 +108,7 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, ch ledger.Status
 // run before its mutation can be skipped.
 func (s *Store) SkipRun(ctx context.Context, runID string, reason string) (scripthost.Run, error) {
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -142,7 +142,7 @@ func (s *Store) SkipRun(ctx context.Context, runID string, reason string) (scrip
 // again. A run whose mutation outcome is unknown cannot be retried.
 func (s *Store) CreateRetryRun(ctx context.Context, runID string) (scripthost.Run, error) {
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		src, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err

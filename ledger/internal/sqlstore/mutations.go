@@ -1,4 +1,4 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
@@ -66,7 +66,7 @@ func mutationToRow(m scripthost.Mutation) mutationRow {
 
 func (s *Store) getMutation(ctx context.Context, q sqlx.QueryerContext, id string) (scripthost.Mutation, error) {
 	var row mutationRow
-	err := sqlx.GetContext(ctx, q, &row, `SELECT `+mutationColumns+` FROM mutations WHERE id = ?`+forUpdate(q), id)
+	err := sqlx.GetContext(ctx, q, &row, `SELECT `+mutationColumns+` FROM mutations WHERE id = ?`+s.forUpdate(q), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return scripthost.Mutation{}, fmt.Errorf("%w: mutation %q", ledger.ErrNotFound, id)
 	}
@@ -79,7 +79,7 @@ func (s *Store) getMutation(ctx context.Context, q sqlx.QueryerContext, id strin
 // runMutation returns the run's mutation and whether it has one.
 func (s *Store) runMutation(ctx context.Context, q sqlx.QueryerContext, runID string) (scripthost.Mutation, bool, error) {
 	var row mutationRow
-	err := sqlx.GetContext(ctx, q, &row, `SELECT `+mutationColumns+` FROM mutations WHERE run_id = ?`+forUpdate(q), runID)
+	err := sqlx.GetContext(ctx, q, &row, `SELECT `+mutationColumns+` FROM mutations WHERE run_id = ?`+s.forUpdate(q), runID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return scripthost.Mutation{}, false, nil
 	}
@@ -89,7 +89,7 @@ func (s *Store) runMutation(ctx context.Context, q sqlx.QueryerContext, runID st
 	return row.mutation(), true, nil
 }
 
-func (s *Store) saveMutation(ctx context.Context, tx *wtx, m scripthost.Mutation) error {
+func (s *Store) saveMutation(ctx context.Context, tx Tx, m scripthost.Mutation) error {
 	var sets []string
 	for _, c := range columnList(mutationColumns) {
 		if c != "id" {
@@ -106,7 +106,7 @@ func (s *Store) saveMutation(ctx context.Context, tx *wtx, m scripthost.Mutation
 // BeginMutation durably records an in_flight mutation.
 func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scripthost.Mutation, error) {
 	if nm.Namespace == "" || nm.Method == "" || nm.IdempotencyKey == "" {
-		return scripthost.Mutation{}, fmt.Errorf("postgres: begin mutation: namespace, method and idempotency key are required")
+		return scripthost.Mutation{}, fmt.Errorf("%s: begin mutation: namespace, method and idempotency key are required", s.name)
 	}
 	if err := checkJSON("mutation params", nm.Params); err != nil {
 		return scripthost.Mutation{}, err
@@ -116,7 +116,7 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 		Namespace: nm.Namespace, Method: nm.Method, Params: nm.Params, InputHash: nm.InputHash,
 		IdempotencyKey: nm.IdempotencyKey, Status: scripthost.MutationInFlight,
 	}
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		// Stamped at each attempt: a write that waited out a database restart must not
 		// look older than it is to a host judging whether its call may still be live.
 		now := s.now()
@@ -152,7 +152,8 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 		}
 		_, err = tx.NamedExecContext(ctx, `INSERT INTO mutations (`+mutationColumns+`) VALUES (`+namedList(mutationColumns)+`)`,
 			mutationToRow(m))
-		switch uniqueViolation(err) {
+		// Another writer may have got there since the checks above.
+		switch s.d.UniqueViolation(err) {
 		case "":
 		case "mutations_idempotency_key_key":
 			return fmt.Errorf("%w: key %q is used by another mutation", ledger.ErrDuplicateKey, nm.IdempotencyKey)
@@ -172,7 +173,7 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 
 // outcomeTx loads a mutation whose outcome is about to be recorded and checks that its
 // status is one of from.
-func (s *Store) outcomeTx(ctx context.Context, tx *wtx, id string, to any, from ...scripthost.MutationStatus) (scripthost.Mutation, error) {
+func (s *Store) outcomeTx(ctx context.Context, tx Tx, id string, to any, from ...scripthost.MutationStatus) (scripthost.Mutation, error) {
 	m, err := s.getMutation(ctx, tx, id)
 	if err != nil {
 		return m, err
@@ -199,7 +200,7 @@ var unknownOutcome = []scripthost.MutationStatus{
 
 // applyRun records an applied (or skipped) mutation on its run: outcome, phase
 // mutated, status active.
-func (s *Store) applyRun(ctx context.Context, tx *wtx, runID string, outcome scripthost.Outcome, now time.Time) error {
+func (s *Store) applyRun(ctx context.Context, tx Tx, runID string, outcome scripthost.Outcome, now time.Time) error {
 	rec, err := s.getRun(ctx, tx, runID)
 	if err != nil {
 		return err
@@ -216,7 +217,7 @@ func (s *Store) applyRun(ctx context.Context, tx *wtx, runID string, outcome scr
 }
 
 // failRun releases the run's events and gives it status with the error.
-func (s *Store) failRun(ctx context.Context, tx *wtx, runID string, status scripthost.RunStatus, msg string, class scripthost.ErrorClass, now time.Time) error {
+func (s *Store) failRun(ctx context.Context, tx Tx, runID string, status scripthost.RunStatus, msg string, class scripthost.ErrorClass, now time.Time) error {
 	rec, err := s.getRun(ctx, tx, runID)
 	if err != nil {
 		return err
@@ -235,7 +236,7 @@ func (s *Store) ApplyMutation(ctx context.Context, mutationID string, result jso
 		return scripthost.Mutation{}, err
 	}
 	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationApplied, unknownOutcome...)
 		if err != nil {
 			return err
@@ -260,10 +261,10 @@ func (s *Store) ApplyMutation(ctx context.Context, mutationID string, result jso
 // the status of the cause's class.
 func (s *Store) FailMutation(ctx context.Context, mutationID string, cause *scripthost.Error) (scripthost.Mutation, error) {
 	if cause == nil {
-		return scripthost.Mutation{}, fmt.Errorf("postgres: fail mutation %s: a cause is required", mutationID)
+		return scripthost.Mutation{}, fmt.Errorf("%s: fail mutation %s: a cause is required", s.name, mutationID)
 	}
 	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationFailed, unknownOutcome...)
 		if err != nil {
 			return err
@@ -287,7 +288,7 @@ func (s *Store) FailMutation(ctx context.Context, mutationID string, cause *scri
 // MarkNeedsReconcile records a reconcile attempt that could not decide.
 func (s *Store) MarkNeedsReconcile(ctx context.Context, mutationID string, attempts int, next time.Time, reason string) (scripthost.Mutation, error) {
 	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationNeedsReconcile,
 			scripthost.MutationInFlight, scripthost.MutationNeedsReconcile)
 		if err != nil {
@@ -305,7 +306,7 @@ func (s *Store) MarkNeedsReconcile(ctx context.Context, mutationID string, attem
 // reconciliation; the run keeps its events.
 func (s *Store) MarkIndeterminate(ctx context.Context, mutationID string, reason string) (scripthost.Mutation, error) {
 	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationIndeterminate,
 			scripthost.MutationInFlight, scripthost.MutationNeedsReconcile)
 		if err != nil {

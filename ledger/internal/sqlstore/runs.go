@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -69,13 +69,13 @@ func (r runRow) rec() (runRec, error) {
 	}
 	if len(r.Reservations) > 0 {
 		if err := json.Unmarshal(r.Reservations, &rec.Reservations); err != nil {
-			return runRec{}, fmt.Errorf("sqlite: run %s: reservations: %w", r.ID, err)
+			return runRec{}, fmt.Errorf("ledger: run %s: reservations: %w", r.ID, err)
 		}
 	}
 	if len(r.Outcome) > 0 {
 		rec.Outcome = new(scripthost.Outcome)
 		if err := json.Unmarshal(r.Outcome, rec.Outcome); err != nil {
-			return runRec{}, fmt.Errorf("sqlite: run %s: outcome: %w", r.ID, err)
+			return runRec{}, fmt.Errorf("ledger: run %s: outcome: %w", r.ID, err)
 		}
 	}
 	return rec, nil
@@ -109,7 +109,7 @@ func (rec runRec) row() (runRow, error) {
 // getRun loads a run inside a transaction or from the read pool.
 func (s *Store) getRun(ctx context.Context, q sqlx.QueryerContext, id string) (runRec, error) {
 	var row runRow
-	err := sqlx.GetContext(ctx, q, &row, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id)
+	err := sqlx.GetContext(ctx, q, &row, `SELECT `+runColumns+` FROM runs WHERE id = ?`+s.forUpdate(q), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return runRec{}, fmt.Errorf("%w: run %q", ledger.ErrNotFound, id)
 	}
@@ -120,7 +120,7 @@ func (s *Store) getRun(ctx context.Context, q sqlx.QueryerContext, id string) (r
 }
 
 // insertRun stores a new run and its first snapshot.
-func (s *Store) insertRun(ctx context.Context, tx *wtx, rec runRec) error {
+func (s *Store) insertRun(ctx context.Context, tx Tx, rec runRec) error {
 	row, err := rec.row()
 	if err != nil {
 		return err
@@ -134,7 +134,7 @@ func (s *Store) insertRun(ctx context.Context, tx *wtx, rec runRec) error {
 
 // saveRun writes every column of a changed run and a snapshot of it: all run
 // transitions end here, so every transition leaves a snapshot in its transaction.
-func (s *Store) saveRun(ctx context.Context, tx *wtx, rec runRec) error {
+func (s *Store) saveRun(ctx context.Context, tx Tx, rec runRec) error {
 	row, err := rec.row()
 	if err != nil {
 		return err
@@ -152,13 +152,14 @@ func (s *Store) saveRun(ctx context.Context, tx *wtx, rec runRec) error {
 	return s.snapshot(ctx, tx, rec.Run)
 }
 
-func (s *Store) snapshot(ctx context.Context, tx *wtx, run scripthost.Run) error {
+func (s *Store) snapshot(ctx context.Context, tx Tx, run scripthost.Run) error {
 	b, err := json.Marshal(run)
 	if err != nil {
-		return fmt.Errorf("sqlite: snapshot run %s: %w", run.ID, err)
+		return fmt.Errorf("%s: snapshot run %s: %w", s.name, run.ID, err)
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at)
-		SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM run_snapshots WHERE run_id = ?`,
+		SELECT CAST(? AS TEXT), COALESCE(MAX(seq), 0) + 1, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT)
+		FROM run_snapshots WHERE run_id = ?`,
 		run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt), run.ID)
 	if err != nil {
 		return s.dbErr("snapshot run", err)
@@ -193,10 +194,10 @@ func refuse(entity, id string, from, to any, format string, args ...any) error {
 // CreateRun creates a run in phase pending and status active.
 func (s *Store) CreateRun(ctx context.Context, nr ledger.NewRun) (scripthost.Run, error) {
 	if nr.Workflow == "" || nr.Handler == "" {
-		return scripthost.Run{}, fmt.Errorf("sqlite: create run: workflow and handler are required")
+		return scripthost.Run{}, fmt.Errorf("%s: create run: workflow and handler are required", s.name)
 	}
 	if nr.Kind != scripthost.KindConsumer && nr.Kind != scripthost.KindProducer {
-		return scripthost.Run{}, fmt.Errorf("sqlite: create run: unknown handler kind %q", nr.Kind)
+		return scripthost.Run{}, fmt.Errorf("%s: create run: unknown handler kind %q", s.name, nr.Kind)
 	}
 	if err := checkJSON("input state", nr.InputState); err != nil {
 		return scripthost.Run{}, err
@@ -207,7 +208,7 @@ func (s *Store) CreateRun(ctx context.Context, nr ledger.NewRun) (scripthost.Run
 		Kind: nr.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive, Attempt: 1,
 		InputState: nr.InputState, CreatedAt: now, UpdatedAt: now,
 	}}
-	err := s.write(ctx, func(ctx context.Context, tx *wtx) error { return s.insertRun(ctx, tx, rec) })
+	err := s.write(ctx, func(ctx context.Context, tx Tx) error { return s.insertRun(ctx, tx, rec) })
 	if err != nil {
 		return scripthost.Run{}, err
 	}
@@ -245,9 +246,9 @@ func (s *Store) listRuns(ctx context.Context, where []string, args []any, limit 
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	if newest {
-		q += ` ORDER BY created_at DESC, rowid DESC`
+		q += ` ORDER BY created_at DESC, `+s.d.Order+` DESC`
 	} else {
-		q += ` ORDER BY created_at, rowid`
+		q += ` ORDER BY created_at, `+s.d.Order
 	}
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
@@ -316,7 +317,7 @@ func checkPhaseMove(rec runRec, from, to scripthost.RunPhase) error {
 // own: pending → preparing, prepared → mutating, mutated → emitting, pending → executing.
 func (s *Store) AdvancePhase(ctx context.Context, runID string, from, to scripthost.RunPhase) (scripthost.Run, error) {
 	var out runRec
-	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, func(ctx context.Context, tx Tx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -344,7 +345,7 @@ func (s *Store) MarkPrepared(ctx context.Context, runID string, res ledger.Prepa
 		return scripthost.Run{}, err
 	}
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -369,7 +370,7 @@ func (s *Store) MarkPrepared(ctx context.Context, runID string, res ledger.Prepa
 // MarkMutated moves mutating → mutated for a run that made no mutation.
 func (s *Store) MarkMutated(ctx context.Context, runID string) (scripthost.Run, error) {
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -405,4 +406,10 @@ func (s *Store) Recover(ctx context.Context) (ledger.Recovery, error) {
 		return ledger.Recovery{}, err
 	}
 	return ledger.Recovery{Runs: runs, InFlight: muts}, nil
+}
+
+// InsertRun stores a run as it is, in any phase, with its first snapshot: for tests
+// and benchmarks that start from a given state.
+func (s *Store) InsertRun(ctx context.Context, tx Tx, run scripthost.Run) error {
+	return s.insertRun(ctx, tx, runRec{Run: run})
 }

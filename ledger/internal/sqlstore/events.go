@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func (r eventRow) event() scripthost.Event {
 
 // reserve reserves every event the run's reservations name, all or nothing: the caller
 // rolls back on error.
-func (s *Store) reserve(ctx context.Context, tx *wtx, rec runRec) error {
+func (s *Store) reserve(ctx context.Context, tx Tx, rec runRec) error {
 	for _, res := range rec.Reservations {
 		for _, id := range res.IDs {
 			r, err := tx.ExecContext(ctx, `UPDATE events SET status = 'reserved', reserved_by = ?, attempt = attempt + 1
@@ -54,7 +54,7 @@ func (s *Store) reserve(ctx context.Context, tx *wtx, rec runRec) error {
 
 // setRunEvents moves the run's reserved events to status; pending also clears the
 // reservation so another run can take them.
-func (s *Store) setRunEvents(ctx context.Context, tx *wtx, runID string, status scripthost.EventStatus) error {
+func (s *Store) setRunEvents(ctx context.Context, tx Tx, runID string, status scripthost.EventStatus) error {
 	q := `UPDATE events SET status = ? WHERE reserved_by = ? AND status = 'reserved'`
 	if status == scripthost.EventPending {
 		q = `UPDATE events SET status = ?, reserved_by = NULL WHERE reserved_by = ? AND status = 'reserved'`
@@ -70,7 +70,7 @@ func (s *Store) setRunEvents(ctx context.Context, tx *wtx, runID string, status 
 // stores nothing.
 func (s *Store) Publish(ctx context.Context, events ...ledger.NewEvent) ([]scripthost.Event, error) {
 	var out []scripthost.Event
-	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
 		out, err = s.insertEvents(ctx, tx, events, "", "")
 		return err
@@ -82,7 +82,7 @@ func (s *Store) Publish(ctx context.Context, events ...ledger.NewEvent) ([]scrip
 }
 
 // insertEvents stores events inside tx; workflow and causedBy fill empty fields.
-func (s *Store) insertEvents(ctx context.Context, tx *wtx, events []ledger.NewEvent, workflow, causedBy string) ([]scripthost.Event, error) {
+func (s *Store) insertEvents(ctx context.Context, tx Tx, events []ledger.NewEvent, workflow, causedBy string) ([]scripthost.Event, error) {
 	now := s.now()
 	out := make([]scripthost.Event, 0, len(events))
 	for i, e := range events {
@@ -93,7 +93,7 @@ func (s *Store) insertEvents(ctx context.Context, tx *wtx, events []ledger.NewEv
 			e.CausedBy = causedBy
 		}
 		if e.Workflow == "" || e.Topic == "" || e.MessageID == "" {
-			return nil, fmt.Errorf("sqlite: publish event %d: workflow, topic and message id are required", i)
+			return nil, fmt.Errorf("%s: publish event %d: workflow, topic and message id are required", s.name, i)
 		}
 		if err := checkJSON(fmt.Sprintf("event %d (%s/%s) payload", i, e.Topic, e.MessageID), e.Payload); err != nil {
 			return nil, err

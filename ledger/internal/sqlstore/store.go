@@ -1,0 +1,116 @@
+// Package sqlstore holds the ledger's transitions written once in SQL for both
+// backends, ledger/sqlite and ledger/postgres: the rows, the checks, the event
+// disposition rules and the snapshots. A backend brings its write funnel (how a
+// transaction is run, retried or batched), its read pool and a few dialect details.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Tx is a write transaction as the transitions use it; queries use ? placeholders.
+type Tx interface {
+	sqlx.QueryerContext
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	GetContext(ctx context.Context, dest any, query string, args ...any) error
+	SelectContext(ctx context.Context, dest any, query string, args ...any) error
+	NamedExecContext(ctx context.Context, query string, arg any) (sql.Result, error)
+}
+
+// Reader runs reads outside a transaction; queries use ? placeholders.
+type Reader interface {
+	sqlx.QueryerContext
+	GetContext(ctx context.Context, dest any, query string, args ...any) error
+	SelectContext(ctx context.Context, dest any, query string, args ...any) error
+}
+
+// WriteFunc is the body of one write transaction. It may be run more than once (a
+// backend retries a transaction that lost a deadlock or its connection), so it must
+// depend only on what it reads in tx.
+type WriteFunc func(ctx context.Context, tx Tx) error
+
+// Backend is what a database gives the transitions.
+type Backend interface {
+	// Write runs fn in a transaction and commits it.
+	Write(ctx context.Context, fn WriteFunc) error
+	// MustWrite is Write for a record that must be stored even when the caller gives
+	// up: it ignores ctx's cancellation and bounds the write with its own timeout.
+	MustWrite(ctx context.Context, fn WriteFunc) error
+	// DBErr wraps a driver error with the operation and the database.
+	DBErr(op string, err error) error
+}
+
+// Dialect is how the backends' SQL differs.
+type Dialect struct {
+	// Name prefixes error messages: "sqlite", "postgres".
+	Name string
+	// Order is the column that orders rows inserted in the same nanosecond.
+	Order string
+	// RowLocks: reads inside a transaction lock the rows they decide on (SELECT …
+	// FOR UPDATE), for databases with concurrent writers.
+	RowLocks bool
+	// LockWorkflow, when set, is a statement taking a transaction-long lock on a
+	// workflow's name (its one ? is the name), so that concurrent writers of one
+	// workflow's versions take turns.
+	LockWorkflow string
+	// UniqueViolation returns the constraint a unique-violation error names, or "".
+	UniqueViolation func(err error) string
+}
+
+// Options are the store's clock and ids.
+type Options struct {
+	Clock func() time.Time
+	NewID func() string
+}
+
+// Store implements the ledger.Store transitions on a Backend. Backends embed it and
+// add Close and their own methods.
+type Store struct {
+	name string
+	opts Options
+	d    Dialect
+	r    Reader
+	b    Backend
+}
+
+// New returns the transitions on backend b, reading through r.
+func New(b Backend, r Reader, d Dialect, opts Options) *Store {
+	if d.UniqueViolation == nil {
+		d.UniqueViolation = func(error) string { return "" }
+	}
+	return &Store{name: d.Name, opts: opts, d: d, r: r, b: b}
+}
+
+func (s *Store) write(ctx context.Context, fn WriteFunc) error     { return s.b.Write(ctx, fn) }
+func (s *Store) mustWrite(ctx context.Context, fn WriteFunc) error { return s.b.MustWrite(ctx, fn) }
+func (s *Store) dbErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return s.b.DBErr(op, err)
+}
+
+// now returns the clock's time in UTC at the precision the store keeps (nanoseconds,
+// no monotonic reading), so that values returned by a write equal values read back.
+func (s *Store) now() time.Time {
+	return time.Unix(0, s.opts.Clock().UnixNano()).UTC()
+}
+
+// forUpdate is the suffix that locks the rows a transaction reads before deciding on
+// them, where writers are concurrent: two hosts moving one run take turns.
+func (s *Store) forUpdate(q sqlx.QueryerContext) string {
+	if s.d.RowLocks && q != sqlx.QueryerContext(s.r) {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// NewID returns a fresh id for a run or a mutation.
+func (s *Store) NewID() string { return s.opts.NewID() }
+
+// Now is the store's clock at its precision.
+func (s *Store) Now() time.Time { return s.now() }
