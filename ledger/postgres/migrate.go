@@ -4,14 +4,12 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/internal/sqlstore"
 )
 
 // migrations holds the schema, one file per version: NNNN_name.sql. Version N is
@@ -26,38 +24,8 @@ const markerTable = "scripthost_schema"
 // migrateLock is the advisory lock key under which hosts migrate one at a time.
 const migrateLock = 0x5c21_7057
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func loadMigrations() ([]migration, error) {
-	files, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, f := range files {
-		base := strings.TrimPrefix(f, "migrations/")
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("postgres: migration %s: name must start with a positive version", f)
-		}
-		b, err := migrations.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("postgres: migration %s: want version %d", m.name, i+1)
-		}
-	}
-	return ms, nil
+func loadMigrations() ([]sqlstore.Migration, error) {
+	return sqlstore.LoadMigrations(migrations, "migrations", "postgres")
 }
 
 // SchemaVersion is the schema version this binary writes.
@@ -112,12 +80,12 @@ func (s *Store) migrate(ctx context.Context) error {
 				s.dsn, ledger.ErrSchemaTooNew, have, len(ms))
 		}
 		for _, m := range ms[have:] {
-			if _, err := tx.tx.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("postgres: open %s: migration %s: %w", s.dsn, m.name, err)
+			if _, err := tx.tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("postgres: open %s: migration %s: %w", s.dsn, m.Name, err)
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO `+markerTable+` (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.version, m.name, s.now().UnixNano()); err != nil {
-				return fmt.Errorf("postgres: open %s: migration %s: %w", s.dsn, m.name, err)
+				m.Version, m.Name, s.now().UnixNano()); err != nil {
+				return fmt.Errorf("postgres: open %s: migration %s: %w", s.dsn, m.Name, err)
 			}
 		}
 		return nil

@@ -21,7 +21,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
@@ -57,20 +56,12 @@ func (o Options) withDefaults() Options {
 		o.WriteTimeout = 30 * time.Second
 	}
 	if o.NewID == nil {
-		o.NewID = newUUID
+		o.NewID = sqlstore.NewUUID
 	}
 	if o.MaxConns <= 0 {
 		o.MaxConns = 16
 	}
 	return o
-}
-
-func newUUID() string {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.NewString()
-	}
-	return id.String()
 }
 
 // Store is a ledger.Store backed by a PostgreSQL database.

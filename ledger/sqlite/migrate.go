@@ -9,13 +9,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/internal/sqlstore"
 )
 
 // migrations holds the schema, one file per version: NNNN_name.sql. Version N is
@@ -27,38 +26,8 @@ var migrations embed.FS
 // markerTable is the table that says "this database is a scripthost ledger".
 const markerTable = "scripthost_schema"
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func loadMigrations() ([]migration, error) {
-	files, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, f := range files {
-		base := strings.TrimPrefix(f, "migrations/")
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("sqlite: migration %s: name must start with a positive version", f)
-		}
-		b, err := migrations.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("sqlite: migration %s: want version %d", m.name, i+1)
-		}
-	}
-	return ms, nil
+func loadMigrations() ([]sqlstore.Migration, error) {
+	return sqlstore.LoadMigrations(migrations, "migrations", "sqlite")
 }
 
 // SchemaVersion is the schema version this binary writes.
@@ -128,21 +97,21 @@ func (s *Store) migrate(ctx context.Context) error {
 			if err != nil {
 				return s.dbErr("open", err)
 			}
-			if v >= m.version {
+			if v >= m.Version {
 				return nil
 			}
-			if v != m.version-1 {
-				return fmt.Errorf("sqlite: open %s: schema version %d, cannot apply %s", s.path, v, m.name)
+			if v != m.Version-1 {
+				return fmt.Errorf("sqlite: open %s: schema version %d, cannot apply %s", s.path, v, m.Name)
 			}
-			if _, err := tx.Tx.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.name, err)
+			if _, err := tx.Tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.Name, err)
 			}
 			if _, err := tx.Tx.ExecContext(ctx, `INSERT INTO `+markerTable+` (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.version, m.name, s.now().UnixNano()); err != nil {
-				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.name, err)
+				m.Version, m.Name, s.now().UnixNano()); err != nil {
+				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.Name, err)
 			}
-			if _, err := tx.Tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
-				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.name, err)
+			if _, err := tx.Tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.Version)); err != nil {
+				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.Name, err)
 			}
 			return nil
 		})

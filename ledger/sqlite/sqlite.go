@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	sqlite3 "github.com/mattn/go-sqlite3"
 
@@ -58,20 +57,12 @@ func (o Options) withDefaults() Options {
 		o.WriteTimeout = 30 * time.Second
 	}
 	if o.NewID == nil {
-		o.NewID = newUUID
+		o.NewID = sqlstore.NewUUID
 	}
 	if o.ReadConns <= 0 {
 		o.ReadConns = 4
 	}
 	return o
-}
-
-func newUUID() string {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.NewString()
-	}
-	return id.String()
 }
 
 // Store is a ledger.Store backed by one SQLite file.

@@ -2,9 +2,9 @@ package sqlstore
 
 import (
 	"context"
-	"fmt"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/scripthost/scripthost"

@@ -96,7 +96,7 @@ func (s *Store) listMutations(ctx context.Context, where []string, args []any, l
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY created_at, `+s.d.Order
+	q += ` ORDER BY created_at, ` + s.d.Order
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
 	}

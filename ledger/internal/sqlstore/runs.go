@@ -246,9 +246,9 @@ func (s *Store) listRuns(ctx context.Context, where []string, args []any, limit 
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	if newest {
-		q += ` ORDER BY created_at DESC, `+s.d.Order+` DESC`
+		q += ` ORDER BY created_at DESC, ` + s.d.Order + ` DESC`
 	} else {
-		q += ` ORDER BY created_at, `+s.d.Order
+		q += ` ORDER BY created_at, ` + s.d.Order
 	}
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
