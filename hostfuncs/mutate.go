@@ -3,6 +3,7 @@ package hostfuncs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -132,7 +133,11 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 }
 
 func ledgerError(what string, err error) error {
-	return &scripthost.Error{Class: scripthost.ClassInternal, Code: CodeLedger,
+	class := scripthost.ClassInternal
+	if errors.Is(err, ledger.ErrUnavailable) {
+		class = scripthost.ClassNetwork // the run waits and tries again
+	}
+	return &scripthost.Error{Class: class, Code: CodeLedger,
 		Message: fmt.Sprintf("ledger: %s: %v", what, err), Err: err}
 }
 

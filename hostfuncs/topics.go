@@ -72,7 +72,7 @@ var TopicsPeek = &Tool{
 		}
 		events, err := w.store.PendingEvents(ctx, w.info.Workflow, in.Topic, limit)
 		if err != nil {
-			return nil, scripthost.Wrap(scripthost.ClassInternal, "", fmt.Errorf("hostfuncs: Topics.peek: %w", err))
+			return nil, ledgerError("Topics.peek", err)
 		}
 		out := make([]PeekedEvent, 0, len(events))
 		for _, e := range events {

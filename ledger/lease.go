@@ -6,8 +6,13 @@ import (
 	"time"
 )
 
-// ErrLeaseLost: the lease expired and another host took it, or it was released.
-var ErrLeaseLost = errors.New("ledger: lease lost")
+var (
+	// ErrLeaseLost: the lease expired and another host took it, or it was released.
+	ErrLeaseLost = errors.New("ledger: lease lost")
+	// ErrUnavailable: the database could not be reached (a restart, a network
+	// failure); nothing was changed and the same call may succeed later.
+	ErrUnavailable = errors.New("ledger: database unavailable")
+)
 
 // Lease is one host's right to drive a workflow's runs until ExpiresAt. Token grows
 // at every claim of the workflow, so a lease taken over is told apart from the one

@@ -161,6 +161,41 @@ func (rt *Runtime) callMayBeLive(m scripthost.Mutation) bool {
 	return rt.leaser != nil && rt.now().Before(m.UpdatedAt.Add(rt.cfg.Lease.TTL))
 }
 
+// reconcileStranded reconciles the workflow's in-flight mutations whose run is no
+// longer driven to them (paused or failed while the outcome was being recorded, or a
+// mutation outside a run), once no live call can be behind them. On a shared ledger
+// this replaces the reconciliation Recover does at start on SQLite: none is left
+// stranded.
+func (rt *Runtime) reconcileStranded(ctx context.Context, workflow string) (bool, error) {
+	if rt.leaser == nil {
+		return false, nil
+	}
+	ms, err := rt.cfg.Store.Mutations(ctx, ledger.MutationFilter{Workflow: workflow, Status: scripthost.MutationInFlight})
+	if err != nil {
+		return false, err
+	}
+	did := false
+	for _, m := range ms {
+		if rt.callMayBeLive(m) {
+			continue
+		}
+		if m.RunID != "" {
+			run, err := rt.cfg.Store.Run(ctx, m.RunID)
+			if err != nil {
+				return did, err
+			}
+			if run.Status == scripthost.StatusActive {
+				continue // its run's next step settles it
+			}
+		}
+		if _, err := rt.reconcile(ctx, m); err != nil {
+			return did, err
+		}
+		did = true
+	}
+	return did, nil
+}
+
 // liveCallsLeft reports whether the workflow has an in-flight mutation that this host
 // leaves alone for now (callMayBeLive); it waits a moment first, so that a caller
 // can loop on it.
@@ -192,6 +227,16 @@ func (rt *Runtime) waitLease(ctx context.Context, wake <-chan struct{}) error {
 	case <-t.C:
 	}
 	return nil
+}
+
+// passBackoffCap bounds the wait after failed scheduling passes. On a shared ledger it
+// is half the lease TTL, so that a host whose database came back is at work again
+// before its leases run out.
+func (rt *Runtime) passBackoffCap() time.Duration {
+	if rt.leaser != nil {
+		return min(maxPassBackoff, max(rt.cfg.Lease.TTL/2, time.Millisecond))
+	}
+	return maxPassBackoff
 }
 
 // wakeups returns the channel on which the store announces new work for workflow (nil,

@@ -49,7 +49,14 @@ func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
 
 // leasedTick is Tick that also reports whether this host held the lease.
 func (rt *Runtime) leasedTick(ctx context.Context, workflow string) (did, held bool, err error) {
-	return rt.withLease(ctx, workflow, func(ctx context.Context) (bool, error) { return rt.tick(ctx, workflow) })
+	return rt.withLease(ctx, workflow, func(ctx context.Context) (bool, error) {
+		stranded, err := rt.reconcileStranded(ctx, workflow)
+		if err != nil {
+			return stranded, err
+		}
+		did, err := rt.tick(ctx, workflow)
+		return stranded || did, err
+	})
 }
 
 func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
@@ -396,7 +403,7 @@ func (rt *Runtime) Run(ctx context.Context, workflows []string, poll time.Durati
 				// is, so the next pass picks up from there. Back off while it lasts.
 				failures++
 				wait := poll << min(failures, 8)
-				wait = min(wait, maxPassBackoff)
+				wait = min(wait, rt.passBackoffCap())
 				rt.cfg.Logger.Error("scheduling pass failed", "workflow", wf, "failures", failures,
 					"retry_in", wait, "err", rt.redact(err.Error()))
 				t.Reset(wait)

@@ -93,7 +93,7 @@ func (l *listener) run(ctx context.Context) {
 				return
 			case <-time.After(wait):
 			}
-			wait = min(wait*2, 2*time.Second)
+			wait = min(wait*2, 500*time.Millisecond)
 			continue
 		}
 		wait = 50 * time.Millisecond

@@ -170,6 +170,9 @@ func (s *Store) dbErr(op string, err error) error {
 	if errors.Is(err, errClosed) {
 		return err
 	}
+	if unavailable(err) {
+		return fmt.Errorf("postgres: %s %s: %w: %w", op, s.dsn, ledger.ErrUnavailable, err)
+	}
 	return fmt.Errorf("postgres: %s %s: %w", op, s.dsn, err)
 }
 

@@ -156,6 +156,17 @@ func connectionLost(err error) bool {
 	return false
 }
 
+// unavailable reports whether err means the database could not be reached or went
+// away (shutting down, starting, the connection lost), rather than a refused
+// statement.
+func unavailable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P")
+	}
+	return connectionLost(err)
+}
+
 // uniqueViolation returns the constraint a unique violation names, or "".
 func uniqueViolation(err error) string {
 	var pe *pgconn.PgError
