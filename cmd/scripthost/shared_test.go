@@ -17,10 +17,10 @@ import (
 
 // newSharedEnv is the charges workflow on a fresh PostgreSQL database (the test is
 // skipped without a server).
-func newSharedEnv(t *testing.T, svc *fakesvc.Server, charges int, timeout string) *httpEnv {
+func newSharedEnv(t *testing.T, svc *fakesvc.Server, tools string, charges int, timeout string) *httpEnv {
 	t.Helper()
 	url := pgtest.URL(t)
-	e := newHTTPEnv(t, svc.URL(), "tools.json", charges, timeout)
+	e := newHTTPEnv(t, svc.URL(), tools, charges, timeout)
 	e.db = url
 	return e
 }
@@ -87,7 +87,7 @@ func TestSharedLedgerHosts(t *testing.T) {
 			defer svc.Close()
 			svc.SetLatency(5 * time.Millisecond)
 			charges := 20 * n
-			e := newSharedEnv(t, svc, charges, "2s")
+			e := newSharedEnv(t, svc, "tools.json", charges, "2s")
 			bin := crashBinary(t)
 			hosts := make([]*child, n)
 			for i := range hosts {
@@ -161,7 +161,7 @@ func TestSharedLedgerKillOneHost(t *testing.T) {
 	charges := 3*cycles + 10
 	// Calls time out within the lease TTL, as a shared ledger requires.
 	const ttl = "1s"
-	e := newSharedEnv(t, svc, charges, "500ms")
+	e := newSharedEnv(t, svc, "tools.json", charges, "500ms")
 	bin := crashBinary(t)
 
 	hosts := []*child{startShared(t, bin, e, "host-0", "", ttl), startShared(t, bin, e, "host-1", "", ttl)}
@@ -204,4 +204,54 @@ func TestSharedLedgerKillOneHost(t *testing.T) {
 		e.finish(t, bin, svc)
 	}
 	e.checkCharged(t, svc, charges)
+}
+
+// TestSharedLedgerResolveWhileRunning: a host dies just after the service applied its
+// charge, with no way to look the charge up (no reconcile request declared). Another
+// host takes the workflow over when the lease expires and hands the mutation to a
+// person; the operator resolves it through the CLI while that host runs, and the host
+// carries the run on to its commit: the charge is applied once.
+func TestSharedLedgerResolveWhileRunning(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	svc := fakesvc.New()
+	defer svc.Close()
+	e := newSharedEnv(t, svc, "tools-blind.json", 1, "500ms")
+	bin := crashBinary(t)
+	a := startShared(t, bin, e, "host-a", "tool:after-execute", "1s")
+	if !a.wait(t, time.Minute, "host a") {
+		t.Fatalf("host a did not reach its failpoint:\n%s", a.out.String())
+	}
+	b := startShared(t, bin, e, "host-b", "", "1s")
+	defer func() {
+		if b.cmd.ProcessState == nil {
+			b.stop(t, "host b")
+		}
+	}()
+	var m mutationView
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ms := e.mutations()
+		if len(ms) == 1 && ms[0].Status == scripthost.MutationIndeterminate {
+			m = ms[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the mutation did not become indeterminate: %+v", ms)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, _, errOut := cli(t, "", "--db", e.db, "resolve", m.ID, "--as", "applied", "--result", `{"id":"obj_1"}`, "--by", "operator"); code != 0 {
+		t.Fatalf("resolve while host b runs: exit %d: %s", code, errOut)
+	}
+	if !e.waitDone(t, 1, time.Minute) {
+		b.stop(t, "host b")
+		t.Fatalf("host b did not finish the resolved run:\n%s\n%s", b.out.String(), e.snapshot())
+	}
+	b.stop(t, "host b")
+	if got := svc.Total(); got != 1 {
+		t.Errorf("applies: got %d, want 1", got)
+	}
+	if !chargeLine.MatchString(b.out.String()) {
+		t.Errorf("host b did not run next for the resolved charge:\n%s", b.out.String())
+	}
 }
