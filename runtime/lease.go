@@ -23,8 +23,8 @@ type LeaseOptions struct {
 	Owner string
 	// TTL is how long a lease outlives its holder's last heartbeat, so how long a dead
 	// host's workflows wait before another host takes them over; default 15s. The
-	// holder renews it every TTL/3 and gives the workflow up (cancels its work) when it
-	// could not renew before the lease ran out.
+	// holder renews it every TTL/4 and gives the workflow up (cancels its work) when it
+	// could not renew it for half the TTL.
 	TTL time.Duration
 }
 
@@ -118,13 +118,13 @@ func (rt *Runtime) yielding(workflow string) bool {
 	return ok
 }
 
-// heartbeat renews the lease every TTL/3 until stop; it cancels the pass when the
-// lease is lost or when it could not be renewed before it ran out by this host's
-// clock.
+// heartbeat renews the lease every TTL/4 until stop; it cancels the pass when the
+// lease is lost, or when it could not be renewed for half the TTL by this host's
+// clock, well before the database lets another host take it.
 func (rt *Runtime) heartbeat(ctx context.Context, lease ledger.Lease, stop <-chan struct{}, cancel context.CancelCauseFunc) {
 	ttl := rt.cfg.Lease.TTL
 	deadline := time.Now().Add(ttl)
-	t := time.NewTicker(max(ttl/3, time.Millisecond))
+	t := time.NewTicker(max(ttl/4, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -134,7 +134,7 @@ func (rt *Runtime) heartbeat(ctx context.Context, lease ledger.Lease, stop <-cha
 			return
 		case <-t.C:
 		}
-		rctx, rcancel := context.WithTimeout(ctx, ttl/3)
+		rctx, rcancel := context.WithTimeout(ctx, max(ttl/4, time.Millisecond))
 		sent := time.Now()
 		l, err := rt.leaser.RenewLease(rctx, lease, ttl)
 		rcancel()
@@ -144,7 +144,7 @@ func (rt *Runtime) heartbeat(ctx context.Context, lease ledger.Lease, stop <-cha
 			return
 		case err == nil:
 			lease, deadline = l, sent.Add(ttl)
-		case time.Now().After(deadline.Add(-ttl / 3)):
+		case time.Now().After(deadline.Add(-ttl / 2)):
 			cancel(fmt.Errorf("%w: %v", errLeaseExpiring, err))
 			return
 		}
@@ -227,6 +227,25 @@ func (rt *Runtime) waitLease(ctx context.Context, wake <-chan struct{}) error {
 	case <-t.C:
 	}
 	return nil
+}
+
+// movedElsewhere reports whether, on a shared ledger, the run is no longer where this
+// step found it: another host drove it meanwhile (this one lost the workflow's lease
+// while it waited for the database), so this step's failure is not the run's.
+func (rt *Runtime) movedElsewhere(ctx context.Context, run scripthost.Run) bool {
+	if rt.leaser == nil {
+		return false
+	}
+	cur, err := rt.cfg.Store.Run(ctx, run.ID)
+	if err != nil {
+		return false // the status write that follows reports the trouble
+	}
+	if cur.Status != run.Status || cur.Phase != run.Phase {
+		rt.cfg.Logger.Warn("run moved on elsewhere: this host's step is dropped", "run", run.ID,
+			"found", string(run.Phase)+"/"+string(run.Status), "now", string(cur.Phase)+"/"+string(cur.Status))
+		return true
+	}
+	return false
 }
 
 // passBackoffCap bounds the wait after failed scheduling passes. On a shared ledger it

@@ -336,6 +336,9 @@ func (rt *Runtime) routeError(ctx context.Context, run scripthost.Run, lc Lifecy
 		// resumes it where it is.
 		return ctx.Err()
 	}
+	if rt.movedElsewhere(ctx, run) {
+		return nil
+	}
 	class := scripthost.ClassOf(cause)
 	status := class.Info().Status
 	var notBefore time.Time
