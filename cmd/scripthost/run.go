@@ -29,6 +29,7 @@ type runFlags struct {
 	workspace string
 	tools     string
 	name      string
+	replace   bool
 	poll      time.Duration
 	timeout   time.Duration
 	verbose   bool
@@ -52,7 +53,8 @@ until no work is left and exit 0; otherwise run until interrupted.`,
 	cmd.Flags().BoolVar(&f.once, "once", false, "run until no work is left, then exit")
 	cmd.Flags().StringVar(&f.workspace, "workspace", "", "directory the Files.* tools are confined to (default: the workflow's directory)")
 	cmd.Flags().StringVar(&f.tools, "tools", "", "HTTP tools declared in a JSON or YAML file")
-	cmd.Flags().StringVar(&f.name, "name", "", "workflow name (default: derived from the file name; one workflow only)")
+	cmd.Flags().StringVar(&f.name, "name", "", "workflow name (default: name: in the definition, else derived from the file's absolute path; one workflow only)")
+	cmd.Flags().BoolVar(&f.replace, "replace", false, "move a workflow name that belongs to another file to this one")
 	cmd.Flags().DurationVar(&f.poll, "poll", 250*time.Millisecond, "how often to look for work when idle")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "wall-clock limit of one handler invocation (default 5s)")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "log every tool call and mutation to stderr")
@@ -164,12 +166,7 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) e
 		}
 	}
 	for _, p := range paths {
-		var v ledger.WorkflowVersion
-		if f.name != "" {
-			v, err = h.LoadWorkflowAs(ctx, f.name, p)
-		} else {
-			v, err = h.LoadWorkflow(ctx, p)
-		}
+		v, err := h.Load(ctx, p, host.LoadOptions{Name: f.name, Replace: f.replace})
 		if err != nil {
 			return err
 		}
