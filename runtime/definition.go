@@ -164,7 +164,6 @@ func ParseDefinition(raw json.RawMessage) (*Definition, error) {
 		add("definition declares no producers and no consumers")
 	}
 
-
 	for _, name := range sortedKeys(rd.Producers) {
 		where := "producer " + name
 		var h rawHandler
