@@ -179,6 +179,12 @@ func (h *Host) Workflows() []string { return append([]string(nil), h.workflows..
 // RunOnce runs the loaded workflows until no work is left.
 func (h *Host) RunOnce(ctx context.Context) error { return h.rt.RunOnce(ctx, h.workflows) }
 
+// Outstanding reports what the loaded workflows left unfinished: handlers blocked
+// until a person acts, runs the host picks up again by itself, and when.
+func (h *Host) Outstanding(ctx context.Context) (runtime.Outstanding, error) {
+	return h.rt.Outstanding(ctx, h.workflows)
+}
+
 // Run runs the loaded workflows until ctx is done.
 func (h *Host) Run(ctx context.Context, poll time.Duration) error {
 	return h.rt.Run(ctx, h.workflows, poll)

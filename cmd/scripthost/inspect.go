@@ -15,6 +15,7 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/runtime"
 )
 
 func init() {
@@ -115,6 +116,9 @@ type runDetail struct {
 	Mutation  *mutationView      `json:"mutation,omitempty"`
 	Snapshots []ledger.Snapshot  `json:"snapshots"`
 	Events    []scripthost.Event `json:"events,omitempty"`
+	// Warnings are what the run did that had no effect (a tool call after the
+	// mutation); they do not change its status.
+	Warnings []runtime.Warning `json:"warnings,omitempty"`
 }
 
 func newShowCmd(g *globals) *cobra.Command {
@@ -139,6 +143,9 @@ func newShowCmd(g *globals) *cobra.Command {
 				d.Mutation = &v
 			}
 			if d.Snapshots, err = store.Snapshots(ctx, run.ID); err != nil {
+				return err
+			}
+			if d.Warnings, err = runtime.Warnings(ctx, store, run.Workflow, run.ID); err != nil {
 				return err
 			}
 			return printJSON(g.Stdout, d)
@@ -349,25 +356,47 @@ func newResolveCmd(g *globals) *cobra.Command {
 }
 
 func newRetryCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "retry RUN_ID",
-		Short: "Create a retry of a failed or paused run (it resumes at emitting if its mutation was applied)",
-		Args:  cobra.ExactArgs(1),
+	var version int
+	cmd := &cobra.Command{
+		Use:   "retry RUN_ID [--version N]",
+		Short: "Create a retry of a failed or paused run, on the workflow's newest version",
+		Long: `Create the run that retries a failed or paused run. It runs the newest stored version
+of the workflow, so a fix stored since (by scripthost run) is what runs; --version pins
+another. A run whose mutation was applied resumes at next (emitting); any other starts
+again at prepare.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			store, err := g.openStore(cmd.Context())
-			if err != nil {
-				return err
+			if version < 0 {
+				return usagef("--version %d: want a stored version number (0: the newest)", version)
 			}
-			defer store.Close()
-			if m, err := store.RunMutation(cmd.Context(), args[0]); err == nil && m.Status.Unknown() {
-				return fmt.Errorf("run %s: its mutation %s is %s: resolve it instead of retrying", args[0], m.ID, m.Status)
-			}
-			r, err := store.CreateRetryRun(cmd.Context(), args[0], 0)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(g.Stdout, "run %s retries %s from %s\n", r.ID, args[0], r.Phase)
-			return nil
+			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				ctx := cmd.Context()
+				src, err := store.Run(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if m, err := store.RunMutation(ctx, src.ID); err == nil && m.Status.Unknown() {
+					return fmt.Errorf("run %s: its mutation %s is %s: resolve it instead of retrying", src.ID, m.ID, m.Status)
+				}
+				v, err := store.WorkflowVersion(ctx, src.Workflow, version)
+				if err != nil {
+					return err
+				}
+				if def, err := runtime.ParseDefinition(v.Definition); err == nil {
+					if _, ok := def.Handler(src.Handler); !ok {
+						return fmt.Errorf("run %s: version %d of workflow %s has no handler %s: pin a version that has it with --version: %w",
+							src.ID, v.Version, src.Workflow, src.Handler, ledger.ErrNotFound)
+					}
+				}
+				r, err := store.CreateRetryRun(ctx, src.ID, v.Version)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(g.Stdout, "run %s retries %s from %s on version %d\n", r.ID, src.ID, r.Phase, r.Version)
+				return nil
+			})
 		},
 	}
+	cmd.Flags().IntVar(&version, "version", 0, "the workflow version to run (default: the newest stored)")
+	return cmd
 }
