@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -28,8 +29,21 @@ type globals struct {
 	Stderr io.Writer
 }
 
-// openStore opens the ledger named by --db.
+// errNoLedger: --db names a file that does not exist, and the command only reads or
+// changes an existing ledger.
+var errNoLedger = errors.New("no ledger")
+
+// openStore opens the existing ledger named by --db. A missing file is refused rather
+// than created: a mistyped --db must not look like an empty ledger.
 func (g *globals) openStore(ctx context.Context) (ledger.Store, error) {
+	if _, err := os.Stat(g.DBPath); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s (check --db; scripthost run creates a ledger)", errNoLedger, g.DBPath)
+	}
+	return g.createStore(ctx)
+}
+
+// createStore opens the ledger named by --db, creating it when it does not exist.
+func (g *globals) createStore(ctx context.Context) (ledger.Store, error) {
 	return sqlite.Open(ctx, g.DBPath, sqlite.Options{})
 }
 
@@ -119,7 +133,8 @@ func exitCode(err error) int {
 		return scripthost.ExitUsage
 	case errors.As(err, &ec):
 		return ec.ExitCode()
-	case errors.Is(err, ledger.ErrLocked), errors.Is(err, ledger.ErrNotLedger), errors.Is(err, ledger.ErrSchemaTooNew):
+	case errors.Is(err, ledger.ErrLocked), errors.Is(err, ledger.ErrNotLedger), errors.Is(err, ledger.ErrSchemaTooNew),
+		errors.Is(err, errNoLedger):
 		return exitLedger
 	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, ledger.ErrIllegalTransition):
 		return exitRefused

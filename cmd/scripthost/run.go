@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -91,7 +92,7 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 			return nil, nil, usagef("--workspace %s: not a directory", workspace)
 		}
 	}
-	store, err := g.openStore(ctx)
+	store, err := g.createStore(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -153,6 +154,7 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) e
 	if ws == "" {
 		ws = filepath.Dir(paths[0])
 	}
+	_, statErr := os.Stat(g.DBPath + ".lock")
 	unlock, err := lockLedger(g.DBPath)
 	if err != nil {
 		return err
@@ -160,6 +162,10 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) e
 	defer unlock()
 	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile)
 	if err != nil {
+		if errors.Is(statErr, fs.ErrNotExist) {
+			// No lock file is left beside a file that turned out not to be a ledger.
+			_ = os.Remove(g.DBPath + ".lock")
+		}
 		return err
 	}
 	defer store.Close()
