@@ -325,26 +325,46 @@ func summarize(ctx context.Context, g *globals, store ledger.Store, workflows []
 }
 
 func newValidateCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "validate WORKFLOW",
+	var toolsFile string
+	var noTypes bool
+	cmd := &cobra.Command{
+		Use:   "validate WORKFLOW [--tools FILE]",
 		Short: "Check a workflow file without running it or touching the ledger",
-		Args:  cobra.ExactArgs(1),
+		Long: `Load a workflow in its engine and check its definition, without running it or touching
+the ledger. A TypeScript workflow is also type-checked with tsc, when tsc is on PATH,
+against the sandbox's declarations and the tools' (Files, plan and the HTTP tools of
+--tools); without tsc the type check is skipped and validate says so.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, err := os.ReadFile(args[0])
 			if err != nil {
 				return usagef("%v", err)
 			}
-			if _, err := langOf(args[0]); err != nil {
+			lang, err := langOf(args[0])
+			if err != nil {
 				return usageError{err}
 			}
 			v, err := validateOnly(cmd.Context(), args[0], src)
 			if err != nil {
 				return err
 			}
+			if lang == "ts" && !noTypes {
+				switch err := typeCheck(cmd.Context(), args[0], src, toolsFile); {
+				case errors.Is(err, errNoCompiler):
+					fmt.Fprintf(g.Stderr, "%s: type check skipped: %v\n", args[0], err)
+				case err != nil:
+					return err
+				default:
+					v += "; types ok"
+				}
+			}
 			fmt.Fprintln(g.Stdout, v)
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&toolsFile, "tools", "", "HTTP tools declared in a JSON or YAML file (for the type check)")
+	cmd.Flags().BoolVar(&noTypes, "no-typecheck", false, "do not type-check a TypeScript workflow")
+	return cmd
 }
 
 func programs(names []string) []command.Program {
