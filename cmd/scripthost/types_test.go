@@ -112,3 +112,22 @@ func TestValidateWithoutCompiler(t *testing.T) {
 		t.Errorf("got exit %d %q %q, want 0 and a clear skip", code, out, errOut)
 	}
 }
+
+// A runtime error in TypeScript points at the .ts column, past the type annotations
+// that compiling removed from the same line.
+func TestTypeScriptRuntimeErrorColumn(t *testing.T) {
+	dir := t.TempDir()
+	wf := putFile(t, filepath.Join(dir, "cols.ts"), `export default {
+  topics: ['a'],
+  producers: { p: { schedule: { every: '1h' },
+    async handler(state: { n?: number } | undefined) {
+      const z: number = 1; if (z as number) throw new Error('boom');
+      return {};
+    } } },
+};
+`)
+	code, _, errOut := runCLI(t, "--db", filepath.Join(dir, "l.db"), "run", wf, "--once")
+	if code != exitBlocked || !strings.Contains(errOut, "cols.ts:5:51: Error: boom") {
+		t.Errorf("got exit %d %q, want the error at cols.ts:5:51 (new Error)", code, errOut)
+	}
+}
