@@ -83,7 +83,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 			if status != "" {
 				f.Status = scripthost.RunStatus(status)
 				if !f.Status.Valid() {
-					return usagef("--status %q: not a run status", status)
+					return usagef("--status %q: not a run status; want one of %s", status, strings.Join(runStatuses(), ", "))
 				}
 			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
@@ -106,8 +106,28 @@ func newRunsCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
 	cmd.Flags().StringVar(&status, "status", "", "only this status (e.g. failed:logic)")
-	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the newest N runs (0: all)")
+	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the newest N (0: all)")
 	return cmd
+}
+
+// runStatuses lists every run status, for messages.
+func runStatuses() []string {
+	var out []string
+	for _, st := range []scripthost.RunStatus{scripthost.StatusActive, scripthost.StatusCommitted, scripthost.StatusSkipped,
+		scripthost.StatusPausedTransient, scripthost.StatusPausedApproval, scripthost.StatusPausedReconciliation,
+		scripthost.StatusFailedLogic, scripthost.StatusFailedInternal} {
+		out = append(out, string(st))
+	}
+	return out
+}
+
+// newest keeps the last n items of an oldest-first listing (all when n is 0): --limit
+// means the newest N in every listing, printed oldest first.
+func newest[T any](items []T, n int) []T {
+	if n > 0 && len(items) > n {
+		return items[len(items)-n:]
+	}
+	return items
 }
 
 // runDetail is what `show` prints: the run, its mutation and its snapshots.
@@ -213,10 +233,13 @@ func newMutationsCmd(g *globals) *cobra.Command {
 				}
 			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				limit := f.Limit
+				f.Limit = 0
 				ms, err := store.Mutations(cmd.Context(), f)
 				if err != nil {
 					return err
 				}
+				ms = newest(ms, limit)
 				views := make([]mutationView, 0, len(ms))
 				for _, m := range ms {
 					views = append(views, viewMutation(m))
@@ -231,7 +254,7 @@ func newMutationsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&status, "status", "", "only this status (e.g. indeterminate)")
 	cmd.Flags().StringVar(&f.RunID, "run", "", "only this run's mutation")
 	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
-	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the first N (0: all)")
+	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the newest N (0: all)")
 	return cmd
 }
 
@@ -253,10 +276,13 @@ func newEventsCmd(g *globals) *cobra.Command {
 				}
 			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				limit := f.Limit
+				f.Limit = 0
 				evs, err := store.Events(cmd.Context(), f)
 				if err != nil {
 					return err
 				}
+				evs = newest(evs, limit)
 				return list(g, asJSON, evs, "SEQ\tWORKFLOW\tTOPIC\tID\tSTATUS\tRESERVED BY\tPAYLOAD", func(e scripthost.Event) []string {
 					return []string{fmt.Sprint(e.Seq), e.Workflow, e.Topic, e.MessageID, string(e.Status), e.ReservedBy, oneLine(string(e.Payload), 60)}
 				})
@@ -267,7 +293,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
 	cmd.Flags().StringVar(&f.Topic, "topic", "", "only this topic")
 	cmd.Flags().StringVar(&status, "status", "", "only this status")
-	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the first N (0: all)")
+	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the newest N (0: all)")
 	return cmd
 }
 

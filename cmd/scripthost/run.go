@@ -124,14 +124,14 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 		tools, err := httptool.Load(toolsFile, os.LookupEnv)
 		if err != nil {
 			store.Close()
-			return nil, nil, usageError{err}
+			return nil, nil, usageError{err: err}
 		}
 		for _, t := range tools {
 			redactor.AddSecret(t.Secrets...)
 		}
 		if err := h.RegisterTool(tools...); err != nil {
 			store.Close()
-			return nil, nil, usageError{err}
+			return nil, nil, usageError{err: err}
 		}
 	}
 	wrapToolFailpoints(h.Tools())
@@ -147,7 +147,7 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) e
 			return usagef("workflow %s: %v", p, errors.Unwrap(err))
 		}
 		if _, err := langOf(p); err != nil {
-			return usageError{err}
+			return usageError{err: err}
 		}
 	}
 	ws := f.workspace
@@ -342,7 +342,7 @@ against the sandbox's declarations and the tools' (Files, plan and the HTTP tool
 			}
 			lang, err := langOf(args[0])
 			if err != nil {
-				return usageError{err}
+				return usageError{err: err}
 			}
 			v, err := validateOnly(cmd.Context(), args[0], src)
 			if err != nil {

@@ -78,7 +78,7 @@ func callableTools(toolsFile string) ([]*hostfuncs.Tool, error) {
 		placeholder := func(string) (string, bool) { return "x", true }
 		http, err := httptool.Load(toolsFile, placeholder)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, usageError{err: err}
 		}
 		tools = append(tools, http...)
 	}
