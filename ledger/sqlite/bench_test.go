@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/internal/benchcmp"
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -60,20 +62,34 @@ func reportRate(b *testing.B) {
 	}
 }
 
-var writerModes = []struct {
-	name string
-	opts Options
-}{
-	{"OneTxPerWrite", Options{DisableGroupCommit: true}},
-	{"GroupCommit", Options{}},
+// floor is the plain-SQLite reference for n mutations made by workers at once.
+func floor(workers int) func(b *testing.B) {
+	return func(b *testing.B) {
+		db, err := sql.Open("sqlite3", benchcmp.FloorDSN(filepath.Join(b.TempDir(), "floor.db")))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		benchcmp.TwoCommitFloor(b, db, workers)
+	}
 }
 
 // BenchmarkMutation measures the durable in-flight write plus the apply per mutation,
-// one run after the other and 16 runs at once, with and without group commit.
+// one run after the other and 16 runs at once, against two plain commits per mutation
+// on one connection (the floor) in the same run.
 func BenchmarkMutation(b *testing.B) {
-	for _, mode := range writerModes {
-		b.Run(mode.name+"/Sequential", func(b *testing.B) { benchMutations(b, mode.opts, 1) })
-		b.Run(mode.name+"/Concurrent16", func(b *testing.B) { benchMutations(b, mode.opts, 16) })
+	for _, workers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("runs=%d", workers), func(b *testing.B) {
+			benchcmp.Against(b, "mutation", benchcmp.Case{Run: floor(workers)},
+				benchcmp.Case{Run: func(b *testing.B) { benchMutations(b, Options{}, workers) }})
+		})
+	}
+}
+
+// BenchmarkMutationOneTxPerWrite is BenchmarkMutation without group commit.
+func BenchmarkMutationOneTxPerWrite(b *testing.B) {
+	for _, workers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("runs=%d", workers), func(b *testing.B) { benchMutations(b, Options{DisableGroupCommit: true}, workers) })
 	}
 }
 
@@ -109,21 +125,25 @@ func benchMutations(b *testing.B, opts Options, workers int) {
 	reportRate(b)
 }
 
-// BenchmarkConsumerRun measures a whole consumer run with one event and one mutation:
-// publish, create, prepare (reserving the event), mutate, apply, commit.
+// BenchmarkConsumerRun measures the ledger's part of a whole consumer run with one
+// event and one mutation (publish, create, prepare reserving the event, mutate, apply,
+// commit), one run after the other, against the two-commit floor.
 func BenchmarkConsumerRun(b *testing.B) {
-	ctx := context.Background()
-	s, _ := benchStore(b, 0, Options{})
-	b.ResetTimer()
-	for i := range b.N {
-		if err := consumerRun(ctx, s, fmt.Sprint(i)); err != nil {
-			b.Fatal(err)
+	subject := func(b *testing.B) {
+		ctx := context.Background()
+		s, _ := benchStore(b, 0, Options{})
+		b.ResetTimer()
+		for i := range b.N {
+			if err := consumerRun(ctx, s, fmt.Sprint(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		if sec := b.Elapsed().Seconds(); sec > 0 {
+			b.ReportMetric(float64(b.N)/sec, "runs/s")
 		}
 	}
-	b.StopTimer()
-	if sec := b.Elapsed().Seconds(); sec > 0 {
-		b.ReportMetric(float64(b.N)/sec, "runs/s")
-	}
+	benchcmp.Against(b, "run", benchcmp.Case{Run: floor(1)}, benchcmp.Case{Run: subject})
 }
 
 func consumerRun(ctx context.Context, s *Store, n string) error {
