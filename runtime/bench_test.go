@@ -87,6 +87,7 @@ func consumerRuns(b *testing.B, workflows int) {
 	if _, err := st.Publish(ctx, evs...); err != nil {
 		b.Fatal(err)
 	}
+	before := st.WriteStats()
 	b.ResetTimer()
 	start := time.Now()
 	if err := rt.RunOnce(ctx, names); err != nil {
@@ -94,6 +95,10 @@ func consumerRuns(b *testing.B, workflows int) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+	ws := st.WriteStats()
+	b.ReportMetric(float64(ws.Writes-before.Writes)/float64(b.N), "writes/run")
+	b.ReportMetric(float64(ws.Commits-before.Commits)/float64(b.N), "commits/run")
+	b.ReportMetric(float64(ws.Durable-before.Durable)/float64(b.N), "durable/run")
 	pending, _ := st.Events(ctx, ledger.EventFilter{Status: "pending"})
 	if len(pending) != 0 {
 		b.Fatalf("%d events left pending", len(pending))

@@ -96,6 +96,7 @@ func BenchmarkMutationOneTxPerWrite(b *testing.B) {
 func benchMutations(b *testing.B, opts Options, workers int) {
 	ctx := context.Background()
 	s, ids := benchStore(b, b.N, opts)
+	before := s.WriteStats()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -123,6 +124,19 @@ func benchMutations(b *testing.B, opts Options, workers int) {
 		b.Fatal(err)
 	}
 	reportRate(b)
+	reportBatches(b, s, before)
+}
+
+// reportBatches reports how writes shared commits since before: writes per commit,
+// the largest batch, and the share of commits that waited for the disk.
+func reportBatches(b *testing.B, s *Store, before WriteStats) {
+	st := s.WriteStats()
+	writes, commits, durable := st.Writes-before.Writes, st.Commits-before.Commits, st.Durable-before.Durable
+	if commits > 0 {
+		b.ReportMetric(float64(writes)/float64(commits), "writes/commit")
+		b.ReportMetric(float64(durable)/float64(commits), "durable/commit")
+		b.ReportMetric(float64(st.MaxBatch), "max-batch")
+	}
 }
 
 // BenchmarkConsumerRun measures the ledger's part of a whole consumer run with one
