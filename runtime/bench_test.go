@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/scripthost/scripthost/hostfuncs"
-	"github.com/scripthost/scripthost/internal/benchcmp"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
+	"github.com/scripthost/scripthost/internal/benchcmp"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/ledger/sqlite"
 	"github.com/scripthost/scripthost/runtime"
