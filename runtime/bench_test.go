@@ -66,7 +66,8 @@ func consumerRuns(b *testing.B, workflows int) {
 		b.Fatal(err)
 	}
 	eng := js.New(js.Options{})
-	rt, err := runtime.New(runtime.Config{Store: st, Engines: map[string]sandbox.Engine{"js": eng}, Tools: reg})
+	counted := &countingStore{Store: st}
+	rt, err := runtime.New(runtime.Config{Store: counted, Engines: map[string]sandbox.Engine{"js": eng}, Tools: reg})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,6 +89,7 @@ func consumerRuns(b *testing.B, workflows int) {
 		b.Fatal(err)
 	}
 	before := st.WriteStats()
+	counted.reads.Store(0)
 	b.ResetTimer()
 	start := time.Now()
 	if err := rt.RunOnce(ctx, names); err != nil {
@@ -99,6 +101,7 @@ func consumerRuns(b *testing.B, workflows int) {
 	b.ReportMetric(float64(ws.Writes-before.Writes)/float64(b.N), "writes/run")
 	b.ReportMetric(float64(ws.Commits-before.Commits)/float64(b.N), "commits/run")
 	b.ReportMetric(float64(ws.Durable-before.Durable)/float64(b.N), "durable/run")
+	b.ReportMetric(float64(counted.reads.Load())/float64(b.N), "reads/run")
 	pending, _ := st.Events(ctx, ledger.EventFilter{Status: "pending"})
 	if len(pending) != 0 {
 		b.Fatalf("%d events left pending", len(pending))

@@ -136,18 +136,7 @@ func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
 	}
 	for _, group := range consumerGroups(def) {
 		jobs = append(jobs, func() (bool, error) {
-			did := false
-			for _, name := range group {
-				if blocked(name) {
-					continue
-				}
-				ran, err := rt.tickConsumer(ctx, workflow, version, def.Consumers[name], latest, now)
-				did = did || ran
-				if err != nil {
-					return did, err
-				}
-			}
-			return did, nil
+			return rt.tickGroup(ctx, workflow, version, def, group, latest, blocked, now)
 		})
 	}
 	release()
@@ -156,10 +145,53 @@ func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
 	return did || ran, err
 }
 
+// runsPerPass bounds the runs one consumer makes in one pass, so that due
+// reconciliations, retries and a pause of the workflow wait at most that long.
+const runsPerPass = 16
+
+// tickGroup runs the consumers of a group (which share topics) in turns, one run each
+// per round, for up to runsPerPass rounds: a consumer stays in while its runs reserve
+// events and commit. Reading the workflow's housekeeping once for many runs saves as
+// many reads per run.
+func (rt *Runtime) tickGroup(ctx context.Context, workflow string, version int, def *Definition, group []string,
+	latest map[string]scripthost.Run, blocked func(string) bool, now time.Time) (bool, error) {
+	type turn struct {
+		c       *Consumer
+		last    scripthost.Run
+		hasLast bool
+	}
+	var turns []*turn
+	for _, name := range group {
+		if !blocked(name) {
+			last, ok := latest[name]
+			turns = append(turns, &turn{c: def.Consumers[name], last: last, hasLast: ok})
+		}
+	}
+	did := false
+	for round := 0; round < runsPerPass && len(turns) > 0; round++ {
+		var stay []*turn
+		for _, tu := range turns {
+			run, ran, err := rt.tickConsumer(ctx, workflow, version, tu.c, tu.last, tu.hasLast, now)
+			did = did || ran
+			if err != nil {
+				return did, err
+			}
+			if ran && len(run.Reservations) > 0 &&
+				(run.Status == scripthost.StatusCommitted || run.Status == scripthost.StatusSkipped) {
+				tu.last, tu.hasLast = run, true
+				stay = append(stay, tu)
+			}
+		}
+		turns = stay
+	}
+	return did, nil
+}
+
 // tickConsumer starts a run of consumer c if it has pending events newer than what it
-// last ignored, or a due wake-up, and reports whether it started one.
+// last ignored, or a due wake-up, and returns the run as it left it. last is the
+// handler's newest run, if it has one.
 func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version int, c *Consumer,
-	latest map[string]scripthost.Run, now time.Time) (bool, error) {
+	last scripthost.Run, hasLast bool, now time.Time) (scripthost.Run, bool, error) {
 	st := rt.cfg.Store
 	name := c.Name
 	key := workflow + "/" + name
@@ -174,30 +206,30 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 	}
 	newest, err := rt.newestPending(ctx, workflow, c.Subscribe, scan)
 	if err != nil {
-		return false, err
+		return scripthost.Run{}, false, err
 	}
 	hs, err := st.HandlerState(ctx, workflow, name)
 	if err != nil {
-		return false, err
+		return scripthost.Run{}, false, err
 	}
 	// A wake-up is due once its time has come, unless a run started since then
 	// (a wake-up time in the past that a commit kept is not a new request).
 	wake := !hs.WakeAt.IsZero() && !hs.WakeAt.After(now)
-	if last, ok := latest[name]; ok && !hs.WakeAt.After(last.CreatedAt) {
+	if hasLast && !hs.WakeAt.After(last.CreatedAt) {
 		wake = false
 	}
 	if !wake && newest <= idleAt {
-		return false, nil
+		return scripthost.Run{}, false, nil
 	}
-	run, err := rt.startRun(ctx, workflow, version, name, scripthost.KindConsumer)
+	run, err := rt.startRunWith(ctx, workflow, version, name, scripthost.KindConsumer, hs)
 	if err != nil {
-		return true, err
+		return run, true, err
 	}
 	// A run that reserved nothing (or was skipped by its guard) leaves the pending
 	// events as they were: wait for a newer event or a wake-up before trying again.
 	if len(run.Reservations) == 0 {
 		if newest, err = rt.newestPending(ctx, workflow, c.Subscribe, pendingScan); err != nil {
-			return true, err
+			return run, true, err
 		}
 		rt.mu.Lock()
 		rt.idle[key] = newest
@@ -207,7 +239,7 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 		delete(rt.idle, key)
 		rt.mu.Unlock()
 	}
-	return true, nil
+	return run, true, nil
 }
 
 // acquire takes one of the Concurrency slots, waiting for one to be free.
@@ -408,6 +440,12 @@ func (rt *Runtime) startRun(ctx context.Context, workflow string, version int, h
 	if err != nil {
 		return scripthost.Run{}, err
 	}
+	return rt.startRunWith(ctx, workflow, version, handler, kind, hs)
+}
+
+// startRunWith is startRun with the handler's state already read.
+func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version int, handler string, kind scripthost.HandlerKind,
+	hs ledger.HandlerState) (scripthost.Run, error) {
 	run, err := rt.cfg.Store.CreateRun(ctx, ledger.NewRun{
 		Workflow: workflow, Version: version, Handler: handler, Kind: kind, InputState: hs.State,
 	})
