@@ -27,6 +27,20 @@ func TwoCommitFloor(b *testing.B, db *sql.DB, workers int) {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS floor (id TEXT PRIMARY KEY, status TEXT, result TEXT)`); err != nil {
 		b.Fatal(err)
 	}
+	Workers(b, workers, b.N, func(i int) error {
+		id := fmt.Sprintf("%d-%d", b.N, i)
+		if _, err := db.ExecContext(ctx, `INSERT INTO floor (id, status) VALUES (?, 'in_flight')`, id); err != nil {
+			return err
+		}
+		_, err := db.ExecContext(ctx, `UPDATE floor SET status = 'applied', result = '{"ok":true}' WHERE id = ?`, id)
+		return err
+	})
+}
+
+// Workers times n calls of fn (with i from 0 to n-1) shared by workers goroutines,
+// resetting the timer before and stopping it after; the first error fails b.
+func Workers(b *testing.B, workers, n int, fn func(i int) error) {
+	b.Helper()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -34,16 +48,11 @@ func TwoCommitFloor(b *testing.B, db *sql.DB, workers int) {
 	for range workers {
 		wg.Go(func() {
 			for {
-				i := next.Add(1)
-				if i > int64(b.N) {
+				i := int(next.Add(1)) - 1
+				if i >= n {
 					return
 				}
-				id := fmt.Sprintf("%d-%d", b.N, i)
-				if _, err := db.ExecContext(ctx, `INSERT INTO floor (id, status) VALUES (?, 'in_flight')`, id); err != nil {
-					errs <- err
-					return
-				}
-				if _, err := db.ExecContext(ctx, `UPDATE floor SET status = 'applied', result = '{"ok":true}' WHERE id = ?`, id); err != nil {
+				if err := fn(i); err != nil {
 					errs <- err
 					return
 				}

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/scripthost/scripthost"
@@ -97,32 +95,7 @@ func benchMutations(b *testing.B, opts Options, workers int) {
 	ctx := context.Background()
 	s, ids := benchStore(b, b.N, opts)
 	before := s.WriteStats()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	b.ResetTimer()
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(ids) {
-					return
-				}
-				if err := mutate(ctx, s, ids[i]); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	benchcmp.Workers(b, workers, len(ids), func(i int) error { return mutate(ctx, s, ids[i]) })
 	reportRate(b)
 	reportBatches(b, s, before)
 }
