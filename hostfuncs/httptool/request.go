@@ -1,0 +1,109 @@
+package httptool
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// bodyMode is how the input becomes the request body.
+type bodyMode string
+
+const (
+	// bodyJSON sends the fields the URL does not take as a JSON object.
+	bodyJSON bodyMode = "json"
+	// bodyForm sends them form-encoded (encodeForm).
+	bodyForm bodyMode = "form"
+	// bodyRaw sends one string field as it is, with the declared content type.
+	bodyRaw bodyMode = "raw"
+	// bodyNone sends no body.
+	bodyNone bodyMode = "none"
+)
+
+// outgoing is one request ready to send.
+type outgoing struct {
+	method      string
+	url         string
+	body        []byte // nil: no body
+	contentType string
+}
+
+// request builds the tool's request for an input: the URL template takes its fields,
+// the body the rest (and the URL's fields listed in repeat_in_body). The same input and
+// key always give the same request, byte for byte, so that a replay is the first
+// request again.
+func (h *httpTool) request(input json.RawMessage, key string) (outgoing, error) {
+	fields, err := inputFields(input)
+	if err != nil {
+		return outgoing{}, err
+	}
+	u, err := h.url.expand(fields, key)
+	if err != nil {
+		return outgoing{}, err
+	}
+	o := outgoing{method: h.method, url: u, contentType: h.contentType}
+	isObject := fields != nil || len(bytes.TrimSpace(input)) == 0
+	rest := map[string]any{}
+	for k, v := range fields {
+		if !h.urlFields[k] {
+			rest[k] = v
+		}
+	}
+	switch h.body {
+	case bodyNone:
+		return o, nil
+	case bodyJSON:
+		if !isObject {
+			// Not an object: no fields for the URL to take; sent as it is.
+			o.body = bytes.TrimSpace(input)
+			return o, nil
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(rest); err != nil {
+			return outgoing{}, fmt.Errorf("JSON body: %w", err)
+		}
+		o.body = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	case bodyForm:
+		if !isObject {
+			return outgoing{}, fmt.Errorf("form body: the input must be an object")
+		}
+		s, err := encodeForm(rest)
+		if err != nil {
+			return outgoing{}, err
+		}
+		o.body = []byte(s)
+	case bodyRaw:
+		s, ok := fields[h.bodyField].(string)
+		if !ok {
+			return outgoing{}, fmt.Errorf("raw body: input field %q must be a string", h.bodyField)
+		}
+		delete(rest, h.bodyField)
+		if len(rest) > 0 {
+			extra := make([]string, 0, len(rest))
+			for k := range rest {
+				extra = append(extra, k)
+			}
+			sort.Strings(extra)
+			return outgoing{}, fmt.Errorf("raw body: input fields %s have no place in the request (the url takes %s, the body only %q)",
+				strings.Join(extra, ", "), h.urlFieldList(), h.bodyField)
+		}
+		o.body = []byte(s)
+	}
+	return o, nil
+}
+
+func (h *httpTool) urlFieldList() string {
+	if len(h.urlFields) == 0 {
+		return "none"
+	}
+	var out []string
+	for k := range h.urlFields {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
