@@ -1,7 +1,7 @@
 # scripthost: the four targets. See README.md.
 GO ?= go
 
-.PHONY: run test check bench soak wasm
+.PHONY: run test check bench soak wasm fuzz
 
 run: ## run the example workflow end to end on a fresh SQLite ledger in .run/
 	./scripts/files/run.sh
@@ -22,3 +22,6 @@ bench: ## Go benchmarks of the hot paths
 
 soak: ## longer crash and fuzz runs (bounded)
 	SCRIPTHOST_SOAK=1 $(GO) test -run 'Soak|Kill' -timeout 60m ./...
+
+fuzz: ## bounded fuzz runs of the encoders (FUZZTIME each, default 30s)
+	$(GO) test -run '^$$' -fuzz FuzzFormRoundTrip -fuzztime $(or $(FUZZTIME),30s) ./hostfuncs/httptool
