@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -14,6 +15,9 @@ import (
 	"time"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/hostfuncs/httptool"
+	"github.com/scripthost/scripthost/internal/fakesvc"
 )
 
 // stripeMockEnv names the stripe-mock binary; `make test` installs one into .tools/.
@@ -156,4 +160,37 @@ func TestStripeExample(t *testing.T) {
 			t.Errorf("got %+v, want a failed mutation with Stripe's error saying it wants a form", ms)
 		}
 	})
+}
+
+// TestReadmeStripeExample keeps the README's Stripe example the tested one: its tool
+// declaration is scripts/stripe/tools.yaml byte for byte, and the call it shows sends
+// the form body it says it sends.
+func TestReadmeStripeExample(t *testing.T) {
+	readme := readFileT(t, "../../README.md")
+	tools := readFileT(t, "../../scripts/stripe/tools.yaml")
+	if !strings.Contains(readme, "```yaml\n"+tools+"```\n") {
+		t.Errorf("README.md does not show scripts/stripe/tools.yaml as it is")
+	}
+	call := regexp.MustCompile("(?s)await Stripe\\.charge\\((\\{.*?\\})\\);\n// sends (\\S+)\n").FindStringSubmatch(readme)
+	if call == nil {
+		t.Fatal("README.md has no Stripe.charge call followed by the body it sends")
+	}
+	// The call is JavaScript; its object literal is made JSON by quoting the keys.
+	input := regexp.MustCompile(`(\w+):`).ReplaceAllString(strings.ReplaceAll(call[1], "'", `"`), `"$1":`)
+	svc := fakesvc.New()
+	defer svc.Close()
+	t.Setenv("STRIPE_SECRET_KEY", stripeKey)
+	path := filepath.Join(t.TempDir(), "tools.yaml")
+	writeFile(t, path, strings.ReplaceAll(tools, "https://api.stripe.com", svc.URL()))
+	loaded, err := httptool.Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loaded[0].Execute(hostfuncs.WithIdempotencyKey(context.Background(), "k"), json.RawMessage(input)); err != nil {
+		t.Fatalf("%s: %v", input, err)
+	}
+	got := strings.NewReplacer("%5B", "[", "%5D", "]").Replace(string(svc.Requests()[0].Body))
+	if got != call[2] {
+		t.Errorf("the README's call sends\n%s\nnot what it says:\n%s", got, call[2])
+	}
 }

@@ -149,13 +149,18 @@ func TestRetryAfterOnReads(t *testing.T) {
 	}
 }
 
-// TestRetryAfterOnLookup: a look-up answered 503 with Retry-After says how long to wait.
-func TestRetryAfterOnLookup(t *testing.T) {
-	_, base := newScripted(t, answer{503, map[string]string{"Retry-After": "120"}, `{"error":"maintenance"}`})
-	tool := loadTools(t, base, "- {namespace: L, method: m, url: '%URL%/x', reconcile: {url: '%URL%/look?k={key}'}}\n")["L.m"]
-	rec, err := tool.Reconcile(context.Background(), scripthost.Mutation{IdempotencyKey: "k", Params: json.RawMessage(`{}`)})
-	if err != nil || rec.Outcome != scripthost.ReconcileRetryLater || rec.RetryAfter != 2*time.Minute || !strings.Contains(rec.Reason, "maintenance") {
-		t.Errorf("got %+v, %v, want retry later after 2m", rec, err)
+// TestRetryAfterOnReconcile: a look-up or a replay answered 429 or 503 with
+// Retry-After says how long to wait before the next attempt.
+func TestRetryAfterOnReconcile(t *testing.T) {
+	for _, strategy := range []string{"{url: '%URL%/look?k={key}'}", "{strategy: replay}"} {
+		for _, status := range []int{429, 503} {
+			_, base := newScripted(t, answer{status, map[string]string{"Retry-After": "120"}, `{"error":"maintenance"}`})
+			tool := loadTools(t, base, "- {namespace: L, method: m, url: '%URL%/x', reconcile: "+strategy+"}\n")["L.m"]
+			rec, err := tool.Reconcile(context.Background(), scripthost.Mutation{IdempotencyKey: "k", Params: json.RawMessage(`{}`)})
+			if err != nil || rec.Outcome != scripthost.ReconcileRetryLater || rec.RetryAfter != 2*time.Minute || !strings.Contains(rec.Reason, "maintenance") {
+				t.Errorf("%s, HTTP %d: got %+v, %v, want retry later after 2m", strategy, status, rec, err)
+			}
+		}
 	}
 }
 
