@@ -144,6 +144,17 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 	return wrapLedger(store.MarkNeedsReconcile(wctx, m.ID, attempts, now.Add(max(p.Backoff(attempts), wait)), reason))
 }
 
+// RetryAfterError is the cause of a tool error from a service that asked to be left
+// alone for a while (HTTP Retry-After): a mutation whose outcome it leaves unknown is
+// first reconciled after Wait instead of at once.
+type RetryAfterError struct {
+	Wait time.Duration
+}
+
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("the service asked to be asked again after %s", e.Wait)
+}
+
 // ReconciledFailed starts the error of a mutation that reconciliation found not to
 // have happened; the runtime prepares such a run again.
 const ReconciledFailed = "reconciled as failed"

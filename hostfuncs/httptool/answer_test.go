@@ -145,6 +145,11 @@ func TestRetryAfterOnReads(t *testing.T) {
 			if got := srv.count(); got != tt.requests {
 				t.Errorf("requests: got %d, want %d", got, tt.requests)
 			}
+			// The wait travels with the error, for the first reconcile of a mutation.
+			var busy *hostfuncs.RetryAfterError
+			if hasWait := errors.As(err, &busy); hasWait != strings.Contains(tt.wantErr, "retry after") {
+				t.Errorf("got %v with a wait %v, want one exactly when the service asked", err, hasWait)
+			}
 		})
 	}
 }

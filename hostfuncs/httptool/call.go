@@ -203,10 +203,12 @@ func (h *httpTool) statusError(o outgoing, resp response, keyed bool) error {
 	}
 	e := serviceError(resp.body)
 	msg := fmt.Sprintf("%s %s: HTTP %d%s", o.method, redactURL(o.url), resp.status, describe(resp.body))
+	var cause error
 	if d, ok := h.retryAfter(resp); ok {
 		msg += fmt.Sprintf(" (retry after %s)", d)
+		cause = &hostfuncs.RetryAfterError{Wait: d}
 	}
-	return &scripthost.Error{Class: class, Code: e.code, Op: h.name, Message: msg}
+	return &scripthost.Error{Class: class, Code: e.code, Op: h.name, Message: msg, Err: cause}
 }
 
 func (h *httpTool) errorf(class scripthost.ErrorClass, code, format string, args ...any) error {

@@ -54,8 +54,9 @@
 // gives the error its code and message: Stripe's {"error": {"type", "code", "message",
 // "param"}}, RFC 9457 problem details ({"type", "title", "detail"}), or a plain
 // {"error": "..."} or {"message": "..."}. A 429 or 503 with Retry-After makes a read
-// wait and ask again (twice at most, and only when the wait fits the timeout) and sets
-// the least wait before the next reconcile attempt.
+// wait and ask again (twice at most, and only when the wait fits the timeout); to a
+// mutation it delays the first reconcile attempt (hostfuncs.RetryAfterError), and to a
+// reconcile request the next one.
 //
 // Reconcile strategies. A lookup (reconcile: {method, url}) asks the service about the
 // key: 2xx applied with its body as the result, 404 failed, anything else try again
