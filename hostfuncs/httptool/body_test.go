@@ -33,6 +33,10 @@ const bodyDecl = `
 - {namespace: B, method: raw, url: "%URL%/upload/{name}", http_method: PUT, body: raw, content_type: text/csv, body_field: csv}
 - {namespace: B, method: none, url: "%URL%/ping/{id}", body: none}
 - {namespace: B, method: vendor, url: "%URL%/v", content_type: application/vnd.api+json}
+- namespace: B
+  method: header
+  url: "%URL%/h"
+  headers: {Stripe-Account: "{account}", X-Request-Id: "req-{key}", X-Json: '{"a":1}', Authorization: "Bearer ${SVC_TOKEN}"}
 `
 
 // TestBodyModes: each body mode sends the fields the URL does not take (unless
@@ -55,6 +59,7 @@ func TestBodyModes(t *testing.T) {
 		{"B.raw", `{"name":"r.csv","csv":"a,b\n1,2\n"}`, "/upload/r.csv", "", "text/csv", "a,b\n1,2\n", false},
 		{"B.none", `{"id":"x","ignored":1}`, "/ping/x", "", "", "", false},
 		{"B.vendor", `{"a":"<b>&"}`, "/v", "", "application/vnd.api+json", `{"a":"<b>&"}`, false},
+		{"B.header", `{"account":"acct_1","amount":5}`, "/h", "", "application/json", `{"amount":5}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool, func(t *testing.T) {
@@ -74,6 +79,14 @@ func TestBodyModes(t *testing.T) {
 				{"content type", r.Header.Get("Content-Type"), tt.ct},
 				{"body", body, tt.body},
 				{"key", r.Header.Get("Idempotency-Key"), "k-" + tt.tool},
+			}
+			if tt.tool == "B.header" {
+				checks = append(checks, []struct{ name, got, want string }{
+					{"header from a field", r.Header.Get("Stripe-Account"), "acct_1"},
+					{"header from the key", r.Header.Get("X-Request-Id"), "req-k-B.header"},
+					{"braces that are no field", r.Header.Get("X-Json"), `{"a":1}`},
+					{"header from the environment", r.Header.Get("Authorization"), "Bearer " + secret},
+				}...)
 			}
 			for _, c := range checks {
 				if c.got != c.want {
@@ -99,8 +112,10 @@ func TestBodyModes(t *testing.T) {
 
 	errs := []struct{ tool, input, want string }{
 		{"B.raw", `{"name":"r.csv","csv":5}`, `raw body: input field "csv" must be a string`},
-		{"B.raw", `{"name":"r.csv","csv":"x","extra":1,"more":2}`, `input fields extra, more have no place in the request (the url takes name, the body only "csv")`},
+		{"B.raw", `{"name":"r.csv","csv":"x","extra":1,"more":2}`, `input fields extra, more have no place in the request (the url and headers take name, the body only "csv")`},
 		{"B.form", `{"customer":"c","metadata":{"a[b]":"x"}}`, `form body: key "a[b]" at metadata`},
+		{"B.header", `{"amount":5}`, `input field "account" is needed by header Stripe-Account`},
+		{"B.header", `{"account":"a\r\nX-Evil: 1"}`, "header Stripe-Account: the value from the input is not a valid header value"},
 	}
 	before := len(svc.Requests())
 	for _, e := range errs {
@@ -123,6 +138,8 @@ func TestLoadBodyErrors(t *testing.T) {
 		{"bad type", "  content_type: 'text/'\n", `content_type "text/"`},
 		{"body_field without raw", "  body_field: data\n", "only a raw body is taken from one field"},
 		{"repeat a non-url field", "  repeat_in_body: [amount]\n", `repeat_in_body: "amount" is not a field of the url`},
+		{"env and field in a header", "  headers: {X-A: '${SVC_TOKEN}-{id}'}\n", "header X-A: ${NAME} and {field} in one value"},
+		{"header field not in schema", "  input_schema: {type: object, properties: {id: {type: string}}}\n  headers: {X-A: '{acct}'}\n", "header X-A: {acct} is not a property of the input schema"},
 		{"two content types", "  content_type: text/plain\n  headers: {content-type: text/csv}\n", "Content-Type and content_type both given"},
 		{"replay with url", "  reconcile: {strategy: replay, url: 'http://x/{key}'}\n", "strategy replay re-sends the tool's own request"},
 		{"replay with secrets", "  secret_fields: [card]\n  reconcile: {strategy: replay}\n", "secret_fields [card] are redacted"},
@@ -136,5 +153,12 @@ func TestLoadBodyErrors(t *testing.T) {
 				t.Errorf("got %v, want an error naming the tool and containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestLoadReadHeaderKey(t *testing.T) {
+	_, err := httptool.Load(write(t, "t.yaml", "- {namespace: Svc, method: get, read_only: true, url: 'http://x/', headers: {X-Request-Id: '{key}'}}\n"), env)
+	if err == nil || !strings.Contains(err.Error(), "header X-Request-Id: {key} is the idempotency key, which a read-only tool does not have") {
+		t.Errorf("got %v, want the read-only tool's {key} refused", err)
 	}
 }

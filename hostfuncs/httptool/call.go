@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -47,8 +48,9 @@ type httpTool struct {
 	header      http.Header
 	body        bodyMode
 	contentType string
-	bodyField   string          // the input field a raw body is
-	urlFields   map[string]bool // fields the URL takes, left out of the body
+	bodyField   string            // the input field a raw body is
+	headerTmpl  map[string]string // header values with {field} or {key}, filled per call
+	placed      map[string]bool   // fields the URL and headers take, left out of the body
 	readOnly    bool
 	timeout     time.Duration
 	reconcile   *reconcileRequest
@@ -142,6 +144,9 @@ func (h *httpTool) do(ctx context.Context, o outgoing, key string) (response, er
 		return response{}, h.errorf(scripthost.ClassLogic, scripthost.CodeInvalidInput, "building the request: %v", errors.Unwrap(err))
 	}
 	req.Header = h.header.Clone()
+	for k, v := range o.header {
+		req.Header[k] = v
+	}
 	req.Header.Del("Content-Type")
 	if o.body != nil {
 		req.Header.Set("Content-Type", o.contentType)
@@ -268,7 +273,7 @@ func inputFields(input json.RawMessage) (map[string]any, error) {
 // field, path-escaped before the query and query-escaped in it. A query parameter whose
 // field is absent (or null) is left out; a path field must be present.
 func (t template) expand(fields map[string]any, key string) (string, error) {
-	path, err := fill(t.raw[:t.query], fields, key, url.PathEscape)
+	path, err := fill(placeholderRE, t.raw[:t.query], "the URL", fields, key, url.PathEscape)
 	if err != nil {
 		return "", err
 	}
@@ -277,7 +282,7 @@ func (t template) expand(fields map[string]any, key string) (string, error) {
 	}
 	var kept []string
 	for _, part := range strings.Split(t.raw[t.query+1:], "&") {
-		v, err := fill(part, fields, key, url.QueryEscape)
+		v, err := fill(placeholderRE, part, "the URL", fields, key, url.QueryEscape)
 		if errors.Is(err, errMissing) {
 			continue
 		}
@@ -294,20 +299,22 @@ func (t template) expand(fields map[string]any, key string) (string, error) {
 
 var errMissing = errors.New("missing field")
 
-func fill(s string, fields map[string]any, key string, escape func(string) string) (string, error) {
+// fill replaces the placeholders re finds in s ({key} and {field}) for what ("the URL",
+// "header X"), escaping each value.
+func fill(re *regexp.Regexp, s, what string, fields map[string]any, key string, escape func(string) string) (string, error) {
 	var err error
-	out := placeholderRE.ReplaceAllStringFunc(s, func(m string) string {
+	out := re.ReplaceAllStringFunc(s, func(m string) string {
 		name := m[1 : len(m)-1]
 		if name == "key" {
 			if key == "" && err == nil {
-				err = fmt.Errorf("the URL needs the idempotency key, and the call has none")
+				err = fmt.Errorf("%s needs the idempotency key, and the call has none", what)
 			}
 			return escape(key)
 		}
 		v, ok := fields[name]
 		if !ok || v == nil {
 			if err == nil {
-				err = fmt.Errorf("input field %q is needed by the URL: %w", name, errMissing)
+				err = fmt.Errorf("input field %q is needed by %s: %w", name, what, errMissing)
 			}
 			return ""
 		}

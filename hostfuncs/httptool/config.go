@@ -57,6 +57,8 @@ var (
 	fieldRE         = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	envRE           = regexp.MustCompile(`\$\{([^{}]*)\}`)
 	envNameRE       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// headerFieldRE finds {field} in a header value; other braces are text there.
+	headerFieldRE = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 )
 
 // Load reads the tool declarations in path (".json", ".yaml" or ".yml") and returns the
@@ -201,7 +203,7 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 		return nil, fmt.Errorf("missing url")
 	}
 	h := &httpTool{name: c.Namespace + "." + c.Method, readOnly: c.ReadOnly, timeout: DefaultTimeout, header: http.Header{},
-		now: time.Now, sleep: sleepCtx}
+		now: time.Now, sleep: sleepCtx, placed: map[string]bool{}}
 
 	h.method = strings.ToUpper(c.HTTPMethod)
 	if h.method == "" {
@@ -235,6 +237,13 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 	}
 	var secrets []string
 	for name, value := range c.Headers {
+		if headerFieldRE.MatchString(envRE.ReplaceAllString(value, "")) {
+			// {field} or {key}: filled from each call's input.
+			if err := h.headerTemplate(name, value, props, !c.ReadOnly); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		v, vals, err := expandEnv(value, env)
 		if err != nil {
 			return nil, fmt.Errorf("header %s: %w", name, err)
@@ -333,18 +342,41 @@ func (c *config) bodyMode(h *httpTool) error {
 	return nil
 }
 
-// urlFieldsInBody records the fields the URL takes, which the body leaves out unless
-// repeat lists them.
+// headerTemplate declares a header whose value takes {field} from the input (or {key},
+// the idempotency key). Environment variables and fields do not mix in one value: a
+// secret from the environment could then be read as a placeholder.
+func (h *httpTool) headerTemplate(name, value string, props []string, keyAllowed bool) error {
+	if envRE.MatchString(value) {
+		return fmt.Errorf("header %s: ${NAME} and {field} in one value: declare them in two headers", name)
+	}
+	for _, m := range headerFieldRE.FindAllStringSubmatch(value, -1) {
+		switch f := m[1]; {
+		case f == "key" && !keyAllowed:
+			return fmt.Errorf("header %s: {key} is the idempotency key, which a read-only tool does not have", name)
+		case f != "key" && props != nil && !slices.Contains(props, f):
+			return fmt.Errorf("header %s: {%s} is not a property of the input schema", name, f)
+		case f != "key":
+			h.placed[f] = true
+		}
+	}
+	if h.headerTmpl == nil {
+		h.headerTmpl = map[string]string{}
+	}
+	h.headerTmpl[http.CanonicalHeaderKey(name)] = value
+	return nil
+}
+
+// urlFieldsInBody records the fields the URL takes, which the body leaves out (as it
+// does the headers' fields) unless repeat lists them.
 func (h *httpTool) urlFieldsInBody(repeat []string) error {
-	h.urlFields = map[string]bool{}
 	for _, f := range h.url.fields() {
-		h.urlFields[f] = true
+		h.placed[f] = true
 	}
 	for _, f := range repeat {
-		if !h.urlFields[f] {
-			return fmt.Errorf("repeat_in_body: %q is not a field of the url", f)
+		if !h.placed[f] {
+			return fmt.Errorf("repeat_in_body: %q is not a field of the url or a header", f)
 		}
-		delete(h.urlFields, f)
+		delete(h.placed, f)
 	}
 	if len(repeat) > 0 && (h.body == bodyNone || h.body == bodyRaw) {
 		return fmt.Errorf("repeat_in_body: a tool with body %s sends no fields in its body", h.body)

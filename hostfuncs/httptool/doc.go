@@ -28,9 +28,11 @@
 //
 // Where the input's fields go. In a URL, {field} is the input's top-level field
 // (path-escaped before the '?', query-escaped after it; a query parameter whose field is
-// absent is dropped) and {key} is the mutation's idempotency key. The body carries the
-// top-level fields the URL does not take; repeat_in_body lists URL fields to send in
-// the body too. Headers come from the declaration only, never from the input. The body:
+// absent is dropped) and {key} is the mutation's idempotency key. A header value may
+// take {field} and {key} too (Stripe-Account: "{account}"), sent as they are; a value
+// holding a control character is refused. ${NAME} (the environment) and {field} do not
+// mix in one value. The body carries the top-level fields the URL and headers do not
+// take; repeat_in_body lists those to send in the body too. The body:
 //   - json: the fields as a JSON object (an input that is not an object is sent as it
 //     is);
 //   - form: application/x-www-form-urlencoded, nested the way Stripe and Rails read it

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 )
@@ -28,6 +29,7 @@ type outgoing struct {
 	url         string
 	body        []byte // nil: no body
 	contentType string
+	header      http.Header // filled from the input, over the declared headers
 }
 
 // request builds the tool's request for an input: the URL template takes its fields,
@@ -44,10 +46,23 @@ func (h *httpTool) request(input json.RawMessage, key string) (outgoing, error) 
 		return outgoing{}, err
 	}
 	o := outgoing{method: h.method, url: u, contentType: h.contentType}
+	for name, tmpl := range h.headerTmpl {
+		v, err := fill(headerFieldRE, tmpl, "header "+name, fields, key, func(s string) string { return s })
+		if err != nil {
+			return outgoing{}, err
+		}
+		if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			return outgoing{}, fmt.Errorf("header %s: the value from the input is not a valid header value (control characters)", name)
+		}
+		if o.header == nil {
+			o.header = http.Header{}
+		}
+		o.header.Set(name, v)
+	}
 	isObject := fields != nil || len(bytes.TrimSpace(input)) == 0
 	rest := map[string]any{}
 	for k, v := range fields {
-		if !h.urlFields[k] {
+		if !h.placed[k] {
 			rest[k] = v
 		}
 	}
@@ -88,20 +103,20 @@ func (h *httpTool) request(input json.RawMessage, key string) (outgoing, error) 
 				extra = append(extra, k)
 			}
 			sort.Strings(extra)
-			return outgoing{}, fmt.Errorf("raw body: input fields %s have no place in the request (the url takes %s, the body only %q)",
-				strings.Join(extra, ", "), h.urlFieldList(), h.bodyField)
+			return outgoing{}, fmt.Errorf("raw body: input fields %s have no place in the request (the url and headers take %s, the body only %q)",
+				strings.Join(extra, ", "), h.placedList(), h.bodyField)
 		}
 		o.body = []byte(s)
 	}
 	return o, nil
 }
 
-func (h *httpTool) urlFieldList() string {
-	if len(h.urlFields) == 0 {
+func (h *httpTool) placedList() string {
+	if len(h.placed) == 0 {
 		return "none"
 	}
 	var out []string
-	for k := range h.urlFields {
+	for k := range h.placed {
 		out = append(out, k)
 	}
 	sort.Strings(out)
