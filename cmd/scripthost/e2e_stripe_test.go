@@ -151,6 +151,25 @@ func TestStripeExample(t *testing.T) {
 		}
 	})
 
+	t.Run("list with a query", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "tools.yaml")
+		writeFile(t, path, "- {namespace: Stripe, method: charges, read_only: true, url: '"+base+"/v1/charges', body: query,\n"+
+			"   headers: {Authorization: 'Bearer ${STRIPE_SECRET_KEY}'}}\n")
+		tools, err := httptool.Load(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := tools[0].Execute(context.Background(), json.RawMessage(`{"limit":3,"created":{"gte":1700000000},"expand":["data.customer"]}`))
+		var list struct{ Object string }
+		if err != nil || json.Unmarshal(out, &list) != nil || list.Object != "list" {
+			t.Errorf("got %s, %v, want a Stripe list", out, err)
+		}
+		_, err = tools[0].Execute(context.Background(), json.RawMessage(`{"created":{"gte":"soon"}}`))
+		if !scripthost.IsLogic(err) || !strings.Contains(err.Error(), "invalid_request_error") {
+			t.Errorf("a mistyped nested parameter: got %v, want Stripe's invalid_request_error", err)
+		}
+	})
+
 	t.Run("json is refused", func(t *testing.T) {
 		e := setup(t, func(s string) string { return strings.Replace(s, "body: form", "body: json", 1) })
 		e.mustRun("--name", "stripe")

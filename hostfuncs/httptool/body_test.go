@@ -32,6 +32,7 @@ const bodyDecl = `
 - {namespace: B, method: form, url: "%URL%/c/{customer}", body: form}
 - {namespace: B, method: raw, url: "%URL%/upload/{name}", http_method: PUT, body: raw, content_type: text/csv, body_field: csv}
 - {namespace: B, method: none, url: "%URL%/ping/{id}", body: none}
+- {namespace: B, method: list, read_only: true, url: "%URL%/v1/customers/{customer}/charges", body: query}
 - {namespace: B, method: vendor, url: "%URL%/v", content_type: application/vnd.api+json}
 - namespace: B
   method: header
@@ -60,6 +61,8 @@ func TestBodyModes(t *testing.T) {
 		{"B.none", `{"id":"x","ignored":1}`, "/ping/x", "", "", "", false},
 		{"B.vendor", `{"a":"<b>&"}`, "/v", "", "application/vnd.api+json", `{"a":"<b>&"}`, false},
 		{"B.header", `{"account":"acct_1","amount":5}`, "/h", "", "application/json", `{"amount":5}`, false},
+		{"B.list", `{"customer":"cus_1","limit":3,"created":{"gte":1700000000},"expand":["data.customer"]}`, "/v1/customers/cus_1/charges",
+			"created%5Bgte%5D=1700000000&expand%5B0%5D=data.customer&limit=3", "", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool, func(t *testing.T) {
@@ -78,7 +81,7 @@ func TestBodyModes(t *testing.T) {
 				{"query", r.Query, tt.query},
 				{"content type", r.Header.Get("Content-Type"), tt.ct},
 				{"body", body, tt.body},
-				{"key", r.Header.Get("Idempotency-Key"), "k-" + tt.tool},
+				{"key (a read has none)", r.Header.Get("Idempotency-Key"), map[bool]string{true: "", false: "k-" + tt.tool}[tt.tool == "B.list"]},
 			}
 			if tt.tool == "B.header" {
 				checks = append(checks, []struct{ name, got, want string }{
@@ -132,7 +135,7 @@ func TestBodyModes(t *testing.T) {
 func TestLoadBodyErrors(t *testing.T) {
 	base := "- namespace: Svc\n  method: charge\n  url: http://x/c/{id}\n"
 	tests := []struct{ name, extra, want string }{
-		{"unknown body", "  body: xml\n", `body "xml": want json, form, raw or none`},
+		{"unknown body", "  body: xml\n", `body "xml": want json, form, query, raw or none`},
 		{"raw without type", "  body: raw\n", "body raw: missing content_type"},
 		{"type without body", "  body: none\n  content_type: text/plain\n", "a tool with body none sends no body"},
 		{"bad type", "  content_type: 'text/'\n", `content_type "text/"`},
@@ -156,9 +159,16 @@ func TestLoadBodyErrors(t *testing.T) {
 	}
 }
 
-func TestLoadReadHeaderKey(t *testing.T) {
-	_, err := httptool.Load(write(t, "t.yaml", "- {namespace: Svc, method: get, read_only: true, url: 'http://x/', headers: {X-Request-Id: '{key}'}}\n"), env)
-	if err == nil || !strings.Contains(err.Error(), "header X-Request-Id: {key} is the idempotency key, which a read-only tool does not have") {
-		t.Errorf("got %v, want the read-only tool's {key} refused", err)
+func TestLoadReadErrors(t *testing.T) {
+	tests := []struct{ decl, want string }{
+		{"- {namespace: Svc, method: get, read_only: true, url: 'http://x/', headers: {X-Request-Id: '{key}'}}\n",
+			"header X-Request-Id: {key} is the idempotency key, which a read-only tool does not have"},
+		{"- {namespace: Svc, method: get, read_only: true, url: 'http://x/?a=1', body: query}\n", "body query: the url has a query already"},
+	}
+	for _, tt := range tests {
+		_, err := httptool.Load(write(t, "t.yaml", tt.decl), env)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("got %v, want an error containing %q", err, tt.want)
+		}
 	}
 }

@@ -298,9 +298,9 @@ func (c *config) bodyMode(h *httpTool) error {
 		if h.method == http.MethodPost || h.method == http.MethodPut || h.method == http.MethodPatch {
 			h.body = bodyJSON
 		}
-	case bodyJSON, bodyForm, bodyNone, bodyRaw:
+	case bodyJSON, bodyForm, bodyQuery, bodyNone, bodyRaw:
 	default:
-		return fmt.Errorf("body %q: want json, form, raw or none", c.Body)
+		return fmt.Errorf("body %q: want json, form, query, raw or none", c.Body)
 	}
 	for name, v := range c.Headers {
 		if http.CanonicalHeaderKey(name) != "Content-Type" {
@@ -313,8 +313,8 @@ func (c *config) bodyMode(h *httpTool) error {
 	}
 	h.contentType = c.ContentType
 	switch {
-	case h.body == bodyNone && c.ContentType != "":
-		return fmt.Errorf("content_type %q: a tool with body none sends no body", c.ContentType)
+	case (h.body == bodyNone || h.body == bodyQuery) && c.ContentType != "":
+		return fmt.Errorf("content_type %q: a tool with body %s sends no body", c.ContentType, h.body)
 	case h.body == bodyRaw && c.ContentType == "":
 		return fmt.Errorf("body raw: missing content_type (such as text/csv or application/xml)")
 	case h.body == bodyJSON && c.ContentType == "":
@@ -377,6 +377,9 @@ func (h *httpTool) urlFieldsInBody(repeat []string) error {
 			return fmt.Errorf("repeat_in_body: %q is not a field of the url or a header", f)
 		}
 		delete(h.placed, f)
+	}
+	if h.body == bodyQuery && strings.Contains(h.url.raw, "?") {
+		return fmt.Errorf("body query: the url has a query already; put its fields in the input instead")
 	}
 	if len(repeat) > 0 && (h.body == bodyNone || h.body == bodyRaw) {
 		return fmt.Errorf("repeat_in_body: a tool with body %s sends no fields in its body", h.body)

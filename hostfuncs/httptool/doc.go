@@ -11,7 +11,7 @@
 //	    description: Create a charge.
 //	    url: https://api.stripe.example/v1/charges/{customer}?note={note}
 //	    http_method: POST          # default POST, or GET when read_only
-//	    body: form                 # json (default for POST, PUT, PATCH), form, raw or none
+//	    body: form                 # json (default for POST, PUT, PATCH), form, query, raw or none
 //	    headers:
 //	      Authorization: Bearer ${STRIPE_KEY}
 //	    input_schema: {type: object, properties: {customer: {type: string}, amount: {type: integer}, note: {type: string}}}
@@ -38,6 +38,8 @@
 //   - form: application/x-www-form-urlencoded, nested the way Stripe and Rails read it
 //     (metadata[order]=o1, items[0][price]=p1; booleans as true/false; null, "", {}
 //     and [] as an empty value);
+//   - query: no body; the fields form-encoded as form does, into the query string (for
+//     GET lists such as Stripe's created[gte]=…&expand[0]=…; the url then has no '?');
 //   - raw: the string field named by body_field (default "body") as it is, with the
 //     declared content_type; every other field must be in the URL;
 //   - none: no body.

@@ -17,6 +17,8 @@ const (
 	bodyJSON bodyMode = "json"
 	// bodyForm sends them form-encoded (encodeForm).
 	bodyForm bodyMode = "form"
+	// bodyQuery sends no body: the fields go form-encoded into the query string.
+	bodyQuery bodyMode = "query"
 	// bodyRaw sends one string field as it is, with the declared content type.
 	bodyRaw bodyMode = "raw"
 	// bodyNone sends no body.
@@ -82,7 +84,7 @@ func (h *httpTool) request(input json.RawMessage, key string) (outgoing, error) 
 			return outgoing{}, fmt.Errorf("JSON body: %w", err)
 		}
 		o.body = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-	case bodyForm:
+	case bodyForm, bodyQuery:
 		if !isObject {
 			return outgoing{}, fmt.Errorf("form body: the input must be an object")
 		}
@@ -90,7 +92,11 @@ func (h *httpTool) request(input json.RawMessage, key string) (outgoing, error) 
 		if err != nil {
 			return outgoing{}, err
 		}
-		o.body = []byte(s)
+		if h.body == bodyForm {
+			o.body = []byte(s)
+		} else if s != "" {
+			o.url += "?" + s
+		}
 	case bodyRaw:
 		s, ok := fields[h.bodyField].(string)
 		if !ok {
