@@ -208,7 +208,7 @@
       const r = native().urlSet(s.r[0], f, StringC(v));
       if (typeof r === 'string') throw new TypeErrorC(r);
       s.r = r;
-      if ((f === 'href' || f === 'search') && s.sp !== null) apply(wmGet, params, [s.sp]).list = native().formParse(r[9]);
+      if ((f === 'href' || f === 'search') && s.sp !== null) apply(wmGet, params, [s.sp]).list = native().formParse(r[9].slice(1));
     };
     getter(URL.prototype, f, function () { return slot(urls, this, 'URL').r[i]; }, set);
   });
