@@ -1,6 +1,7 @@
 package js
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -116,17 +117,33 @@ func (p *platform) resolveLocale(requested []string) *locale {
 	}
 	tags := make([]language.Tag, 0, len(requested))
 	for _, r := range requested {
-		t, err := language.Parse(r)
-		if err != nil {
+		t, ok := parseLocale(r)
+		if !ok {
 			p.throwRange("Incorrect locale information provided: %q", r)
 		}
 		tags = append(tags, t)
 	}
-	_, idx, conf := intlMatcher.Match(tags...)
-	if conf == language.No {
-		return intlByTag[0]
+	for _, t := range tags {
+		if l := matchLocale(t); l != nil {
+			return l
+		}
 	}
-	return intlByTag[idx]
+	return intlByTag[0]
+}
+
+// matchLocale returns the supported locale for t, nil when none speaks its language.
+func matchLocale(t language.Tag) *locale {
+	_, idx, conf := intlMatcher.Match(t)
+	if conf == language.No {
+		return nil
+	}
+	l := intlByTag[idx]
+	want, _ := t.Base()
+	got, _ := l.lang.Base()
+	if want != got {
+		return nil
+	}
+	return l
 }
 
 func (p *platform) installIntl(set func(string, any)) {
@@ -135,11 +152,15 @@ func (p *platform) installIntl(set func(string, any)) {
 		out := []string{}
 		seen := map[string]bool{}
 		for _, r := range requested {
-			t, err := language.Parse(r)
-			if err != nil {
+			t, ok := parseLocale(r)
+			if !ok {
 				p.throwRange("Incorrect locale information provided: %q", r)
 			}
-			if s := t.String(); !seen[s] {
+			s := t.String()
+			if s == "und" {
+				s = strings.ToLower(r)
+			}
+			if !seen[s] {
 				seen[s] = true
 				out = append(out, s)
 			}
@@ -150,11 +171,11 @@ func (p *platform) installIntl(set func(string, any)) {
 		intlInit()
 		out := []string{}
 		for _, r := range requested {
-			t, err := language.Parse(r)
-			if err != nil {
+			t, ok := parseLocale(r)
+			if !ok {
 				p.throwRange("Incorrect locale information provided: %q", r)
 			}
-			if _, _, conf := intlMatcher.Match(t); conf != language.No {
+			if matchLocale(t) != nil {
 				out = append(out, t.String())
 			}
 		}
@@ -311,8 +332,10 @@ func (f *numberFormat) format(x float64) string {
 		x *= 100
 	}
 	neg := math.Signbit(x) && x != 0
-	s := strconv.FormatFloat(math.Abs(x), 'f', f.maxFD, 64)
-	intPart, frac, _ := strings.Cut(s, ".")
+	intPart, frac := roundDecimal(math.Abs(x), f.maxFD)
+	for len(frac) < f.minFD {
+		frac += "0"
+	}
 	for len(frac) > f.minFD && strings.HasSuffix(frac, "0") {
 		frac = frac[:len(frac)-1]
 	}
@@ -363,4 +386,47 @@ func (f *numberFormat) format(x float64) string {
 		return sign + pre + num + post
 	}
 	return sign + num
+}
+
+// roundDecimal rounds x, read as its shortest decimal form (as ECMA-402 engines do),
+// to digits fraction digits, halves away from zero, and returns the integer and
+// fraction digits.
+func roundDecimal(x float64, digits int) (string, string) {
+	s := strconv.FormatFloat(x, 'f', -1, 64)
+	intPart, frac, _ := strings.Cut(s, ".")
+	if len(frac) <= digits {
+		return intPart, frac
+	}
+	up := frac[digits] >= '5'
+	b := []byte(intPart + frac[:digits])
+	if up {
+		i := len(b) - 1
+		for ; i >= 0; i-- {
+			if b[i] == '9' {
+				b[i] = '0'
+				continue
+			}
+			b[i]++
+			break
+		}
+		if i < 0 {
+			b = append([]byte{'1'}, b...)
+		}
+	}
+	n := len(b) - digits
+	return string(b[:n]), string(b[n:])
+}
+
+// parseLocale parses a BCP 47 tag. A well-formed tag x/text does not know (a
+// language it has no data for) is accepted, as ECMA-402 requires.
+func parseLocale(s string) (language.Tag, bool) {
+	t, err := language.Parse(s)
+	if err == nil {
+		return t, true
+	}
+	var ve interface{ Subtag() string }
+	if errors.As(err, &ve) {
+		return t, true
+	}
+	return t, false
 }
