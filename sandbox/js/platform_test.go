@@ -3,6 +3,8 @@ package js_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,4 +69,18 @@ func TestPlatformSmoke(t *testing.T) {
 		{"timer", `const t0 = Date.now(); await new Promise(r => setTimeout(r, 20)); return Date.now() - t0 >= 19`, `true`},
 		{"intl", `return [(1234.5).toLocaleString('en-US'), new Intl.NumberFormat('de-DE', {style:'currency', currency:'EUR'}).format(1234.5), new Date(Date.UTC(2026,0,15,15,4,5)).toLocaleString('en-US', {timeZone:'UTC'})]`, `["1,234.5","1.234,50\u00a0€","1/15/2026, 3:04:05 PM"]`},
 	})
+}
+
+// TestStructuredCloneDepthLimit: under the default memory budget a value nested past
+// 10,000 levels is refused with a stack LimitError naming structuredClone.
+func TestStructuredCloneDepthLimit(t *testing.T) {
+	_, err := evalJS(t, `let v = {}; for (let i = 0; i < 20000; i++) v = { v }; return structuredClone(v) === v`, nil)
+	var le *sandbox.LimitError
+	if !errors.As(err, &le) || le.Limit != "stack" || !strings.Contains(le.Detail, "structuredClone") {
+		t.Fatalf("got %v, want a stack LimitError about structuredClone", err)
+	}
+	got, err := evalJS(t, `let v = {}; for (let i = 0; i < 9000; i++) v = { v }; let c = structuredClone(v), n = 0; while (c.v) { c = c.v; n++ } return n`, nil)
+	if err != nil || got != "9000" {
+		t.Fatalf("9000 levels: got %s, %v; want 9000", got, err)
+	}
 }
