@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +83,28 @@ func TestStructuredCloneDepthLimit(t *testing.T) {
 	got, err := evalJS(t, `let v = {}; for (let i = 0; i < 9000; i++) v = { v }; let c = structuredClone(v), n = 0; while (c.v) { c = c.v; n++ } return n`, nil)
 	if err != nil || got != "9000" {
 		t.Fatalf("9000 levels: got %s, %v; want 9000", got, err)
+	}
+}
+
+// TestReadmeWebPlatformExample runs the README's web-platform example as a handler.
+func TestReadmeWebPlatformExample(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "**Web platform.**")
+	if ok {
+		_, rest, ok = strings.Cut(rest, "```js\n")
+	}
+	code, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md: no js block after **Web platform.**")
+	}
+	got, err := evalJS(t, code+"\nreturn { ok, origin: url.origin, after: url.searchParams.get('starting_after').length, total }", nil)
+	if err != nil {
+		t.Fatalf("README example: %v", err)
+	}
+	if want := "{\"ok\":true,\"origin\":\"https://api.example.com\",\"after\":36,\"total\":\"1.234,50\u00a0€\"}"; got != want {
+		t.Errorf("README example: got %s, want %s", got, want)
 	}
 }
