@@ -187,4 +187,22 @@ func (b backend) MustWrite(ctx context.Context, fn sqlstore.WriteFunc) error {
 	return b.s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error { return fn(ctx, tx) })
 }
 
+func (b backend) WriteRedo(ctx context.Context, fn sqlstore.WriteFunc) error {
+	return b.s.write(ctx, func(ctx context.Context, tx *wtx) error { return redo(ctx, tx, fn) })
+}
+
+func (b backend) MustWriteRedo(ctx context.Context, fn sqlstore.WriteFunc) error {
+	return b.s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error { return redo(ctx, tx, fn) })
+}
+
+// redo runs fn in a transaction whose commit does not wait for the WAL flush: a
+// database crash may lose it, only together with every later commit, and the next
+// synchronous commit flushes it too.
+func redo(ctx context.Context, tx *wtx, fn sqlstore.WriteFunc) error {
+	if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+		return err
+	}
+	return fn(ctx, tx)
+}
+
 func (b backend) DBErr(op string, err error) error { return b.s.dbErr(op, err) }

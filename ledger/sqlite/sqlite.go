@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -44,6 +45,13 @@ type Options struct {
 	// batch, each write in its own savepoint: throughput rises when many runs write at
 	// once, and a lone writer sees no difference.
 	DisableGroupCommit bool
+	// SyncEveryCommit makes every commit wait for the disk (synchronous=FULL). By
+	// default only the writes a power cut must not lose do: a mutation's in-flight
+	// record, a person's resolution, published input events, workflow versions and
+	// settings. The transitions that recovery redoes (creating and moving runs, a
+	// mutation's outcome, a run's commit) are durable against a process crash at once
+	// and against a power cut with the next commit that waits for the disk.
+	SyncEveryCommit bool
 }
 
 func (o Options) withDefaults() Options {
@@ -84,6 +92,9 @@ type Store struct {
 	committerDone chan struct{}
 	// stmts are the writer's prepared statements.
 	stmts *stmtCache
+	// syncNormal is whether the write connection was last set to synchronous=NORMAL.
+	syncNormal atomic.Bool
+	stats      writeCounters
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -201,6 +212,14 @@ func (b backend) Write(ctx context.Context, fn sqlstore.WriteFunc) error {
 
 func (b backend) MustWrite(ctx context.Context, fn sqlstore.WriteFunc) error {
 	return b.s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error { return fn(ctx, tx) })
+}
+
+func (b backend) WriteRedo(ctx context.Context, fn sqlstore.WriteFunc) error {
+	return b.s.writeRedo(ctx, func(ctx context.Context, tx *wtx) error { return fn(ctx, tx) })
+}
+
+func (b backend) MustWriteRedo(ctx context.Context, fn sqlstore.WriteFunc) error {
+	return b.s.mustWriteRedo(ctx, func(ctx context.Context, tx *wtx) error { return fn(ctx, tx) })
 }
 
 func (b backend) DBErr(op string, err error) error { return b.s.dbErr(op, err) }

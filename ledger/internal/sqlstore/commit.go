@@ -58,7 +58,7 @@ func (s *Store) CommitConsumer(ctx context.Context, runID string, c ledger.Commi
 		return scripthost.Run{}, err
 	}
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
+	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx Tx) error {
 		now := s.now()
 		rec, err := s.commitRun(ctx, tx, runID, scripthost.KindConsumer, scripthost.RunEmitting, c, norm(c.WakeAt), now)
 		if err != nil {
@@ -80,7 +80,7 @@ func (s *Store) CommitProducer(ctx context.Context, runID string, c ledger.Commi
 		return scripthost.Run{}, err
 	}
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
+	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx Tx) error {
 		now := s.now()
 		rec, err := s.commitRun(ctx, tx, runID, scripthost.KindProducer, scripthost.RunExecuting, c, norm(c.WakeAt), now)
 		if err != nil {

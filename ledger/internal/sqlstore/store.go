@@ -40,6 +40,12 @@ type Backend interface {
 	// MustWrite is Write for a record that must be stored even when the caller gives
 	// up: it ignores ctx's cancellation and bounds the write with its own timeout.
 	MustWrite(ctx context.Context, fn WriteFunc) error
+	// WriteRedo is Write for a transition that recovery redoes if a database crash
+	// loses it: its commit need not wait for the disk, but what survives a crash is a
+	// prefix of the commits, and the next Write's flush makes it durable too.
+	WriteRedo(ctx context.Context, fn WriteFunc) error
+	// MustWriteRedo is WriteRedo that ignores the caller's cancellation, like MustWrite.
+	MustWriteRedo(ctx context.Context, fn WriteFunc) error
 	// DBErr wraps a driver error with the operation and the database.
 	DBErr(op string, err error) error
 }
@@ -87,6 +93,10 @@ func New(b Backend, r Reader, d Dialect, opts Options) *Store {
 
 func (s *Store) write(ctx context.Context, fn WriteFunc) error     { return s.b.Write(ctx, fn) }
 func (s *Store) mustWrite(ctx context.Context, fn WriteFunc) error { return s.b.MustWrite(ctx, fn) }
+func (s *Store) writeRedo(ctx context.Context, fn WriteFunc) error { return s.b.WriteRedo(ctx, fn) }
+func (s *Store) mustWriteRedo(ctx context.Context, fn WriteFunc) error {
+	return s.b.MustWriteRedo(ctx, fn)
+}
 func (s *Store) dbErr(op string, err error) error {
 	if err == nil {
 		return nil
