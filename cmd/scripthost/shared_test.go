@@ -158,7 +158,8 @@ func TestSharedLedgerKillOneHost(t *testing.T) {
 	svc := fakesvc.New()
 	defer svc.Close()
 	svc.SetLatency(10 * time.Millisecond)
-	charges := 3*cycles + 10
+	// Enough work that every cycle finds a charge to make.
+	charges := 10*cycles + 10
 	// Calls time out within the lease TTL, as a shared ledger requires.
 	const ttl = "1s"
 	e := newSharedEnv(t, svc, "tools.json", charges, "500ms")
