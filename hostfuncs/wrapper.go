@@ -160,7 +160,7 @@ func (w *ToolWrapper) checkLocked(op scripthost.Operation) error {
 	}
 	if op == scripthost.OpMutate && w.mutated {
 		return scripthost.Errorf(scripthost.ClassLogic, scripthost.CodeSecondMutation,
-			"a second mutation is not allowed in one '%s' phase", w.phase)
+			"Only one mutation allowed per mutate phase")
 	}
 	return nil
 }
