@@ -4,7 +4,8 @@
 // postgres); every one of them passes the suite in ledgertest.
 //
 // Every method that changes state runs in one transaction and either applies the whole
-// transition or none of it. A transition that is not legal from the current state is
+// transition or none of it, together with the lifecycle events attached to its context
+// (WithEvents). A transition that is not legal from the current state is
 // refused with a *TransitionError and changes nothing. Every transition of a run also
 // writes a Snapshot of the run in its transaction.
 //
@@ -348,6 +349,10 @@ type Store interface {
 	HandlerState(ctx context.Context, workflow, handler string) (HandlerState, error)
 	Schedule(ctx context.Context, workflow, producer string) (Schedule, error)
 	SetSchedule(ctx context.Context, s Schedule) error
+
+	// Lifecycle log (see WithEvents for how entries are written).
+	// LifecycleEvents lists lifecycle events in Seq order.
+	LifecycleEvents(ctx context.Context, f LifecycleFilter) ([]LifecycleEvent, error)
 
 	// Execution log.
 	AppendExecution(ctx context.Context, r ExecutionRecord) error

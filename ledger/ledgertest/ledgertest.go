@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"ExecutionLog", testExecutionLog},
 		{"ReconcileQueries", testReconcileQueries},
 		{"Concurrency", testConcurrency},
+		{"LifecycleEvents", testLifecycleEvents},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -100,6 +100,7 @@ func (s *Store) saveMutation(ctx context.Context, tx *wtx, m scripthost.Mutation
 	if err != nil {
 		return s.dbErr("update mutation", err)
 	}
+	tx.noteMutation(m.ID, m.RunID)
 	return nil
 }
 
@@ -153,6 +154,7 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 		if err != nil {
 			return s.dbErr("begin mutation", err)
 		}
+		tx.noteMutation(m.ID, m.RunID)
 		return nil
 	})
 	if err != nil {

@@ -34,6 +34,7 @@ type writeReq struct {
 // see the same contract either way: their work is durable when write returns nil and
 // absent when it returns an error.
 func (s *Store) write(ctx context.Context, fn writeFunc) error {
+	fn = s.withEvents(ctx, fn)
 	if s.opts.DisableGroupCommit {
 		return s.writeOne(ctx, fn)
 	}
