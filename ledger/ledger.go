@@ -169,6 +169,13 @@ type StatusChange struct {
 	NotBefore  time.Time
 }
 
+// RetryRun says how a retry run differs from the run it retries.
+type RetryRun struct {
+	// State, when set, replaces the source's input state (what the handler's
+	// onError.onRetry returned); empty keeps the source's.
+	State json.RawMessage
+}
+
 // HandlerState is the saved state of one handler of a workflow.
 type HandlerState struct {
 	Workflow  string          `json:"workflow"`
@@ -313,7 +320,8 @@ type Store interface {
 	// new run, which starts at emitting; any other retry starts at pending. The source
 	// keeps its status and is superseded: a second retry of it, or resuming it, is
 	// refused. A run whose mutation outcome is unknown is not retried (refused).
-	CreateRetryRun(ctx context.Context, runID string) (scripthost.Run, error)
+	// r.State, when set, is the new run's input state instead of the source's.
+	CreateRetryRun(ctx context.Context, runID string, r RetryRun) (scripthost.Run, error)
 	// Recover lists what a restarting host must pick up.
 	Recover(ctx context.Context) (Recovery, error)
 

@@ -226,7 +226,7 @@ func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[stri
 		default:
 			continue
 		}
-		next, err := rt.cfg.Store.CreateRetryRun(ctx, r.ID)
+		next, err := rt.cfg.Store.CreateRetryRun(ctx, r.ID, ledger.RetryRun{})
 		if ledger.IsIllegalTransition(err) {
 			continue
 		}

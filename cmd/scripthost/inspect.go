@@ -362,7 +362,7 @@ func newRetryCmd(g *globals) *cobra.Command {
 			if m, err := store.RunMutation(cmd.Context(), args[0]); err == nil && m.Status.Unknown() {
 				return fmt.Errorf("run %s: its mutation %s is %s: resolve it instead of retrying", args[0], m.ID, m.Status)
 			}
-			r, err := store.CreateRetryRun(cmd.Context(), args[0])
+			r, err := store.CreateRetryRun(cmd.Context(), args[0], ledger.RetryRun{})
 			if err != nil {
 				return err
 			}

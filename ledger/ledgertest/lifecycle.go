@@ -21,7 +21,7 @@ func testRetryRun(f *fixture) {
 		f.with("after the mutation: "+tc.stage+" "+string(tc.stop), func(f *fixture) {
 			b := f.consumer(tc.stage)
 			src := must(f.s.SetRunStatus(f.ctx, b.run.ID, ledger.StatusChange{Status: tc.stop, Error: "next threw"}))(f.t)
-			r := must(f.s.CreateRetryRun(f.ctx, src.ID))(f.t)
+			r := must(f.s.CreateRetryRun(f.ctx, src.ID, ledger.RetryRun{}))(f.t)
 			if r.ID == src.ID || r.Phase != scripthost.RunEmitting || r.Status != scripthost.StatusActive || r.Attempt != 2 ||
 				r.RetryOf != src.ID || r.Workflow != src.Workflow || r.Handler != src.Handler || r.Version != src.Version {
 				f.t.Fatalf("got %+v, want attempt 2 of %s at emitting", r, src.ID)
@@ -35,7 +35,7 @@ func testRetryRun(f *fixture) {
 				f.t.Errorf("source: got status %s, want %s kept", got.Status, tc.stop)
 			}
 			before := f.dump()
-			_, err := f.s.CreateRetryRun(f.ctx, src.ID)
+			_, err := f.s.CreateRetryRun(f.ctx, src.ID, ledger.RetryRun{})
 			f.refused(before, err, nil)
 
 			must(f.s.CommitConsumer(f.ctx, r.ID, ledger.Commit{State: json.RawMessage(`{"ok":1}`)}))(f.t)
@@ -44,7 +44,7 @@ func testRetryRun(f *fixture) {
 	}
 	f.with("before the mutation", func(f *fixture) {
 		b := f.finished(scripthost.MutationFailed)
-		r := must(f.s.CreateRetryRun(f.ctx, b.run.ID))(f.t)
+		r := must(f.s.CreateRetryRun(f.ctx, b.run.ID, ledger.RetryRun{}))(f.t)
 		if r.Phase != scripthost.RunPending || r.Status != scripthost.StatusActive || r.Attempt != 2 || r.RetryOf != b.run.ID ||
 			string(r.InputState) != string(b.run.InputState) || len(r.Prepared) != 0 || len(r.Reservations) != 0 || r.Outcome != nil {
 			f.t.Fatalf("got %+v, want a fresh pending attempt 2 with the input state", r)
@@ -56,9 +56,13 @@ func testRetryRun(f *fixture) {
 		f.wantEvents(b.events, scripthost.EventReserved, r.ID)
 		// A retry of the retry counts on.
 		must(f.s.SetRunStatus(f.ctx, r.ID, ledger.StatusChange{Status: scripthost.StatusPausedTransient}))(f.t)
-		r3 := must(f.s.CreateRetryRun(f.ctx, r.ID))(f.t)
+		r3 := must(f.s.CreateRetryRun(f.ctx, r.ID, ledger.RetryRun{State: json.RawMessage(`{"tries":2}`)}))(f.t)
 		if r3.Attempt != 3 || r3.RetryOf != r.ID {
 			f.t.Errorf("got attempt %d of %s, want 3 of %s", r3.Attempt, r3.RetryOf, r.ID)
+		}
+		// The state onRetry returned is the retry's input state, and it is stored.
+		if got := must(f.s.Run(f.ctx, r3.ID))(f.t); string(got.InputState) != `{"tries":2}` {
+			f.t.Errorf("got input state %s, want the retry state", got.InputState)
 		}
 	})
 	refusals := []struct {
@@ -83,13 +87,13 @@ func testRetryRun(f *fixture) {
 		f.with("refused: "+tc.name, func(f *fixture) {
 			id := tc.build(f)
 			before := f.dump()
-			_, err := f.s.CreateRetryRun(f.ctx, id)
+			_, err := f.s.CreateRetryRun(f.ctx, id, ledger.RetryRun{})
 			f.refused(before, err, nil)
 		})
 	}
 	f.with("unknown run", func(f *fixture) {
 		before := f.dump()
-		_, err := f.s.CreateRetryRun(f.ctx, "no-such-run")
+		_, err := f.s.CreateRetryRun(f.ctx, "no-such-run", ledger.RetryRun{})
 		f.refused(before, err, ledger.ErrNotFound)
 	})
 }

@@ -140,7 +140,10 @@ func (s *Store) SkipRun(ctx context.Context, runID string, reason string) (scrip
 // starts at emitting; any other retry starts at pending with the same input state. The
 // source keeps its status and is marked superseded: it cannot be retried or resumed
 // again. A run whose mutation outcome is unknown cannot be retried.
-func (s *Store) CreateRetryRun(ctx context.Context, runID string) (scripthost.Run, error) {
+func (s *Store) CreateRetryRun(ctx context.Context, runID string, retry ledger.RetryRun) (scripthost.Run, error) {
+	if err := checkJSON("retry state", retry.State); err != nil {
+		return scripthost.Run{}, err
+	}
 	var out runRec
 	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
 		src, err := s.getRun(ctx, tx, runID)
@@ -167,6 +170,9 @@ func (s *Store) CreateRetryRun(ctx context.Context, runID string) (scripthost.Ru
 			RetryOf: src.ID, Attempt: src.Attempt + 1, InputState: src.InputState,
 			CreatedAt: now, UpdatedAt: now,
 		}}
+		if len(retry.State) > 0 {
+			rec.InputState = retry.State
+		}
 		fromEmitting := src.Kind == scripthost.KindConsumer && (src.RetryFromEmitting || st == afterMutation)
 		if fromEmitting {
 			rec.Phase = scripthost.RunEmitting
