@@ -335,7 +335,10 @@ type Store interface {
 	// FailMutation marks it failed (definitely did not happen); the run's events are
 	// released and the run takes the status of the error's class.
 	FailMutation(ctx context.Context, mutationID string, cause *scripthost.Error) (scripthost.Mutation, error)
-	// MarkNeedsReconcile records a reconcile attempt that could not decide.
+	// MarkNeedsReconcile records a reconcile attempt that could not decide. For a run
+	// mutation the run waits in status paused:reconciliation with the reason as its
+	// error and the next attempt as its NotBefore; it keeps its events, and the
+	// mutation's outcome (applied, failed, indeterminate) moves it on as before.
 	MarkNeedsReconcile(ctx context.Context, mutationID string, attempts int, next time.Time, reason string) (scripthost.Mutation, error)
 	// MarkIndeterminate hands the mutation to a person; the run is paused for
 	// reconciliation and keeps its events.

@@ -24,6 +24,9 @@ const (
 	// EventRetryScheduled: a retry run will follow ({attempt, delay_ms, not_before,
 	// state?}); state is what onRetry returned.
 	EventRetryScheduled EventType = "retry_scheduled"
+	// EventRetryStarted: this run retries another ({retry_of, attempt, state?}); state
+	// is what onRetry returned, the retry's input state.
+	EventRetryStarted EventType = "retry_started"
 	// EventPaused: the run waits ({status, why, next_attempt_at?}).
 	EventPaused EventType = "paused"
 	// EventResumed: a paused run goes on ({from, by?}).

@@ -44,6 +44,10 @@ type ErrorPolicy struct {
 	// Backoff is "fixed" (default) or "exponential".
 	Backoff string `json:"backoff"`
 	DelayMS int    `json:"delayMs"`
+	// OnRetry is a function reference ("" when absent): onRetry(error, state) runs
+	// before each retry made by this policy, with no tools, and returns the state the
+	// retry starts from.
+	OnRetry string `json:"onRetry"`
 }
 
 // Delay returns the wait before retry number attempt (1-based).
@@ -260,7 +264,7 @@ func lifecycle(h rawHandler, where string, add func(string, ...any)) Lifecycle {
 		dec := json.NewDecoder(strings.NewReader(string(h.OnError)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&l.OnError); err != nil {
-			add("%s: onError: %v (fields: strategy, maxRetries, backoff, delayMs)", where, err)
+			add("%s: onError: %v (fields: strategy, maxRetries, backoff, delayMs, onRetry)", where, err)
 		}
 		switch l.OnError.Strategy {
 		case "fail", "retry", "pause":
@@ -271,6 +275,9 @@ func lifecycle(h rawHandler, where string, add func(string, ...any)) Lifecycle {
 		case "fixed", "exponential":
 		default:
 			add("%s: onError.backoff %q: want 'fixed' or 'exponential'", where, l.OnError.Backoff)
+		}
+		if l.OnError.OnRetry != "" && l.OnError.Strategy != "retry" {
+			add("%s: onError.onRetry runs before retries: it needs strategy 'retry', not %q", where, l.OnError.Strategy)
 		}
 		if l.OnError.MaxRetries < 0 || l.OnError.DelayMS < 0 {
 			add("%s: onError.maxRetries and delayMs must not be negative", where)

@@ -217,16 +217,28 @@ func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[stri
 		if hasMutation && m.Status.Unknown() {
 			continue // never retried: reconciled or resolved by a person
 		}
+		byPolicy := false
 		switch {
 		case r.Status == scripthost.StatusPausedTransient && r.Attempt <= rt.cfg.TransientRetries:
 		case r.Status.Failed() && hasMutation && failedOutsideScript(m) && r.Attempt <= rt.cfg.TransientRetries:
 			// The side effect is known not to have happened, and the handler did
 			// nothing wrong: prepare again with the released events.
 		case r.Status.Failed() && lc.OnError.Strategy == "retry" && r.Attempt <= lc.OnError.MaxRetries:
+			byPolicy = true
+			if failed, err := rt.onRetryFailed(ctx, r.ID); err != nil || failed {
+				if err != nil {
+					return did, err
+				}
+				continue
+			}
 		default:
 			continue
 		}
-		next, err := rt.cfg.Store.CreateRetryRun(ctx, r.ID, ledger.RetryRun{})
+		next, err := rt.createRetry(ctx, r, byPolicy)
+		if err == nil && next.ID == "" {
+			did = true // onRetry failed: the run stays failed
+			continue
+		}
 		if ledger.IsIllegalTransition(err) {
 			continue
 		}

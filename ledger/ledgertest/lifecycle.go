@@ -219,7 +219,7 @@ func testCommitProducer(f *fixture) {
 
 func testRecover(f *fixture) {
 	want := map[string]bool{}
-	for _, stage := range []string{stPending, stPrepared, stInFlight, stNeedsReconcile, stMutated, stEmitting} {
+	for _, stage := range []string{stPending, stPrepared, stInFlight, stMutated, stEmitting} {
 		want[f.consumer(stage).run.ID] = true
 	}
 	want[f.producer(true).ID] = true
@@ -231,7 +231,9 @@ func testRecover(f *fixture) {
 	}
 	plan := must(f.s.BeginMutation(f.ctx, ledger.NewMutation{Namespace: "Cmd", Method: "run", IdempotencyKey: "plan-step"}))(f.t)
 	inFlight[plan.ID] = true
-	// Not to be recovered: paused, failed, skipped, committed runs.
+	// Not to be recovered: paused, failed, skipped, committed runs. A run waiting for
+	// its next reconcile attempt is paused; DueReconciles hands its mutation over.
+	f.consumer(stNeedsReconcile)
 	f.consumer(stIndeterminate)
 	f.consumer(stCommitted)
 	f.finished(scripthost.MutationFailed)

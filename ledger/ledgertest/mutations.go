@@ -184,8 +184,12 @@ func testMarkNeedsReconcile(f *fixture) {
 					f.t.Errorf("got %s attempts %d next %v %q, want needs_reconcile 3 %v", x.Status, x.ReconcileAttempts, x.NextReconcileAt, x.Error, next)
 				}
 			}
-			if r := must(f.s.Run(f.ctx, b.run.ID))(f.t); r.Status != scripthost.StatusActive || r.Phase != scripthost.RunMutating {
-				f.t.Errorf("run: got %s/%s, want mutating/active", r.Phase, r.Status)
+			// The run waits for the next attempt, visibly: paused for reconciliation,
+			// with the reason and the time of the next attempt.
+			if r := must(f.s.Run(f.ctx, b.run.ID))(f.t); r.Status != scripthost.StatusPausedReconciliation ||
+				r.Phase != scripthost.RunMutating || !r.NotBefore.Equal(next) || r.Error != "still unknown" {
+				f.t.Errorf("run: got %s/%s not before %v %q, want mutating/paused:reconciliation not before %v with the reason",
+					r.Phase, r.Status, r.NotBefore, r.Error, next)
 			}
 			f.wantEvents(b.events, scripthost.EventReserved, b.run.ID)
 		})

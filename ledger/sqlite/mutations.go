@@ -277,7 +277,8 @@ func (s *Store) FailMutation(ctx context.Context, mutationID string, cause *scri
 	return out, err
 }
 
-// MarkNeedsReconcile records a reconcile attempt that could not decide.
+// MarkNeedsReconcile records a reconcile attempt that could not decide; the run waits
+// in paused:reconciliation until the next attempt.
 func (s *Store) MarkNeedsReconcile(ctx context.Context, mutationID string, attempts int, next time.Time, reason string) (scripthost.Mutation, error) {
 	var out scripthost.Mutation
 	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
@@ -286,10 +287,23 @@ func (s *Store) MarkNeedsReconcile(ctx context.Context, mutationID string, attem
 		if err != nil {
 			return err
 		}
+		now := s.now()
 		m.Status, m.ReconcileAttempts, m.NextReconcileAt = scripthost.MutationNeedsReconcile, attempts, norm(next)
-		m.Error, m.UpdatedAt = reason, s.now()
+		m.Error, m.UpdatedAt = reason, now
 		out = m
-		return s.saveMutation(ctx, tx, m)
+		if err := s.saveMutation(ctx, tx, m); err != nil {
+			return err
+		}
+		if m.RunID == "" {
+			return nil
+		}
+		rec, err := s.getRun(ctx, tx, m.RunID)
+		if err != nil {
+			return err
+		}
+		rec.Status, rec.Error, rec.ErrorClass, rec.NotBefore = scripthost.StatusPausedReconciliation, reason, "", norm(next)
+		rec.UpdatedAt = now
+		return s.saveRun(ctx, tx, rec)
 	})
 	return out, err
 }
