@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -32,6 +33,7 @@ type runFlags struct {
 	poll      time.Duration
 	timeout   time.Duration
 	verbose   bool
+	jsonl     bool
 	allow     []string
 	reconcile hostfuncs.ReconcilePolicy
 }
@@ -56,6 +58,7 @@ until no work is left and exit 0; otherwise run until interrupted.`,
 	cmd.Flags().DurationVar(&f.poll, "poll", 250*time.Millisecond, "how often to look for work when idle")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "wall-clock limit of one handler invocation (default 5s)")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "log every tool call and mutation to stderr")
+	cmd.Flags().BoolVar(&f.jsonl, "jsonl", false, "write the runs' lifecycle events to stdout as JSON lines (console output goes to stderr)")
 	cmd.Flags().StringSliceVar(&f.allow, "allow", nil, "programs plan.run_command may run (repeatable; none by default)")
 	cmd.Flags().IntVar(&f.reconcile.MaxAttempts, "reconcile-attempts", 5, "reconcile attempts for an uncertain mutation before a person must resolve it")
 	cmd.Flags().DurationVar(&f.reconcile.BaseDelay, "reconcile-delay", time.Second, "wait after the first undecided reconcile attempt (doubles each time)")
@@ -64,7 +67,8 @@ until no work is left and exit 0; otherwise run until interrupted.`,
 }
 
 // buildHost opens the ledger and wires a host with the workspace and HTTP tools.
-func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, timeout time.Duration, verbose bool, allow []string, reconcile hostfuncs.ReconcilePolicy) (*host.Host, ledger.Store, error) {
+func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, timeout time.Duration, verbose bool, allow []string,
+	reconcile hostfuncs.ReconcilePolicy, console io.Writer) (*host.Host, ledger.Store, error) {
 	if reconcile.MaxAttempts < 1 || reconcile.BaseDelay <= 0 || reconcile.MaxDelay < reconcile.BaseDelay {
 		return nil, nil, usagef("--reconcile-attempts must be at least 1 and 0 < --reconcile-delay <= --reconcile-max-delay")
 	}
@@ -100,7 +104,7 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 		Failpoint: failpoint,
 		OnConsole: func(run scripthost.Run, lines []sandbox.ConsoleLine) {
 			for _, l := range lines {
-				fmt.Fprintf(g.Stdout, "[%s/%s] %s\n", run.Workflow, run.Handler, redactor.Redact(l.Text))
+				fmt.Fprintf(console, "[%s/%s] %s\n", run.Workflow, run.Handler, redactor.Redact(l.Text))
 			}
 		},
 	})
@@ -126,7 +130,7 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 	return h, store, nil
 }
 
-func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) error {
+func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (err error) {
 	if f.name != "" && len(paths) > 1 {
 		return usagef("--name names one workflow, got %d files", len(paths))
 	}
@@ -147,7 +151,11 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) e
 		return err
 	}
 	defer unlock()
-	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile)
+	console := g.Stdout
+	if f.jsonl {
+		console = g.Stderr
+	}
+	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile, console)
 	if err != nil {
 		return err
 	}
@@ -174,6 +182,17 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) e
 			return err
 		}
 		fmt.Fprintf(g.Stderr, "workflow %s version %d (%s)\n", v.Workflow, v.Version, p)
+	}
+	if f.jsonl {
+		stream, err := startEventStream(ctx, store, g.Stdout, f.poll)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := stream.close(ctx); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
 	}
 	if f.once {
 		if err := h.RunOnce(ctx); err != nil {
