@@ -174,6 +174,9 @@ type RetryRun struct {
 	// State, when set, replaces the source's input state (what the handler's
 	// onError.onRetry returned); empty keeps the source's.
 	State json.RawMessage
+	// Failed, when set, creates the retry already failed with this status and error
+	// (its onRetry failed): the attempt is recorded, and it runs nothing.
+	Failed *StatusChange
 }
 
 // HandlerState is the saved state of one handler of a workflow.

@@ -148,33 +148,31 @@ func (rt *Runtime) onRetryFailed(ctx context.Context, runID string) (bool, error
 }
 
 // createRetry creates the retry run of run, with the state its onRetry returns. When
-// onRetry fails, no retry is made: the run keeps its status with onRetry's error, and
-// the failure is logged as a phase_failed of step onRetry.
+// onRetry fails, the retry is created already failed with onRetry's error (logged as a
+// phase_failed of step onRetry), and no automatic retry follows it.
 func (rt *Runtime) createRetry(ctx context.Context, run scripthost.Run, byPolicy bool) (scripthost.Run, error) {
-	var state json.RawMessage
+	var retry ledger.RetryRun
+	d := map[string]any{"retry_of": run.ID, "attempt": run.Attempt + 1}
+	evs := []ledger.LifecycleEvent{{Type: ledger.EventRetryStarted}}
 	if byPolicy {
-		var err error
-		if state, err = rt.retryState(ctx, run); err != nil {
-			var se *stepError
-			if !errors.As(err, &se) {
-				return scripthost.Run{}, err
-			}
+		state, err := rt.retryState(ctx, run)
+		var se *stepError
+		switch {
+		case errors.As(err, &se):
 			msg := rt.redact(fmt.Sprintf("onError.onRetry of %s failed: %v (retrying after: %s)", handlerName(run), se.err, run.Error))
-			data := failure(se.err)
-			data["phase"], data["step"], data["message"] = stepOnRetry, stepOnRetry, msg
-			if data["code"] == nil || data["code"] == "" {
-				data["code"] = codeOnRetry
+			f := failure(se.err)
+			f["phase"], f["step"], f["message"], f["attempt"] = stepOnRetry, stepOnRetry, msg, run.Attempt+1
+			if f["code"] == nil || f["code"] == "" {
+				f["code"] = codeOnRetry
 			}
-			_, err := rt.cfg.Store.SetRunStatus(with(ctx, ledger.NewLifecycleEvent(run.ID, ledger.EventPhaseFailed, data)), run.ID,
-				ledger.StatusChange{Status: scripthost.StatusFailedLogic, Error: msg, ErrorClass: scripthost.ClassLogic})
+			evs = append(evs, ledger.NewLifecycleEvent("", ledger.EventPhaseFailed, f))
+			retry.Failed = &ledger.StatusChange{Status: scripthost.StatusFailedLogic, Error: msg, ErrorClass: scripthost.ClassLogic}
+		case err != nil:
 			return scripthost.Run{}, err
+		case state != nil:
+			retry.State, d["state"] = state, state
 		}
 	}
-	started := ledger.LifecycleEvent{Type: ledger.EventRetryStarted}
-	d := map[string]any{"retry_of": run.ID, "attempt": run.Attempt + 1}
-	if state != nil {
-		d["state"] = state
-	}
-	started.Data, _ = json.Marshal(d)
-	return rt.cfg.Store.CreateRetryRun(with(ctx, started), run.ID, ledger.RetryRun{State: state})
+	evs[0].Data, _ = json.Marshal(d)
+	return rt.cfg.Store.CreateRetryRun(with(ctx, evs...), run.ID, retry)
 }

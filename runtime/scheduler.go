@@ -235,10 +235,6 @@ func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[stri
 			continue
 		}
 		next, err := rt.createRetry(ctx, r, byPolicy)
-		if err == nil && next.ID == "" {
-			did = true // onRetry failed: the run stays failed
-			continue
-		}
 		if ledger.IsIllegalTransition(err) {
 			continue
 		}

@@ -65,6 +65,22 @@ func testRetryRun(f *fixture) {
 			f.t.Errorf("got input state %s, want the retry state", got.InputState)
 		}
 	})
+	f.with("created failed", func(f *fixture) {
+		b := f.finished(scripthost.MutationFailed)
+		fail := &ledger.StatusChange{Status: scripthost.StatusFailedLogic, Error: "onRetry broke", ErrorClass: scripthost.ClassLogic}
+		r := must(f.s.CreateRetryRun(f.ctx, b.run.ID, ledger.RetryRun{Failed: fail}))(f.t)
+		got := must(f.s.Run(f.ctx, r.ID))(f.t)
+		if got.Status != scripthost.StatusFailedLogic || got.Error != "onRetry broke" || got.ErrorClass != scripthost.ClassLogic ||
+			got.Attempt != 2 || got.RetryOf != b.run.ID {
+			f.t.Errorf("got %+v, want attempt 2 failed:logic with the error", got)
+		}
+		f.wantEvents(b.events, scripthost.EventPending, "")
+		// Only a failed status is accepted.
+		c := f.finished(scripthost.MutationFailed)
+		before := f.dump()
+		_, err := f.s.CreateRetryRun(f.ctx, c.run.ID, ledger.RetryRun{Failed: &ledger.StatusChange{Status: scripthost.StatusActive}})
+		f.refused(before, err, nil)
+	})
 	refusals := []struct {
 		name  string
 		build func(f *fixture) string

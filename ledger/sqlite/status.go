@@ -173,10 +173,17 @@ func (s *Store) CreateRetryRun(ctx context.Context, runID string, retry ledger.R
 		if len(retry.State) > 0 {
 			rec.InputState = retry.State
 		}
+		if f := retry.Failed; f != nil {
+			if !f.Status.Failed() {
+				return refuse("run", runID, src.Status, "retry", "a retry is created failed, not %s", f.Status)
+			}
+			rec.Status, rec.Error, rec.ErrorClass = f.Status, f.Error, f.ErrorClass
+		}
 		fromEmitting := src.Kind == scripthost.KindConsumer && (src.RetryFromEmitting || st == afterMutation)
 		if fromEmitting {
 			rec.Phase = scripthost.RunEmitting
 			rec.Prepared, rec.Reservations, rec.Outcome, rec.WakeAt = src.Prepared, src.Reservations, src.Outcome, src.WakeAt
+			rec.RetryFromEmitting = retry.Failed != nil
 		}
 		if err := s.insertRun(ctx, tx, rec); err != nil {
 			return err
