@@ -36,9 +36,14 @@ func appliedEvents(m scripthost.Mutation) []ledger.LifecycleEvent {
 	return []ledger.LifecycleEvent{outcomeEvent(m.RunID, m), mutateEvent(m.RunID, ledger.EventPhaseCompleted, nil)}
 }
 
+func failedMutation(m scripthost.Mutation, cause *scripthost.Error) scripthost.Mutation {
+	m.Status, m.Error, m.ErrorClass = scripthost.MutationFailed, cause.Error(), cause.Class
+	return m
+}
+
 // failedEvents: the mutation definitely failed, and with it the mutate phase.
 func failedEvents(m scripthost.Mutation, cause *scripthost.Error) []ledger.LifecycleEvent {
-	m.Status, m.Error, m.ErrorClass = scripthost.MutationFailed, cause.Error(), cause.Class
+	m = failedMutation(m, cause)
 	return []ledger.LifecycleEvent{outcomeEvent(m.RunID, m), mutateEvent(m.RunID, ledger.EventPhaseFailed, map[string]any{
 		"step": "mutation", "class": cause.Class, "code": cause.Code, "message": cause.Error(),
 	})}

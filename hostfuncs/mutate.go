@@ -96,7 +96,14 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 
 	case scripthost.IsDefinite(execErr):
 		cause := asError(w.scrub(withOp(execErr, name), secrets))
-		failed, err := w.store.FailMutation(ledger.WithEvents(wctx, failedEvents(m, cause)...), m.ID, cause)
+		var failed scripthost.Mutation
+		if w.info.FailureToNext && w.info.RunID != "" {
+			evs := []ledger.LifecycleEvent{outcomeEvent(m.RunID, failedMutation(m, cause)),
+				mutateEvent(m.RunID, ledger.EventPhaseCompleted, map[string]any{"outcome": scripthost.OutcomeFailed, "released": w.info.ReleaseOnFailure})}
+			failed, err = w.store.FailMutationToNext(ledger.WithEvents(wctx, evs...), m.ID, cause, w.info.ReleaseOnFailure)
+		} else {
+			failed, err = w.store.FailMutation(ledger.WithEvents(wctx, failedEvents(m, cause)...), m.ID, cause)
+		}
 		if err != nil {
 			log.Error("recording failed mutation failed", "error", w.redactor.Redact(err.Error()))
 			return end(ledgerError("recording the failed mutation", err))

@@ -338,6 +338,11 @@ type Store interface {
 	// FailMutation marks it failed (definitely did not happen); the run's events are
 	// released and the run takes the status of the error's class.
 	FailMutation(ctx context.Context, mutationID string, cause *scripthost.Error) (scripthost.Mutation, error)
+	// FailMutationToNext marks it failed (definitely did not happen) like FailMutation,
+	// but a run mutation's run goes on: it moves mutating → mutated with the outcome
+	// {status: failed, error}, so that next runs. With release the run's events are
+	// released at once; otherwise they stay reserved and are consumed at commit.
+	FailMutationToNext(ctx context.Context, mutationID string, cause *scripthost.Error, release bool) (scripthost.Mutation, error)
 	// MarkNeedsReconcile records a reconcile attempt that could not decide. For a run
 	// mutation the run waits in status paused:reconciliation with the reason as its
 	// error and the next attempt as its NotBefore; it keeps its events, and the

@@ -410,3 +410,78 @@ func TestNeedsReconcileIsPaused(t *testing.T) {
 		t.Errorf("applies: got %d, want 1", got)
 	}
 }
+
+// A consumer may send a definite mutation failure on to next, which sees it as its
+// result; the events are consumed or released as it declares.
+func TestMutationFailureToNext(t *testing.T) {
+	tests := []struct {
+		name, policy string
+		runs         int
+		event        scripthost.EventStatus
+		next         bool
+	}{
+		{"default fails", `'fail'`, 1, scripthost.EventPending, false},
+		{"next consumes", `'next'`, 1, scripthost.EventConsumed, true},
+		{"next releases", `{ strategy: 'next', events: 'release' }`, 2, scripthost.EventPending, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.load("w", `export default {
+  topics: ['t', 'failed'],
+  consumers: {
+    c: { subscribe: ['t'], publishes: ['failed'], onMutationFailure: `+tt.policy+`,
+      async prepare(state) { const e = await Topics.peek({ topic: 't' });
+        if (!e.length || (state && state.failed === e[0].id)) return null; // a released event is not tried again
+        return { reservations: [{ topic: 't', ids: [e[0].id] }], data: e[0].id }; },
+      async mutate(id) { if (id) await Svc.apply({ value: id }); },
+      async next(id, result) {
+        if (!id) return;
+        console.log('next ' + JSON.stringify(result) + ' ' + __mutationResult__.status);
+        if (result.status === 'failed') await Topics.publish({ topic: 'failed', id: id, payload: result.error });
+        return { failed: id };
+      } },
+    sink: { subscribe: ['failed'], prepare() { return null; } },
+  },
+};`)
+			h.publish("w", "t", "e")
+			h.svc.fail = scripthost.Errorf(scripthost.ClassLogic, "card_declined", "card declined")
+			if err := h.rt.RunOnce(h.ctx, []string{"w"}); err != nil {
+				t.Fatal(err)
+			}
+			runs := h.runsOf("w", "c")
+			if !tt.next {
+				if len(runs) < 1 || runs[0].Status != scripthost.StatusFailedLogic {
+					t.Fatalf("runs: got %+v, want the first failed", runs)
+				}
+				if len(h.consoleLines()) != 0 {
+					t.Errorf("console: got %v, want next not run", h.consoleLines())
+				}
+				return
+			}
+			if len(runs) != tt.runs || runs[0].Status != scripthost.StatusCommitted || runs[0].Outcome == nil ||
+				runs[0].Outcome.Status != scripthost.OutcomeFailed {
+				t.Fatalf("runs: got %+v, want one committed with a failed outcome", runs)
+			}
+			want := `c: next {"status":"failed","error":{"class":"logic","code":"card_declined","message":"card declined"}} failed`
+			if got := h.consoleLines(); len(got) != 1 || got[0] != want {
+				t.Errorf("console: got %q, want %q", got, want)
+			}
+			if got := h.events("w", "t")["e"]; got != tt.event {
+				t.Errorf("input event: got %s, want %s", got, tt.event)
+			}
+			if got := h.events("w", "failed")["e"]; got == "" {
+				t.Errorf("next's publication of the failure is missing")
+			}
+			m, err := h.store.RunMutation(h.ctx, runs[0].ID)
+			if err != nil || m.Status != scripthost.MutationFailed {
+				t.Errorf("mutation: got %+v %v, want failed", m, err)
+			}
+			want2 := "phase_started(prepare) phase_completed(prepare) phase_started(mutate) mutation_recorded mutation_outcome " +
+				"phase_completed(mutate) phase_started(next) phase_completed(next) committed"
+			if got := types(h.lifecycle(runs[0].ID)); got != want2 {
+				t.Errorf("events:\n got %s\nwant %s", got, want2)
+			}
+		})
+	}
+}

@@ -149,7 +149,7 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 			_, err := st.MarkMutated(completed, run.ID)
 			return true, err
 		}
-		w := rt.wrapper(run, nil, nil)
+		w := rt.wrapperFor(run, nil, nil, c.OnMutationFailure)
 		_, ierr := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhaseMutate, c.Mutate,
 			sandbox.Globals{State: stateOrNull(run.InputState), Prepared: stateOrNull(run.Prepared)}, stateOrNull(run.Prepared))
 		if _, made := w.Mutation(); made {
@@ -320,6 +320,11 @@ func (rt *Runtime) call(ctx context.Context, l *loaded, run scripthost.Run, w *h
 }
 
 func (rt *Runtime) wrapper(run scripthost.Run, subscribe, publishes []string) *hostfuncs.ToolWrapper {
+	return rt.wrapperFor(run, subscribe, publishes, MutationFailurePolicy{})
+}
+
+// wrapperFor is wrapper for a mutate phase, with where a definite failure goes.
+func (rt *Runtime) wrapperFor(run scripthost.Run, subscribe, publishes []string, failure MutationFailurePolicy) *hostfuncs.ToolWrapper {
 	var events []string
 	for _, r := range run.Reservations {
 		for _, id := range r.IDs {
@@ -334,6 +339,9 @@ func (rt *Runtime) wrapper(run scripthost.Run, subscribe, publishes []string) *h
 		Scope:      run.ID,
 		Subscribes: subscribe,
 		Publishes:  publishes,
+
+		FailureToNext:    failure.Next,
+		ReleaseOnFailure: failure.Release,
 	}, hostfuncs.WrapperOptions{
 		Clock:           rt.cfg.Clock,
 		Redactor:        rt.cfg.Redactor,

@@ -277,6 +277,45 @@ func (s *Store) FailMutation(ctx context.Context, mutationID string, cause *scri
 	return out, err
 }
 
+// FailMutationToNext marks the mutation failed and moves its run on to next with the
+// failure as its outcome, releasing the run's events first when release is set.
+func (s *Store) FailMutationToNext(ctx context.Context, mutationID string, cause *scripthost.Error, release bool) (scripthost.Mutation, error) {
+	if cause == nil {
+		return scripthost.Mutation{}, fmt.Errorf("sqlite: fail mutation %s: a cause is required", mutationID)
+	}
+	var out scripthost.Mutation
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationFailed, unknownOutcome...)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		m.Status, m.Error, m.ErrorClass, m.UpdatedAt = scripthost.MutationFailed, cause.Error(), cause.Class, now
+		if err := s.saveMutation(ctx, tx, m); err != nil {
+			return err
+		}
+		if m.RunID != "" {
+			if release {
+				if err := s.setRunEvents(ctx, tx, m.RunID, scripthost.EventPending); err != nil {
+					return err
+				}
+			}
+			msg := cause.Message
+			if msg == "" {
+				msg = cause.Error()
+			}
+			outcome := scripthost.Outcome{Status: scripthost.OutcomeFailed,
+				Error: &scripthost.OutcomeError{Class: cause.Class, Code: cause.Code, Message: msg}}
+			if err := s.applyRun(ctx, tx, m.RunID, outcome, now); err != nil {
+				return err
+			}
+		}
+		out = m
+		return nil
+	})
+	return out, err
+}
+
 // MarkNeedsReconcile records a reconcile attempt that could not decide; the run waits
 // in paused:reconciliation until the next attempt.
 func (s *Store) MarkNeedsReconcile(ctx context.Context, mutationID string, attempts int, next time.Time, reason string) (scripthost.Mutation, error) {
