@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"BeginMutation", testBeginMutation},
 		{"ApplyMutation", testApplyMutation},
 		{"FailMutation", testFailMutation},
+		{"FailMutationToNext", testFailMutationToNext},
 		{"MarkNeedsReconcile", testMarkNeedsReconcile},
 		{"MarkIndeterminate", testMarkIndeterminate},
 		{"Resolve", testResolve},
