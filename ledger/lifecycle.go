@@ -107,3 +107,23 @@ func NewLifecycleEvent(runID string, t EventType, data any) LifecycleEvent {
 	}
 	return ev
 }
+
+// Label names the event briefly: its type, with the phase it is about and, for a
+// failure outside the phase function itself, the step that failed:
+// "phase_started(prepare)", "phase_failed(mutate/after)", "committed".
+func (e LifecycleEvent) Label() string {
+	var d struct {
+		Phase string `json:"phase"`
+		Step  string `json:"step"`
+	}
+	_ = json.Unmarshal(e.Data, &d)
+	s := string(e.Type)
+	if d.Phase == "" {
+		return s
+	}
+	s += "(" + d.Phase
+	if d.Step != "" && d.Step != d.Phase && d.Step != "handler" {
+		s += "/" + d.Step
+	}
+	return s + ")"
+}

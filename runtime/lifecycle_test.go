@@ -20,24 +20,11 @@ func (h *harness) lifecycle(runID string) []ledger.LifecycleEvent {
 	return evs
 }
 
-// types renders events as "type(phase)" in order.
+// types renders events by their labels, in order.
 func types(evs []ledger.LifecycleEvent) string {
 	var out []string
 	for _, e := range evs {
-		var d struct {
-			Phase string `json:"phase"`
-			Step  string `json:"step"`
-		}
-		_ = json.Unmarshal(e.Data, &d)
-		s := string(e.Type)
-		if d.Phase != "" {
-			s += "(" + d.Phase
-			if d.Step != "" {
-				s += "/" + d.Step
-			}
-			s += ")"
-		}
-		out = append(out, s)
+		out = append(out, e.Label())
 	}
 	return strings.Join(out, " ")
 }
@@ -165,11 +152,11 @@ func TestGuardResult(t *testing.T) {
 		{"false", `return false;`, scripthost.StatusSkipped, "guard_skipped", ""},
 		{"promise of false", `return Promise.resolve(false);`, scripthost.StatusSkipped, "guard_skipped", ""},
 		{"async true", `await null; return true;`, scripthost.StatusCommitted, "phase_started(prepare)", ""},
-		{"not a boolean", `return 'yes';`, scripthost.StatusFailedLogic, "phase_failed(guard/guard)", `guard of consumer c must return a boolean (or a promise of one), got "yes"`},
-		{"undefined", `return;`, scripthost.StatusFailedLogic, "phase_failed(guard/guard)", "must return a boolean"},
-		{"throws", `throw new Error('guard broke'); // line 4`, scripthost.StatusFailedLogic, "phase_failed(guard/guard)", "guard broke"},
+		{"not a boolean", `return 'yes';`, scripthost.StatusFailedLogic, "phase_failed(guard)", `guard of consumer c must return a boolean (or a promise of one), got "yes"`},
+		{"undefined", `return;`, scripthost.StatusFailedLogic, "phase_failed(guard)", "must return a boolean"},
+		{"throws", `throw new Error('guard broke'); // line 4`, scripthost.StatusFailedLogic, "phase_failed(guard)", "guard broke"},
 		{"reads", `const r = await Svc.read({}); return r.count === 0;`, scripthost.StatusCommitted, "phase_started(prepare)", ""},
-		{"mutates", `await Svc.apply({ value: 1 }); return true;`, scripthost.StatusFailedLogic, "phase_failed(guard/guard)", "Operation 'mutate' not allowed in 'hook' phase"},
+		{"mutates", `await Svc.apply({ value: 1 }); return true;`, scripthost.StatusFailedLogic, "phase_failed(guard)", "Operation 'mutate' not allowed in 'hook' phase"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -328,8 +315,8 @@ func TestOnRetryFails(t *testing.T) {
 			t.Errorf("error %q: want %q", runs[1].Error, want)
 		}
 	}
-	if got := types(h.lifecycle(runs[1].ID)); got != "retry_started phase_failed(onRetry/onRetry)" {
-		t.Errorf("events: got %s, want retry_started phase_failed(onRetry/onRetry)", got)
+	if got := types(h.lifecycle(runs[1].ID)); got != "retry_started phase_failed(onRetry)" {
+		t.Errorf("events: got %s, want retry_started phase_failed(onRetry)", got)
 	}
 	if got := h.events("w", "t")["e"]; got != scripthost.EventPending {
 		t.Errorf("event: got %s, want pending", got)
