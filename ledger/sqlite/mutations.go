@@ -252,34 +252,32 @@ func (s *Store) ApplyMutation(ctx context.Context, mutationID string, result jso
 // FailMutation marks the mutation failed, releases its run's events and gives the run
 // the status of the cause's class.
 func (s *Store) FailMutation(ctx context.Context, mutationID string, cause *scripthost.Error) (scripthost.Mutation, error) {
-	if cause == nil {
-		return scripthost.Mutation{}, fmt.Errorf("sqlite: fail mutation %s: a cause is required", mutationID)
-	}
-	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
-		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationFailed, unknownOutcome...)
-		if err != nil {
-			return err
-		}
-		now := s.now()
-		m.Status, m.Error, m.ErrorClass, m.UpdatedAt = scripthost.MutationFailed, cause.Error(), cause.Class, now
-		if err := s.saveMutation(ctx, tx, m); err != nil {
-			return err
-		}
-		if m.RunID != "" {
-			if err := s.failRun(ctx, tx, m.RunID, cause.Class.Info().Status, cause.Error(), cause.Class, now); err != nil {
-				return err
-			}
-		}
-		out = m
-		return nil
+	return s.failMutation(ctx, mutationID, cause, func(ctx context.Context, tx *wtx, runID string, now time.Time) error {
+		return s.failRun(ctx, tx, runID, cause.Class.Info().Status, cause.Error(), cause.Class, now)
 	})
-	return out, err
 }
 
 // FailMutationToNext marks the mutation failed and moves its run on to next with the
 // failure as its outcome, releasing the run's events first when release is set.
 func (s *Store) FailMutationToNext(ctx context.Context, mutationID string, cause *scripthost.Error, release bool) (scripthost.Mutation, error) {
+	return s.failMutation(ctx, mutationID, cause, func(ctx context.Context, tx *wtx, runID string, now time.Time) error {
+		if release {
+			if err := s.setRunEvents(ctx, tx, runID, scripthost.EventPending); err != nil {
+				return err
+			}
+		}
+		msg := cause.Message
+		if msg == "" {
+			msg = cause.Error()
+		}
+		return s.applyRun(ctx, tx, runID, scripthost.Outcome{Status: scripthost.OutcomeFailed,
+			Error: &scripthost.OutcomeError{Class: cause.Class, Code: cause.Code, Message: msg}}, now)
+	})
+}
+
+// failMutation records a definite failure of the mutation and lets then move its run.
+func (s *Store) failMutation(ctx context.Context, mutationID string, cause *scripthost.Error,
+	then func(ctx context.Context, tx *wtx, runID string, now time.Time) error) (scripthost.Mutation, error) {
 	if cause == nil {
 		return scripthost.Mutation{}, fmt.Errorf("sqlite: fail mutation %s: a cause is required", mutationID)
 	}
@@ -295,18 +293,7 @@ func (s *Store) FailMutationToNext(ctx context.Context, mutationID string, cause
 			return err
 		}
 		if m.RunID != "" {
-			if release {
-				if err := s.setRunEvents(ctx, tx, m.RunID, scripthost.EventPending); err != nil {
-					return err
-				}
-			}
-			msg := cause.Message
-			if msg == "" {
-				msg = cause.Error()
-			}
-			outcome := scripthost.Outcome{Status: scripthost.OutcomeFailed,
-				Error: &scripthost.OutcomeError{Class: cause.Class, Code: cause.Code, Message: msg}}
-			if err := s.applyRun(ctx, tx, m.RunID, outcome, now); err != nil {
+			if err := then(ctx, tx, m.RunID, now); err != nil {
 				return err
 			}
 		}
