@@ -67,9 +67,10 @@ func (p ReconcilePolicy) Backoff(attempts int) time.Duration {
 }
 
 // Reconcile asks m's tool what became of m and records the answer: applied (with the
-// tool's result), failed (a logic error "reconciled as failed: reason"), or, when the
-// tool cannot tell yet or its Reconcile fails, another attempt due after the policy's
-// backoff. A tool without a reconciler, or a mutation whose attempts are used up,
+// tool's result), failed (a logic error "reconciled as failed: reason"), indeterminate
+// when the tool says it never can tell, or, when the tool cannot tell yet or its
+// Reconcile fails, another attempt due after the policy's backoff (or the tool's
+// RetryAfter, when longer). A tool without a reconciler, or a mutation whose attempts are used up,
 // becomes indeterminate and waits for a person. A panicking Reconcile counts as an
 // undecided attempt. The returned error is a ledger error; the mutation is returned as
 // the ledger holds it after the call.
@@ -117,6 +118,7 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 		return ledger.WithEvents(wctx, evs...)
 	}
 	rec, err := callReconcile(WithIdempotencyKey(ctx, m.IdempotencyKey), tool, m)
+	var wait time.Duration
 	if err == nil {
 		switch rec.Outcome {
 		case scripthost.ReconcileApplied:
@@ -136,8 +138,14 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 			cause.Op = m.Tool()
 			evs := append([]ledger.LifecycleEvent{attemptEvent(m, attempts, "failed", cause.Message, nil)}, failedEvents(m, cause)...)
 			return wrapLedger(store.FailMutation(ledger.WithEvents(wctx, evs...), m.ID, cause))
+		case scripthost.ReconcileIndeterminate:
+			reason := redact(fmt.Sprintf("%s cannot tell what became of the mutation: %s", m.Tool(), rec.Reason))
+			evs := append([]ledger.LifecycleEvent{attemptEvent(m, attempts, "indeterminate", reason, nil)},
+				waitingEvents(m, scripthost.MutationIndeterminate, reason, nil)...)
+			return wrapLedger(store.MarkIndeterminate(ledger.WithEvents(wctx, evs...), m.ID, reason))
 		case scripthost.ReconcileRetryLater:
 			err = fmt.Errorf("retry later: %s", rec.Reason)
+			wait = rec.RetryAfter
 		default:
 			err = fmt.Errorf("unknown reconcile outcome %q", rec.Outcome)
 		}
@@ -148,12 +156,23 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 			waitingEvents(m, scripthost.MutationIndeterminate, reason, nil)...)
 		return wrapLedger(store.MarkIndeterminate(ledger.WithEvents(wctx, evs...), m.ID, reason))
 	}
-	next := now.Add(p.Backoff(attempts))
+	next := now.Add(max(p.Backoff(attempts), wait))
 	evs := []ledger.LifecycleEvent{attemptEvent(m, attempts, "retry_later", reason, next)}
 	if m.Status == scripthost.MutationInFlight {
 		evs = append(evs, waitingEvents(m, scripthost.MutationNeedsReconcile, reason, next)...)
 	}
 	return wrapLedger(store.MarkNeedsReconcile(ledger.WithEvents(wctx, evs...), m.ID, attempts, next, reason))
+}
+
+// RetryAfterError is the cause of a tool error from a service that asked to be left
+// alone for a while (HTTP Retry-After): a mutation whose outcome it leaves unknown is
+// first reconciled after Wait instead of at once.
+type RetryAfterError struct {
+	Wait time.Duration
+}
+
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("the service asked to be asked again after %s", e.Wait)
 }
 
 // ReconciledFailed starts the error of a mutation that reconciliation found not to

@@ -87,7 +87,12 @@ func handlerName(run scripthost.Run) string { return string(run.Kind) + " " + ru
 // with no tools and no phase: onRetry(error, state) returns the state the retry starts
 // from (undefined keeps it). A run without onRetry keeps its state.
 func (rt *Runtime) retryState(ctx context.Context, run scripthost.Run) (json.RawMessage, error) {
-	l, err := rt.program(ctx, run.Workflow, run.Version)
+	// The retry runs the newest stored version, so its onRetry is the one that runs.
+	wf, err := rt.cfg.Store.Workflow(ctx, run.Workflow)
+	if err != nil {
+		return nil, err
+	}
+	l, err := rt.program(ctx, run.Workflow, wf.LatestVersion)
 	if err != nil {
 		return nil, err
 	}

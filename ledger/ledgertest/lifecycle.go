@@ -56,7 +56,7 @@ func testRetryRun(f *fixture) {
 		f.wantEvents(b.events, scripthost.EventReserved, r.ID)
 		// A retry of the retry counts on.
 		must(f.s.SetRunStatus(f.ctx, r.ID, ledger.StatusChange{Status: scripthost.StatusPausedTransient}))(f.t)
-		r3 := must(f.s.CreateRetryRun(f.ctx, r.ID, ledger.RetryRun{State: json.RawMessage(`{"tries":2}`)}))(f.t)
+		r3 := must(f.s.CreateRetryRun(f.ctx, r.ID, ledger.RetryRun{}))(f.t)
 		if r3.Attempt != 3 || r3.RetryOf != r.ID {
 			f.t.Errorf("got attempt %d of %s, want 3 of %s", r3.Attempt, r3.RetryOf, r.ID)
 		}
@@ -111,6 +111,23 @@ func testRetryRun(f *fixture) {
 		before := f.dump()
 		_, err := f.s.CreateRetryRun(f.ctx, "no-such-run", ledger.RetryRun{})
 		f.refused(before, err, ledger.ErrNotFound)
+	})
+	f.with("runs the newest version unless pinned", func(f *fixture) {
+		for _, src := range []string{"v1", "v2", "v3"} {
+			must(f.s.PutWorkflow(f.ctx, version(wf, src)))(f.t)
+		}
+		b := f.finished(scripthost.MutationFailed) // a run of version 1
+		before := f.dump()
+		_, err := f.s.CreateRetryRun(f.ctx, b.run.ID, ledger.RetryRun{Version: 9})
+		f.refused(before, err, ledger.ErrNotFound)
+		r := must(f.s.CreateRetryRun(f.ctx, b.run.ID, ledger.RetryRun{}))(f.t)
+		if r.Version != 3 {
+			f.t.Errorf("default: got version %d, want the newest (3)", r.Version)
+		}
+		must(f.s.SetRunStatus(f.ctx, r.ID, ledger.StatusChange{Status: scripthost.StatusFailedLogic}))(f.t)
+		if r2 := must(f.s.CreateRetryRun(f.ctx, r.ID, ledger.RetryRun{Version: 2}))(f.t); r2.Version != 2 {
+			f.t.Errorf("pinned: got version %d, want 2", r2.Version)
+		}
 	})
 }
 
