@@ -56,7 +56,7 @@ func testRetryRun(f *fixture) {
 		f.wantEvents(b.events, scripthost.EventReserved, r.ID)
 		// A retry of the retry counts on.
 		must(f.s.SetRunStatus(f.ctx, r.ID, ledger.StatusChange{Status: scripthost.StatusPausedTransient}))(f.t)
-		r3 := must(f.s.CreateRetryRun(f.ctx, r.ID, ledger.RetryRun{}))(f.t)
+		r3 := must(f.s.CreateRetryRun(f.ctx, r.ID, ledger.RetryRun{State: json.RawMessage(`{"tries":2}`)}))(f.t)
 		if r3.Attempt != 3 || r3.RetryOf != r.ID {
 			f.t.Errorf("got attempt %d of %s, want 3 of %s", r3.Attempt, r3.RetryOf, r.ID)
 		}
