@@ -23,8 +23,8 @@ check: ## formatting, vet, then the tests
 	$(GO) vet ./...
 	$(MAKE) test
 
-bench: ## Go benchmarks of the hot paths
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./...
+bench: ## benchmarks of the hot paths next to their references, then the table of ratios
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(or $(BENCHTIME),1s) ./... 2>&1 | $(GO) run ./internal/benchtable
 
 soak: ## longer crash and fuzz runs (bounded)
 	SCRIPTHOST_SOAK=1 $(GO) test -run 'Soak|Kill' -timeout 60m ./...

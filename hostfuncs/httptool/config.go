@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/internal/yamlerr"
 )
 
 // DefaultTimeout bounds one request when a tool declares none.
@@ -114,7 +115,7 @@ func decode(path string, data []byte) (any, error) {
 	case ".yaml", ".yml":
 		var v any
 		if err := yaml.Unmarshal(data, &v); err != nil {
-			return nil, fmt.Errorf("invalid YAML: %w", err)
+			return nil, fmt.Errorf("invalid YAML: %w", yamlerr.Fix(err))
 		}
 		return v, nil
 	}
