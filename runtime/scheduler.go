@@ -222,40 +222,24 @@ func (rt *Runtime) newestPending(ctx context.Context, workflow string, topics []
 	return newest, nil
 }
 
-// retries creates the retry runs whose time has come: runs paused by a network error
-// (up to TransientRetries) and failed runs of handlers whose onError strategy is retry
-// (up to maxRetries). A run whose mutation outcome is unknown is never retried.
+// retries creates the retry runs whose time has come (see autoRetry).
 func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[string]scripthost.Run) (bool, error) {
 	did := false
 	now := rt.now()
 	for _, handler := range sortedKeys(latest) {
 		r := latest[handler]
 		// The newest run of a handler has no retry yet: a retry would be newer.
-		if r.NotBefore.After(now) || (r.Status != scripthost.StatusPausedTransient && !r.Status.Failed()) {
+		if r.NotBefore.After(now) {
 			continue
 		}
-		lc, ok := lifecycleOf(def, handler)
+		ok, err := rt.autoRetry(ctx, def, r)
+		if err != nil {
+			return did, err
+		}
 		if !ok {
 			continue
 		}
-		m, err := rt.cfg.Store.RunMutation(ctx, r.ID)
-		hasMutation := err == nil
-		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
-			return did, err
-		}
-		if hasMutation && m.Status.Unknown() {
-			continue // never retried: reconciled or resolved by a person
-		}
-		switch {
-		case r.Status == scripthost.StatusPausedTransient && r.Attempt <= rt.cfg.TransientRetries:
-		case r.Status.Failed() && hasMutation && failedOutsideScript(m) && r.Attempt <= rt.cfg.TransientRetries:
-			// The side effect is known not to have happened, and the handler did
-			// nothing wrong: prepare again with the released events.
-		case r.Status.Failed() && lc.OnError.Strategy == "retry" && r.Attempt <= lc.OnError.MaxRetries:
-		default:
-			continue
-		}
-		next, err := rt.cfg.Store.CreateRetryRun(ctx, r.ID)
+		next, err := rt.cfg.Store.CreateRetryRun(ctx, r.ID, 0)
 		if ledger.IsIllegalTransition(err) {
 			continue
 		}
@@ -268,6 +252,39 @@ func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[stri
 		did = true
 	}
 	return did, nil
+}
+
+// autoRetry reports whether the host retries a handler's newest run by itself, once
+// its NotBefore has come: runs paused by a network error (up to TransientRetries),
+// runs whose mutation was found not to have happened by reconciliation or a person,
+// and failed runs of handlers whose onError strategy is retry (up to maxRetries). A
+// run whose mutation outcome is unknown is never retried.
+func (rt *Runtime) autoRetry(ctx context.Context, def *Definition, r scripthost.Run) (bool, error) {
+	if r.Status != scripthost.StatusPausedTransient && !r.Status.Failed() {
+		return false, nil
+	}
+	lc, ok := lifecycleOf(def, r.Handler)
+	if !ok {
+		return false, nil
+	}
+	m, err := rt.cfg.Store.RunMutation(ctx, r.ID)
+	hasMutation := err == nil
+	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+		return false, err
+	}
+	if hasMutation && m.Status.Unknown() {
+		return false, nil // reconciled or resolved by a person
+	}
+	switch {
+	case r.Status == scripthost.StatusPausedTransient && r.Attempt <= rt.cfg.TransientRetries:
+	case r.Status.Failed() && hasMutation && failedOutsideScript(m) && r.Attempt <= rt.cfg.TransientRetries:
+		// The side effect is known not to have happened, and the handler did
+		// nothing wrong: prepare again with the released events.
+	case r.Status.Failed() && lc.OnError.Strategy == "retry" && r.Attempt <= lc.OnError.MaxRetries:
+	default:
+		return false, nil
+	}
+	return true, nil
 }
 
 // failedOutsideScript reports whether a failed mutation was settled by reconciliation
