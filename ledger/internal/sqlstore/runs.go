@@ -129,6 +129,7 @@ func (s *Store) insertRun(ctx context.Context, tx Tx, rec runRec) error {
 	if err != nil {
 		return s.dbErr("create run", err)
 	}
+	noteRun(tx, rec.ID, true)
 	return s.snapshot(ctx, tx, rec.Run)
 }
 
@@ -149,6 +150,7 @@ func (s *Store) saveRun(ctx context.Context, tx Tx, rec runRec) error {
 	if err != nil {
 		return s.dbErr("update run", err)
 	}
+	noteRun(tx, rec.ID, false)
 	return s.snapshot(ctx, tx, rec.Run)
 }
 

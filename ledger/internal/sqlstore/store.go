@@ -91,11 +91,19 @@ func New(b Backend, r Reader, d Dialect, opts Options) *Store {
 	return &Store{name: d.Name, opts: opts, d: d, r: r, b: b}
 }
 
-func (s *Store) write(ctx context.Context, fn WriteFunc) error     { return s.b.Write(ctx, fn) }
-func (s *Store) mustWrite(ctx context.Context, fn WriteFunc) error { return s.b.MustWrite(ctx, fn) }
-func (s *Store) writeRedo(ctx context.Context, fn WriteFunc) error { return s.b.WriteRedo(ctx, fn) }
+// The write funnels append the lifecycle events attached to ctx (ledger.WithEvents)
+// inside the transaction of the change they describe.
+func (s *Store) write(ctx context.Context, fn WriteFunc) error {
+	return s.b.Write(ctx, s.withEvents(ctx, fn))
+}
+func (s *Store) mustWrite(ctx context.Context, fn WriteFunc) error {
+	return s.b.MustWrite(ctx, s.withEvents(ctx, fn))
+}
+func (s *Store) writeRedo(ctx context.Context, fn WriteFunc) error {
+	return s.b.WriteRedo(ctx, s.withEvents(ctx, fn))
+}
 func (s *Store) mustWriteRedo(ctx context.Context, fn WriteFunc) error {
-	return s.b.MustWriteRedo(ctx, fn)
+	return s.b.MustWriteRedo(ctx, s.withEvents(ctx, fn))
 }
 func (s *Store) dbErr(op string, err error) error {
 	if err == nil {
