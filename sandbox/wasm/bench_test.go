@@ -69,6 +69,9 @@ func newBare(b testing.TB) *bare {
 		m.Memory().Write(api.DecodeU32(s[0]), out)
 		s[0] = uint64(len(out))
 	}), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("result_read").
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, _ api.Module, s []uint64) {
+		s[0] = uint64(len(out))
+	}), nil, []api.ValueType{i32}).Export("result_len").
 		Instantiate(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -191,5 +194,53 @@ func BenchmarkGoGuestPhase(b *testing.B) {
 		if _, err := p.Invoke(context.Background(), inv); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkGuestLanguages: one phase that makes one tool call (Echo.say) and returns
+// its result, in a fresh instance, for a guest written in WAT and the same handler
+// built with each guest SDK, in one run; x_wat is each guest's time as a multiple of
+// the WAT guest's.
+func BenchmarkGuestLanguages(b *testing.B) {
+	wat, err := os.ReadFile(benchWasm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	guests := []struct {
+		name string
+		code func(b *testing.B) []byte
+	}{
+		{"wat", func(*testing.B) []byte { return wat }},
+		{"rust", func(b *testing.B) []byte { return committedModule(b, rustConformance) }},
+		{"go", func(b *testing.B) []byte { return buildGuest(b, conformanceDir) }},
+	}
+	var watNs float64
+	for _, g := range guests {
+		b.Run(g.name, func(b *testing.B) {
+			code := g.code(b)
+			p, err := newEngine(b, Options{}).load(context.Background(), sandbox.Source{Name: g.name + ".wasm", Code: code})
+			if err != nil {
+				b.Fatal(err)
+			}
+			inv := sandbox.Invocation{Function: "call_tool", Tools: echoTools{}}
+			b.ResetTimer()
+			for b.Loop() {
+				res, err := p.Invoke(context.Background(), inv)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if string(res.Value) != `{"text":"hi"}` {
+					b.Fatalf("got %s", res.Value)
+				}
+			}
+			ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			b.ReportMetric(ns, "ns/phase")
+			if g.name == "wat" {
+				watNs = ns
+			} else if watNs > 0 {
+				b.ReportMetric(ns/watNs, "x_wat")
+			}
+			b.ReportMetric(float64(len(code)), "module_bytes")
+		})
 	}
 }

@@ -39,9 +39,11 @@ func TestConformance(t *testing.T) {
 // TestRustConformance runs the suite against the guest built with the Rust SDK
 // (committed beside its sources; cmd/scripthost checks it is current).
 func TestRustConformance(t *testing.T) {
-	runConformance(t, "conformance-rust.wasm", committedModule(t, "testdata/guests/conformance-rust/conformance.wasm"),
+	runConformance(t, "conformance-rust.wasm", committedModule(t, rustConformance),
 		map[string]string{sandboxtest.Recursion: rustRecursion})
 }
+
+const rustConformance = "testdata/guests/conformance-rust/conformance.wasm"
 
 // rustRecursion is why the Rust guest skips Recursion.
 const rustRecursion = "rustc has no stack-overflow check on wasm32: recursion in linear memory " +
