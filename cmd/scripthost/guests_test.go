@@ -35,6 +35,7 @@ var committedGuests = []struct {
 	{"../../scripts/files-rust", "workflow.wasm", guestbuild.Rust},
 	{"../../sandbox/wasm/testdata/guests/conformance-rust", "conformance.wasm", guestbuild.Rust},
 	{"../../scripts/files-assemblyscript", "workflow.wasm", guestbuild.AssemblyScript},
+	{"../../sandbox/wasm/testdata/guests/conformance-assemblyscript", "conformance.wasm", guestbuild.AssemblyScript},
 }
 
 // TestGuestBuildsAreCurrent rebuilds every committed guest from its sources when its

@@ -212,6 +212,7 @@ func BenchmarkGuestLanguages(b *testing.B) {
 	}{
 		{"wat", func(*testing.B) []byte { return wat }},
 		{"rust", func(b *testing.B) []byte { return committedModule(b, rustConformance) }},
+		{"assemblyscript", func(b *testing.B) []byte { return committedModule(b, ascConformance) }},
 		{"go", func(b *testing.B) []byte { return buildGuest(b, conformanceDir) }},
 	}
 	var watNs float64
