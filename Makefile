@@ -1,13 +1,19 @@
 # scripthost: the four targets. See README.md.
 GO ?= go
 
-.PHONY: run test check bench soak wasm
+.PHONY: run test check bench soak wasm guests
 
 run: ## run the example workflow end to end on a fresh SQLite ledger in .run/
 	./scripts/files/run.sh
 
 wasm: ## build the Go-to-Wasm example workflow
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o scripts/files-wasm/workflow.wasm ./scripts/files-wasm
+
+guests: ## rebuild the committed Rust and AssemblyScript guest modules from source
+	./scripts/files-rust/build.sh
+	./sandbox/wasm/testdata/guests/conformance-rust/build.sh
+	./scripts/files-assemblyscript/build.sh
+	./sandbox/wasm/testdata/guests/conformance-assemblyscript/build.sh
 
 test: ## the whole test suite, with the race detector
 	$(GO) test -race -timeout 15m ./...
