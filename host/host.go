@@ -53,6 +53,8 @@ type Options struct {
 	Failpoint func(name string)
 	// OnConsole receives script console output.
 	OnConsole func(run scripthost.Run, lines []sandbox.ConsoleLine)
+	// Concurrency bounds the runs driven at once (0: runtime.DefaultConcurrency).
+	Concurrency int
 }
 
 // Host runs workflows against one ledger.
@@ -112,6 +114,7 @@ func New(ctx context.Context, store ledger.Store, opts Options) (*Host, error) {
 		Logger:        opts.Logger,
 		Failpoint:     opts.Failpoint,
 		OnConsole:     opts.OnConsole,
+		Concurrency:   opts.Concurrency,
 	})
 	if err != nil {
 		_ = we.Close(ctx)
@@ -175,6 +178,12 @@ func (h *Host) Load(ctx context.Context, path string, opts LoadOptions) (ledger.
 
 // Workflows names the workflows loaded into this host.
 func (h *Host) Workflows() []string { return append([]string(nil), h.workflows...) }
+
+// Publish stores events from outside any run and wakes their workflows at once, so
+// that Run does not wait for its next poll to see them.
+func (h *Host) Publish(ctx context.Context, events ...ledger.NewEvent) ([]scripthost.Event, error) {
+	return h.rt.Publish(ctx, events...)
+}
 
 // RunOnce runs the loaded workflows until no work is left.
 func (h *Host) RunOnce(ctx context.Context) error { return h.rt.RunOnce(ctx, h.workflows) }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,7 +43,14 @@ type Config struct {
 	Failpoint func(name string)
 	// OnConsole receives the console output of every invocation.
 	OnConsole func(run scripthost.Run, lines []sandbox.ConsoleLine)
+	// Concurrency bounds the runs driven at once across every workflow; 0 means
+	// DefaultConcurrency.
+	Concurrency int
 }
+
+// DefaultConcurrency is the default bound on runs driven at once: a few per CPU, since
+// a run spends part of its time waiting for the disk or a tool.
+func DefaultConcurrency() int { return max(8, 4*goruntime.GOMAXPROCS(0)) }
 
 // Runtime drives runs. It is safe for concurrent use; the scheduler runs one session
 // per workflow at a time.
@@ -54,6 +62,8 @@ type Runtime struct {
 	versions map[string]*loaded // by "workflow@version"
 	idle     map[string]int64   // workflow/handler → newest pending seq when it last found nothing to do
 	wfLocks  map[string]*sync.Mutex
+	wake     map[string]chan struct{} // by workflow: new work for Run's loop
+	slots    chan struct{}            // one token per run being driven (Concurrency)
 }
 
 type loaded struct {
@@ -81,12 +91,20 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.TransientDelay == 0 {
 		cfg.TransientDelay = time.Second
 	}
+	if cfg.Concurrency < 0 {
+		return nil, fmt.Errorf("runtime: Concurrency is %d, want 0 (the default) or more", cfg.Concurrency)
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = DefaultConcurrency()
+	}
 	return &Runtime{
 		cfg:      cfg,
 		programs: map[string]*loaded{},
 		versions: map[string]*loaded{},
 		idle:     map[string]int64{},
 		wfLocks:  map[string]*sync.Mutex{},
+		wake:     map[string]chan struct{}{},
+		slots:    make(chan struct{}, cfg.Concurrency),
 	}, nil
 }
 

@@ -71,6 +71,7 @@ func TestRunBadInput(t *testing.T) {
 		{"bad workspace", []string{"run", good, "--once", "--workspace", filepath.Join(dir, "none")}, 2, []string{"--workspace"}},
 		{"bad status", []string{"runs", "--status", "sleepy"}, 2, []string{`--status "sleepy"`}},
 		{"bad reconcile policy", []string{"run", good, "--once", "--reconcile-attempts", "0"}, 2, []string{"--reconcile-attempts"}},
+		{"bad concurrency", []string{"run", good, "--once", "--concurrency", "-1"}, 2, []string{"--concurrency must be 0"}},
 		{"bad resolution", []string{"resolve", "m1", "--as", "maybe"}, 2, []string{`--as "maybe"`}},
 		{"bad result json", []string{"resolve", "m1", "--as", "applied", "--result", "{"}, 2, []string{"--result is not valid JSON"}},
 		{"resolve without a ledger", []string{"resolve", "m1", "--as", "skipped"}, exitLedger, []string{"no ledger at", "ledger.db"}},

@@ -36,6 +36,8 @@ type runFlags struct {
 	verbose   bool
 	allow     []string
 	reconcile hostfuncs.ReconcilePolicy
+	// concurrency bounds the runs driven at once (0: runtime.DefaultConcurrency).
+	concurrency int
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -70,11 +72,15 @@ within D.`,
 	cmd.Flags().IntVar(&f.reconcile.MaxAttempts, "reconcile-attempts", 5, "reconcile attempts for an uncertain mutation before a person must resolve it")
 	cmd.Flags().DurationVar(&f.reconcile.BaseDelay, "reconcile-delay", time.Second, "wait after the first undecided reconcile attempt (doubles each time)")
 	cmd.Flags().DurationVar(&f.reconcile.MaxDelay, "reconcile-max-delay", 5*time.Minute, "longest wait between reconcile attempts")
+	cmd.Flags().IntVar(&f.concurrency, "concurrency", 0, "most runs driven at once, across every workflow (0: 4 per CPU, at least 8)")
 	return cmd
 }
 
 // buildHost opens the ledger and wires a host with the workspace and HTTP tools.
-func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, timeout time.Duration, verbose bool, allow []string, reconcile hostfuncs.ReconcilePolicy) (*host.Host, ledger.Store, error) {
+func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, timeout time.Duration, verbose bool, allow []string, reconcile hostfuncs.ReconcilePolicy, concurrency int) (*host.Host, ledger.Store, error) {
+	if concurrency < 0 {
+		return nil, nil, usagef("--concurrency must be 0 (the default) or more, got %d", concurrency)
+	}
 	if reconcile.MaxAttempts < 1 || reconcile.BaseDelay <= 0 || reconcile.MaxDelay < reconcile.BaseDelay {
 		return nil, nil, usagef("--reconcile-attempts must be at least 1 and 0 < --reconcile-delay <= --reconcile-max-delay")
 	}
@@ -101,13 +107,14 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 	redactor := hostfuncs.NewRedactor()
 	logger := slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level}))
 	h, err := host.New(ctx, store, host.Options{
-		Workspace: workspace,
-		Commands:  programs(allow),
-		Reconcile: reconcile,
-		Limits:    sandbox.Limits{Timeout: timeout},
-		Logger:    logger,
-		Redactor:  redactor,
-		Failpoint: failpoint,
+		Workspace:   workspace,
+		Commands:    programs(allow),
+		Reconcile:   reconcile,
+		Limits:      sandbox.Limits{Timeout: timeout},
+		Concurrency: concurrency,
+		Logger:      logger,
+		Redactor:    redactor,
+		Failpoint:   failpoint,
 		OnConsole: func(run scripthost.Run, lines []sandbox.ConsoleLine) {
 			for _, l := range lines {
 				fmt.Fprintf(g.Stdout, "[%s/%s] %s\n", run.Workflow, run.Handler, redactor.Redact(l.Text))
@@ -152,7 +159,7 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) e
 	if ws == "" {
 		ws = filepath.Dir(paths[0])
 	}
-	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile)
+	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile, f.concurrency)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -51,6 +52,13 @@ type Options struct {
 	// (the operator commands) do not need it. The kernel drops the lock when the
 	// process dies.
 	HostLock bool
+	// SyncEveryCommit makes every commit wait for the disk (synchronous=FULL). By
+	// default only the writes a power cut must not lose do: a mutation's in-flight
+	// record, a person's resolution, published input events, workflow versions and
+	// settings. The transitions that recovery redoes (creating and moving runs, a
+	// mutation's outcome, a run's commit) are durable against a process crash at once
+	// and against a power cut with the next commit that waits for the disk.
+	SyncEveryCommit bool
 }
 
 func (o Options) withDefaults() Options {
@@ -98,6 +106,9 @@ type Store struct {
 	stmts *stmtCache
 	// lock is the host lock (Options.HostLock), released by Close.
 	lock *hostLock
+	// syncNormal is whether the write connection was last set to synchronous=NORMAL.
+	syncNormal atomic.Bool
+	stats      writeCounters
 }
 
 var _ ledger.Store = (*Store)(nil)

@@ -57,7 +57,7 @@ func checkMovable(rec runRec, to any) error {
 // methods of their own.
 func (s *Store) SetRunStatus(ctx context.Context, runID string, ch ledger.StatusChange) (scripthost.Run, error) {
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx *wtx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -109,7 +109,7 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, ch ledger.Status
 // run before its mutation can be skipped.
 func (s *Store) SkipRun(ctx context.Context, runID string, reason string) (scripthost.Run, error) {
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx *wtx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err
