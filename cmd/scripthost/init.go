@@ -21,7 +21,8 @@ func newInitCmd(g *globals) *cobra.Command {
 		Short: "Scaffold a workflow with a fixture that passes",
 		Long: `Write a small workflow (JavaScript, or TypeScript with --ts) into DIR, with a fixture
 that passes (fixtures/basic.json), a sample input (inbox/world.txt) and a README.
-Then:
+With --ts it also writes the sandbox's TypeScript declarations (scripthost.d.ts and the
+others it ships), tools.d.ts for the Files and plan tools, and a tsconfig.json. Then:
 
   scripthost test DIR/workflow.js
   scripthost run DIR/workflow.js --once --workspace DIR

@@ -41,12 +41,14 @@ func (g *globals) openStore(ctx context.Context) (ledger.Store, error) {
 	if _, err := os.Stat(g.DBPath); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s (check --db; scripthost run creates a ledger)", errNoLedger, g.DBPath)
 	}
-	return g.createStore(ctx)
+	return g.createStore(ctx, false)
 }
 
 // createStore opens the ledger named by --db, creating it when it does not exist.
-func (g *globals) createStore(ctx context.Context) (ledger.Store, error) {
-	return sqlite.Open(ctx, g.DBPath, sqlite.Options{})
+// hostLock makes this process the one host that drives the file (see
+// sqlite.Options.HostLock).
+func (g *globals) createStore(ctx context.Context, hostLock bool) (ledger.Store, error) {
+	return sqlite.Open(ctx, g.DBPath, sqlite.Options{HostLock: hostLock})
 }
 
 // usageError marks a command-line mistake: exit code 2. cmd, when set, is the command
