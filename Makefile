@@ -1,7 +1,7 @@
 # scripthost: the four targets. See README.md.
 GO ?= go
 
-.PHONY: run test check bench soak wasm fuzz stripe-mock chaos
+.PHONY: run test check bench soak wasm guests fuzz stripe-mock chaos
 
 # Programs the tests run, installed into .tools/ at pinned versions.
 STRIPE_MOCK ?= github.com/stripe/stripe-mock@v0.203.0
@@ -11,6 +11,12 @@ run: ## run the example workflow end to end on a fresh SQLite ledger in .run/
 
 wasm: ## build the Go-to-Wasm example workflow
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o scripts/files-wasm/workflow.wasm ./scripts/files-wasm
+
+guests: ## rebuild the committed Rust and AssemblyScript guest modules from source
+	./scripts/files-rust/build.sh
+	./sandbox/wasm/testdata/guests/conformance-rust/build.sh
+	./scripts/files-assemblyscript/build.sh
+	./sandbox/wasm/testdata/guests/conformance-assemblyscript/build.sh
 
 test: stripe-mock ## the whole test suite, with the race detector
 	@if [ -n "$$SCRIPTHOST_TEST_PG" ]; then echo "PostgreSQL tests: on the server SCRIPTHOST_TEST_PG names"; \

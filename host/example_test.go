@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/host"
 	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/ledger"
@@ -22,7 +23,8 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "scripthost-example-")
 	defer os.RemoveAll(dir)
 
-	store, err := sqlite.Open(ctx, filepath.Join(dir, "app.db"), sqlite.Options{})
+	// HostLock: this process is the one host that drives the file (as scripthost run).
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "app.db"), sqlite.Options{HostLock: true})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -42,6 +44,12 @@ func Example() {
 			_ = json.Unmarshal(in, &msg)
 			fmt.Println("sending to", msg.To, "with a key:", hostfuncs.IdempotencyKey(ctx) != "")
 			return json.RawMessage(`{"sent":true}`), nil
+		},
+		// Asked when the outcome of a send is unknown (a timeout, a crash): did the
+		// service accept a message with m.IdempotencyKey? Without a Reconcile such a
+		// mutation waits for a person.
+		Reconcile: func(ctx context.Context, m scripthost.Mutation) (scripthost.Reconciliation, error) {
+			return scripthost.Reconciliation{Outcome: scripthost.ReconcileRetryLater}, nil
 		},
 	})
 	if err != nil {

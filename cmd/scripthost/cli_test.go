@@ -137,13 +137,14 @@ func TestLedgerFileProblems(t *testing.T) {
 
 	// A second host on the same ledger is refused while the first holds it.
 	db := filepath.Join(dir, "busy.db")
-	unlock, err := lockLedger(db)
+	// An embedding host takes the same lock as run.
+	first, err := sqlite.Open(context.Background(), db, sqlite.Options{HostLock: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	good := putFile(t, filepath.Join(dir, "good.js"), "export default { topics: ['a'], consumers: { c: { subscribe: ['a'], prepare() {} } } };\n")
 	code, _, stderr = runCLI(t, "--db", db, "run", good, "--once")
-	unlock()
+	first.Close()
 	if code != exitLedger || !strings.Contains(stderr, "busy.db") || !strings.Contains(stderr, "another scripthost process") {
 		t.Errorf("locked ledger: got %d %q, want exit %d naming the file", code, stderr, exitLedger)
 	}

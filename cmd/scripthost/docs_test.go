@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -83,6 +84,11 @@ func TestDocsCodeBlocks(t *testing.T) {
 			if _, err := validateOnly(context.Background(), path, []byte(b.text)); err != nil {
 				t.Errorf("%s: the workflow does not validate: %v", where, err)
 			}
+			if _, err := exec.LookPath("tsc"); err == nil && b.lang == "ts" {
+				if err := typeCheck(context.Background(), path, []byte(b.text), ""); err != nil {
+					t.Errorf("%s: the workflow does not type-check: %v", where, err)
+				}
+			}
 		case top["tools"] != nil:
 			counts["tools"]++
 			path := filepath.Join(t.TempDir(), "tools."+b.lang)
@@ -109,4 +115,23 @@ func TestDocsCodeBlocks(t *testing.T) {
 		}
 	}
 	t.Logf("validated %v", counts)
+}
+
+// TestReadmeEmbeddingIsTheExample keeps the README's embedding example equal to
+// host/example_test.go, which go test compiles and runs.
+func TestReadmeEmbeddingIsTheExample(t *testing.T) {
+	ex, err := os.ReadFile("../../host/example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, want, _ := strings.Cut(string(ex), "\n\n")
+	for _, b := range docBlocks(t) {
+		if b.file == "README.md" && b.lang == "go" && strings.Contains(b.text, "host.New(") {
+			if b.text != want {
+				t.Errorf("README.md:%d: the embedding example differs from host/example_test.go", b.line)
+			}
+			return
+		}
+	}
+	t.Error("README.md has no embedding example")
 }

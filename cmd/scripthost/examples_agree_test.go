@@ -38,7 +38,7 @@ func TestWasmAndJSExamplesAgree(t *testing.T) {
 	if !strings.Contains(jsFiles, "BETA\nSECOND LINE") {
 		t.Errorf("outbox: got %q, want the upper-cased inputs", jsFiles)
 	}
-	for _, port := range []string{"files-wasm", "files-rust"} {
+	for _, port := range []string{"files-wasm", "files-rust", "files-assemblyscript"} {
 		t.Run(port, func(t *testing.T) {
 			wasmPath := exampleWorkflow(t, "../../scripts/"+port)
 			if wasmPath == "" {

@@ -34,6 +34,8 @@ var committedGuests = []struct {
 }{
 	{"../../scripts/files-rust", "workflow.wasm", guestbuild.Rust},
 	{"../../sandbox/wasm/testdata/guests/conformance-rust", "conformance.wasm", guestbuild.Rust},
+	{"../../scripts/files-assemblyscript", "workflow.wasm", guestbuild.AssemblyScript},
+	{"../../sandbox/wasm/testdata/guests/conformance-assemblyscript", "conformance.wasm", guestbuild.AssemblyScript},
 }
 
 // TestGuestBuildsAreCurrent rebuilds every committed guest from its sources when its
@@ -43,6 +45,7 @@ var committedGuests = []struct {
 func TestGuestBuildsAreCurrent(t *testing.T) {
 	for _, g := range committedGuests {
 		t.Run(strings.TrimPrefix(g.dir, "../../"), func(t *testing.T) {
+			t.Parallel() // the builds are minutes of compiler work on a loaded machine
 			ctx := context.Background()
 			version, err := g.tc.Version(ctx)
 			if err != nil {

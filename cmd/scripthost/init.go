@@ -15,12 +15,14 @@ func init() { commands = append(commands, newInitCmd) }
 
 func newInitCmd(g *globals) *cobra.Command {
 	var ts bool
+	var lang string
 	cmd := &cobra.Command{
 		Use:   "init DIR",
 		Short: "Scaffold a workflow with a fixture that passes",
 		Long: `Write a small workflow (JavaScript, or TypeScript with --ts) into DIR, with a fixture
 that passes (fixtures/basic.json), a sample input (inbox/world.txt) and a README.
-Then:
+With --ts it also writes the sandbox's TypeScript declarations (scripthost.d.ts and the
+others it ships), tools.d.ts for the Files and plan tools, and a tsconfig.json. Then:
 
   scripthost test DIR/workflow.js
   scripthost run DIR/workflow.js --once --workspace DIR
@@ -28,10 +30,14 @@ Then:
 Existing files are never overwritten.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if lang != "" {
+				return scaffoldWasm(g, args[0], lang)
+			}
 			return scaffold(g, args[0], ts)
 		},
 	}
 	cmd.Flags().BoolVar(&ts, "ts", false, "write workflow.ts (TypeScript) instead of workflow.js")
+	cmd.Flags().StringVar(&lang, "lang", "", "write a Wasm workflow in rust, assemblyscript or go (with build.sh) instead")
 	return cmd
 }
 
@@ -41,7 +47,7 @@ func scaffold(g *globals, dir string, ts bool) error {
 	if ts {
 		wf, src = "workflow.ts", starterTS
 	}
-	files := []struct{ path, content string }{
+	files := []starterFile{
 		{wf, src},
 		{filepath.Join("fixtures", "basic.json"), starterFixture},
 		{filepath.Join("inbox", "world.txt"), "world\n"},
@@ -55,10 +61,20 @@ func scaffold(g *globals, dir string, ts bool) error {
 			return err
 		}
 		for _, name := range sortedNames(decls) {
-			files = append(files, struct{ path, content string }{name, string(decls[name])})
+			files = append(files, starterFile{name, string(decls[name])})
 		}
-		files = append(files, struct{ path, content string }{"tsconfig.json", tsconfig})
+		files = append(files, starterFile{"tsconfig.json", tsconfig})
 	}
+	if err := writeStarter(g, dir, files); err != nil {
+		return err
+	}
+	w := filepath.ToSlash(filepath.Join(dir, wf))
+	fmt.Fprintf(g.Stdout, "\nnext:\n  scripthost test %s\n  scripthost run %s --once --workspace %s\n", w, w, filepath.ToSlash(dir))
+	return nil
+}
+
+// writeStarter writes files into dir, refusing to overwrite any.
+func writeStarter(g *globals, dir string, files []starterFile) error {
 	for _, f := range files {
 		p := filepath.Join(dir, f.path)
 		if _, err := os.Stat(p); err == nil {
@@ -77,8 +93,6 @@ func scaffold(g *globals, dir string, ts bool) error {
 		}
 		fmt.Fprintf(g.Stdout, "wrote %s\n", filepath.ToSlash(p))
 	}
-	w := filepath.ToSlash(filepath.Join(dir, wf))
-	fmt.Fprintf(g.Stdout, "\nnext:\n  scripthost test %s\n  scripthost run %s --once --workspace %s\n", w, w, filepath.ToSlash(dir))
 	return nil
 }
 

@@ -41,21 +41,23 @@ var errNoLedger = errors.New("no ledger")
 // names a database several hosts share, which the first host creates the schema in.
 func (g *globals) openStore(ctx context.Context) (ledger.Store, error) {
 	if g.shared() {
-		return g.createStore(ctx)
+		return g.createStore(ctx, false)
 	}
 	if _, err := os.Stat(g.DBPath); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s (check --db; scripthost run creates a ledger)", errNoLedger, g.DBPath)
 	}
-	return g.createStore(ctx)
+	return g.createStore(ctx, false)
 }
 
 // createStore opens the ledger named by --db, creating it when it does not exist: a
-// PostgreSQL database for a postgres:// URL, an SQLite file otherwise.
-func (g *globals) createStore(ctx context.Context) (ledger.Store, error) {
+// PostgreSQL database for a postgres:// URL, an SQLite file otherwise. hostLock makes
+// this process the one host that drives an SQLite file (see sqlite.Options.HostLock);
+// hosts sharing a PostgreSQL ledger split its work with leases instead.
+func (g *globals) createStore(ctx context.Context, hostLock bool) (ledger.Store, error) {
 	if g.shared() {
 		return postgres.Open(ctx, g.DBPath, postgres.Options{})
 	}
-	return sqlite.Open(ctx, g.DBPath, sqlite.Options{})
+	return sqlite.Open(ctx, g.DBPath, sqlite.Options{HostLock: hostLock})
 }
 
 // shared reports whether --db names a database several hosts share.

@@ -157,7 +157,7 @@ func runPlan(ctx context.Context, g *globals, f planRunFlags, path string) error
 		}
 	}
 
-	store, err := g.createStore(ctx)
+	store, err := g.createStore(ctx, false)
 	if err != nil {
 		return err
 	}

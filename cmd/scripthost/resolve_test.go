@@ -286,6 +286,10 @@ func TestResolveWhileHostRuns(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("only %d of %d charges reached needs_reconcile within 60s:\n%s", len(resolved), n, out.String())
 		}
+		if _, err := os.Stat(e.db); err != nil {
+			time.Sleep(10 * time.Millisecond) // the host has not created the ledger yet
+			continue
+		}
 		for _, m := range e.mutations() {
 			if m.Status == scripthost.MutationNeedsReconcile && !resolved[m.ID] {
 				result := fmt.Sprintf(`{"id":"obj_%d"}`, len(resolved)+1)

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -105,7 +103,7 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 			return nil, nil, usagef("--workspace %s: not a directory", workspace)
 		}
 	}
-	store, err := g.createStore(ctx)
+	store, err := g.createStore(ctx, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -172,27 +170,12 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 	if f.lease.TTL <= 0 {
 		return usagef("--lease-ttl must be positive")
 	}
-	var statErr error
-	if !g.shared() {
-		// Hosts sharing a PostgreSQL ledger split its work with leases; an SQLite
-		// file has one host.
-		_, statErr = os.Stat(g.DBPath + ".lock")
-		unlock, err := lockLedger(g.DBPath)
-		if err != nil {
-			return err
-		}
-		defer unlock()
-	}
 	console := g.Stdout
 	if f.jsonl {
 		console = g.Stderr
 	}
 	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile, f.concurrency, f.lease, console)
 	if err != nil {
-		if errors.Is(statErr, fs.ErrNotExist) {
-			// No lock file is left beside a file that turned out not to be a ledger.
-			_ = os.Remove(g.DBPath + ".lock")
-		}
 		return err
 	}
 	defer store.Close()
@@ -411,18 +394,4 @@ func programs(names []string) []command.Program {
 		out = append(out, command.Program{Name: n})
 	}
 	return out
-}
-
-// lockLedger takes an exclusive lock beside the database so that one host process at
-// a time drives a SQLite ledger; the kernel releases it if the process dies.
-func lockLedger(db string) (func(), error) {
-	f, err := os.OpenFile(db+".lock", os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", db, err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s is in use by another scripthost process: %w", db, ledger.ErrLocked)
-	}
-	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }

@@ -29,7 +29,7 @@ type Toolchain struct {
 var Rust = Toolchain{Name: "Rust", Pinned: "rustc 1.63.0", version: rustVersion}
 
 // AssemblyScript is the asc compiler from npm, installed in sdk/assemblyscript.
-var AssemblyScript = Toolchain{Name: "AssemblyScript", Pinned: "Version 0.28.20", version: ascVersion}
+var AssemblyScript = Toolchain{Name: "AssemblyScript", Pinned: "Version 0.27.37", version: ascVersion}
 
 // Version returns the installed compiler's version, or an error saying what is missing.
 func (tc Toolchain) Version(ctx context.Context) (string, error) { return tc.version(ctx) }

@@ -45,6 +45,13 @@ type Options struct {
 	// batch, each write in its own savepoint: throughput rises when many runs write at
 	// once, and a lone writer sees no difference.
 	DisableGroupCommit bool
+	// HostLock takes an exclusive lock (an flock on PATH.lock) for as long as the store
+	// is open, and refuses with ledger.ErrLocked when another process holds it. A
+	// process that runs workflows on the file sets it, so that two hosts never drive
+	// one SQLite ledger; `scripthost run` does. Processes that only look or resolve
+	// (the operator commands) do not need it. The kernel drops the lock when the
+	// process dies.
+	HostLock bool
 	// SyncEveryCommit makes every commit wait for the disk (synchronous=FULL). By
 	// default only the writes a power cut must not lose do: a mutation's in-flight
 	// record, a person's resolution, published input events, workflow versions and
@@ -92,6 +99,8 @@ type Store struct {
 	committerDone chan struct{}
 	// stmts are the writer's prepared statements.
 	stmts *stmtCache
+	// lock is the host lock (Options.HostLock), released by Close.
+	lock *hostLock
 	// syncNormal is whether the write connection was last set to synchronous=NORMAL.
 	syncNormal atomic.Bool
 	stats      writeCounters
@@ -111,6 +120,23 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" || strings.ContainsAny(path, "?") || strings.HasPrefix(path, "file:") || path == ":memory:" {
 		return nil, fmt.Errorf("sqlite: open %q: need a plain file path", path)
 	}
+	var lock *hostLock
+	if opts.HostLock {
+		var err error
+		if lock, err = lockHost(path); err != nil {
+			return nil, err
+		}
+	}
+	s, err := open(ctx, path, opts)
+	if err != nil {
+		lock.release(true)
+		return nil, err
+	}
+	s.lock = lock
+	return s, nil
+}
+
+func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := checkHeader(path); err != nil {
 		return nil, err
 	}
@@ -174,6 +200,7 @@ func (s *Store) Close() error {
 			<-s.committerDone
 		}
 		err = errors.Join(s.stmts.close(), s.r.Close(), s.w.Close())
+		s.lock.release(false)
 	})
 	return err
 }

@@ -70,6 +70,9 @@ func newBare(b testing.TB) *bare {
 		m.Memory().Write(api.DecodeU32(s[0]), out)
 		s[0] = uint64(len(out))
 	}), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("result_read").
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, _ api.Module, s []uint64) {
+		s[0] = uint64(len(out))
+	}), nil, []api.ValueType{i32}).Export("result_len").
 		Instantiate(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -191,5 +194,65 @@ func BenchmarkGoGuestPhase(b *testing.B) {
 		if _, err := p.Invoke(context.Background(), inv); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkRustGuestPhaseToolCall: one phase that makes one tool call (Echo.say) and
+// returns its result, in a fresh instance, for the handler built with the Rust SDK
+// ("scripthost") next to the same handler written in WAT ("ref"), in one run.
+func BenchmarkRustGuestPhaseToolCall(b *testing.B) {
+	guestAgainstWAT(b, committedModule(b, rustConformance))
+}
+
+// BenchmarkAssemblyScriptGuestPhaseToolCall: as BenchmarkRustGuestPhaseToolCall, for
+// the handler built with the AssemblyScript SDK.
+func BenchmarkAssemblyScriptGuestPhaseToolCall(b *testing.B) {
+	guestAgainstWAT(b, committedModule(b, ascConformance))
+}
+
+// BenchmarkGoGuestPhaseToolCall: as BenchmarkRustGuestPhaseToolCall, for the handler
+// built with the Go SDK.
+func BenchmarkGoGuestPhaseToolCall(b *testing.B) {
+	guestAgainstWAT(b, buildGuest(b, conformanceDir))
+}
+
+// guestAgainstWAT invokes call_tool of the WAT bench guest ("ref"), then of guest
+// ("scripthost"), and reports the guest's time per phase as a multiple of WAT's (x_ref)
+// and its module size.
+func guestAgainstWAT(b *testing.B, guest []byte) {
+	wat, err := os.ReadFile(benchWasm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var refNs float64
+	for _, side := range []struct {
+		name string
+		code []byte
+	}{{"ref", wat}, {"scripthost", guest}} {
+		b.Run(side.name, func(b *testing.B) {
+			p, err := newEngine(b, Options{}).load(context.Background(), sandbox.Source{Name: side.name + ".wasm", Code: side.code})
+			if err != nil {
+				b.Fatal(err)
+			}
+			inv := sandbox.Invocation{Function: "call_tool", Tools: echoTools{}}
+			b.ResetTimer()
+			for b.Loop() {
+				res, err := p.Invoke(context.Background(), inv)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if string(res.Value) != `{"text":"hi"}` {
+					b.Fatalf("got %s", res.Value)
+				}
+			}
+			ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			b.ReportMetric(ns, "ns/phase")
+			b.ReportMetric(float64(len(side.code)), "module_bytes")
+			if side.name == "ref" {
+				refNs = ns
+			} else if refNs > 0 {
+				b.ReportMetric(ns/refNs, "x_ref")
+			}
+		})
 	}
 }

@@ -39,14 +39,32 @@ func TestConformance(t *testing.T) {
 // TestRustConformance runs the suite against the guest built with the Rust SDK
 // (committed beside its sources; cmd/scripthost checks it is current).
 func TestRustConformance(t *testing.T) {
-	runConformance(t, "conformance-rust.wasm", committedModule(t, "testdata/guests/conformance-rust/conformance.wasm"),
+	runConformance(t, "conformance-rust.wasm", committedModule(t, rustConformance),
 		map[string]string{sandboxtest.Recursion: rustRecursion})
 }
 
-// rustRecursion is why the Rust guest skips Recursion.
-const rustRecursion = "rustc has no stack-overflow check on wasm32: recursion in linear memory " +
-	"traps out of bounds, and recursion in wasm locals reaches the host's 400 MB call-stack ceiling " +
-	"only after seconds, past the suite's 2s timeout"
+const (
+	rustConformance = "testdata/guests/conformance-rust/conformance.wasm"
+	ascConformance  = "testdata/guests/conformance-assemblyscript/conformance.wasm"
+)
+
+// TestAssemblyScriptConformance runs the suite against the guest built with the
+// AssemblyScript SDK (committed beside its sources; cmd/scripthost checks it is
+// current).
+func TestAssemblyScriptConformance(t *testing.T) {
+	runConformance(t, "conformance-assemblyscript.wasm", committedModule(t, ascConformance),
+		map[string]string{sandboxtest.Recursion: "AssemblyScript: " + localsRecursion})
+}
+
+// Why the Rust and AssemblyScript guests skip Recursion: neither compiler bounds the
+// stack itself (as the Go runtime does), so unbounded recursion ends only at the
+// host's call-stack ceiling.
+const (
+	localsRecursion = "recursion in wasm locals reaches the host's 400 MB call-stack ceiling " +
+		"only after seconds, past the suite's 2s timeout (it does end as a stack limit error)"
+	rustRecursion = "rustc has no stack-overflow check on wasm32: recursion in linear memory " +
+		"traps out of bounds, and " + localsRecursion
+)
 
 func committedModule(t testing.TB, path string) []byte {
 	t.Helper()

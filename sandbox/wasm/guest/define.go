@@ -18,6 +18,9 @@ func init() { debug.SetMaxStack(MaxStack) }
 // Workflow is the definition a module declares: the same shape as a JS workflow's
 // default export, with export names in place of functions.
 type Workflow struct {
+	// Name is the workflow's name in the ledger (default: derived from the module's
+	// path when it is loaded).
+	Name      string              `json:"name,omitempty"`
 	Topics    []string            `json:"topics,omitempty"`
 	Producers map[string]Producer `json:"producers,omitempty"`
 	Consumers map[string]Consumer `json:"consumers,omitempty"`

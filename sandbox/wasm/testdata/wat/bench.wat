@@ -1,12 +1,14 @@
 ;; Benchmark guest. "calls" makes 1000 tool calls of Echo.say with input {} and reads
-;; each result; "one" makes one such call and returns its result; "echo" returns __state__; "noop" does nothing; "fib" computes fib(25)
-;; recursively (about 243,000 calls).
+;; each result; "one" makes one such call and returns its result; "echo" returns __state__;
+;; "noop" does nothing; "fib" computes fib(25) recursively (about 243,000 calls);
+;; "call_tool" calls Echo.say with {"text":"hi"} once and returns its result.
 (module
   (import "scripthost" "return_value" (func $return_value (param i32 i32)))
   (import "scripthost" "input_len" (func $input_len (param i32) (result i32)))
   (import "scripthost" "input_read" (func $input_read (param i32 i32 i32) (result i32)))
   (import "scripthost" "tool_call" (func $tool_call (param i32 i32 i32 i32) (result i32)))
   (import "scripthost" "result_read" (func $result_read (param i32 i32) (result i32)))
+  (import "scripthost" "result_len" (func $result_len (result i32)))
   (memory (export "memory") 1)
   ;; definition: offset 1024, length 38
   (data (i32.const 1024) "{\22producers\22:{\22p\22:{\22handler\22:\22echo\22}}}")
@@ -14,6 +16,8 @@
   (data (i32.const 1100) "Echo.say")
   (data (i32.const 1110) "{}")
   (data (i32.const 1120) "null")
+  ;; {"text":"hi"}: offset 1130, length 13
+  (data (i32.const 1130) "{\22text\22:\22hi\22}")
   (func (export "scripthost_abi_version") (result i32) (i32.const 1))
   (func (export "scripthost_describe") (call $return_value (i32.const 1024) (i32.const 38)))
   (func (export "noop"))
@@ -35,6 +39,12 @@
     (if (i32.lt_s (local.get $n) (i32.const 0))
       (then (call $return_value (i32.const 1120) (i32.const 4)) (return)))
     (drop (call $input_read (i32.const 0) (i32.const 8192) (local.get $n)))
+    (call $return_value (i32.const 8192) (local.get $n)))
+  (func (export "call_tool")
+    (local $n i32)
+    (drop (call $tool_call (i32.const 1100) (i32.const 8) (i32.const 1130) (i32.const 13)))
+    (local.set $n (call $result_len))
+    (drop (call $result_read (i32.const 8192) (local.get $n)))
     (call $return_value (i32.const 8192) (local.get $n)))
   (func $fib (param $n i32) (result i32)
     (if (result i32) (i32.lt_u (local.get $n) (i32.const 2))
