@@ -41,6 +41,9 @@ var (
 	ErrNotLedger = errors.New("ledger: not a scripthost ledger")
 	// ErrLocked: another process holds the database.
 	ErrLocked = errors.New("ledger: database is locked")
+	// ErrExecutionExists: the execution log already has a record with this execution
+	// id and step.
+	ErrExecutionExists = errors.New("ledger: execution record already exists")
 )
 
 // TransitionError describes a refused transition.
@@ -351,6 +354,9 @@ type Store interface {
 
 	// Execution log.
 	AppendExecution(ctx context.Context, r ExecutionRecord) error
+	// ReserveExecution reserves the next execution number of a plan (1, 2, …) in one
+	// transaction, so that executors racing on one plan never share a number.
+	ReserveExecution(ctx context.Context, planID string) (int, error)
 	Executions(ctx context.Context, f ExecutionFilter) ([]ExecutionRecord, error)
 
 	Close() error
