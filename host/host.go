@@ -37,6 +37,9 @@ type Options struct {
 	// Commands, with a Workspace, registers plan.run_command allowing only these
 	// programs (looked up in PATH now), run without a shell inside the workspace.
 	Commands []command.Program
+	// CommandOptions holds the rest of the command tool's configuration (timeouts,
+	// output cap, Unsafe, Hide); its Workspace and Programs are set from above.
+	CommandOptions command.Config
 	// Limits bound every invocation (zero fields: sandbox.DefaultLimits).
 	Limits sandbox.Limits
 	// Clock defaults to time.Now.
@@ -95,7 +98,9 @@ func (h *Host) build(ctx context.Context, opts Options) error {
 			return fmt.Errorf("host: %w", err)
 		}
 		if len(opts.Commands) > 0 {
-			runner, err := command.New(command.Config{Workspace: ws, Programs: opts.Commands})
+			cfg := opts.CommandOptions
+			cfg.Workspace, cfg.Programs = ws, opts.Commands
+			runner, err := command.New(cfg)
 			if err != nil {
 				return fmt.Errorf("host: commands: %w", err)
 			}

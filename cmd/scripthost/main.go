@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -23,9 +24,21 @@ import (
 // globals are the flags and streams every subcommand shares.
 type globals struct {
 	DBPath string
+	// UnsafeCommands lets run_command run without an OS sandbox when none is here.
+	UnsafeCommands bool
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+}
+
+// ledgerFiles are the ledger's files, which commands must not see even when the
+// ledger is kept inside the workspace.
+func (g *globals) ledgerFiles() []string {
+	abs, err := filepath.Abs(g.DBPath)
+	if err != nil {
+		return nil
+	}
+	return []string{abs, abs + "-wal", abs + "-shm", abs + "-journal", abs + ".lock"}
 }
 
 // openStore opens the ledger named by --db.
@@ -58,6 +71,7 @@ func newRoot(g *globals) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.DBPath, "db", "./scripthost.db", "ledger database file (SQLite)")
+	root.PersistentFlags().BoolVar(&g.UnsafeCommands, "unsafe-commands", false, "run allowlisted commands without an OS sandbox when bubblewrap is not available (they can then read any file the host can)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	for _, add := range commands {
 		root.AddCommand(add(g))

@@ -93,6 +93,8 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 	h, err := host.New(ctx, store, host.Options{
 		Workspace: workspace,
 		Commands:  programs(allow),
+		// The ledger's own files stay out of the command sandbox.
+		CommandOptions: command.Config{Unsafe: g.UnsafeCommands, Hide: g.ledgerFiles()},
 		Reconcile: reconcile,
 		Limits:    sandbox.Limits{Timeout: timeout},
 		Logger:    logger,
