@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -26,9 +26,9 @@ type globals struct {
 	DBPath string
 	// UnsafeCommands lets run_command run without an OS sandbox when none is here.
 	UnsafeCommands bool
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer
+	Stdin          io.Reader
+	Stdout         io.Writer
+	Stderr         io.Writer
 }
 
 // ledgerFiles are the ledger's files, which commands must not see even when the

@@ -95,11 +95,11 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 		Commands:  programs(allow),
 		// The ledger's own files stay out of the command sandbox.
 		CommandOptions: command.Config{Unsafe: g.UnsafeCommands, Hide: g.ledgerFiles()},
-		Reconcile: reconcile,
-		Limits:    sandbox.Limits{Timeout: timeout},
-		Logger:    logger,
-		Redactor:  redactor,
-		Failpoint: failpoint,
+		Reconcile:      reconcile,
+		Limits:         sandbox.Limits{Timeout: timeout},
+		Logger:         logger,
+		Redactor:       redactor,
+		Failpoint:      failpoint,
 		OnConsole: func(run scripthost.Run, lines []sandbox.ConsoleLine) {
 			for _, l := range lines {
 				fmt.Fprintf(g.Stdout, "[%s/%s] %s\n", run.Workflow, run.Handler, redactor.Redact(l.Text))
