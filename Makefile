@@ -1,7 +1,7 @@
 # scripthost: the four targets. See README.md.
 GO ?= go
 
-.PHONY: run test check bench soak wasm
+.PHONY: run test check bench soak wasm fuzz
 
 run: ## run the example workflow end to end on a fresh SQLite ledger in .run/
 	./scripts/files/run.sh
@@ -22,3 +22,10 @@ bench: ## Go benchmarks of the hot paths
 
 soak: ## longer crash and fuzz runs (bounded)
 	SCRIPTHOST_SOAK=1 $(GO) test -run 'Soak|Kill' -timeout 60m ./...
+
+FUZZTIME ?= 30s
+FUZZ_TARGETS = .:FuzzCanonicalJSON sandbox/wasm:FuzzHostCall sandbox/wasm:FuzzLoad hostfuncs:FuzzValidateJSON \
+	runtime:FuzzParseDefinition hostfuncs/httptool:FuzzLoad fixture:FuzzParse plan:FuzzParse plan:FuzzParseAuthorization
+fuzz: ## every fuzz target for FUZZTIME each (seed corpora in each package's testdata/fuzz)
+	@for t in $(FUZZ_TARGETS); do echo "fuzz $$t"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; done

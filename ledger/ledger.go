@@ -41,6 +41,11 @@ var (
 	ErrNotLedger = errors.New("ledger: not a scripthost ledger")
 	// ErrLocked: another process holds the database.
 	ErrLocked = errors.New("ledger: database is locked")
+	// ErrNoSpace: the ledger's file system is full; nothing of the refused write was
+	// stored, and writes succeed again once space is freed.
+	ErrNoSpace = errors.New("ledger: no space left for the ledger")
+	// ErrReadOnly: the ledger file or its directory cannot be written.
+	ErrReadOnly = errors.New("ledger: ledger is read-only")
 	// ErrExecutionExists: the execution log already has a record with this execution
 	// id and step.
 	ErrExecutionExists = errors.New("ledger: execution record already exists")

@@ -133,7 +133,8 @@ func exitCode(err error) int {
 		return scripthost.ExitUsage
 	case errors.As(err, &ec):
 		return ec.ExitCode()
-	case errors.Is(err, ledger.ErrLocked), errors.Is(err, ledger.ErrNotLedger), errors.Is(err, ledger.ErrSchemaTooNew):
+	case errors.Is(err, ledger.ErrLocked), errors.Is(err, ledger.ErrNotLedger), errors.Is(err, ledger.ErrSchemaTooNew),
+		errors.Is(err, ledger.ErrNoSpace), errors.Is(err, ledger.ErrReadOnly):
 		return exitLedger
 	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, ledger.ErrIllegalTransition):
 		return exitRefused
