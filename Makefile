@@ -20,8 +20,10 @@ check: ## formatting, vet, then the tests
 bench: ## Go benchmarks of the hot paths
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./...
 
-soak: ## longer crash and fuzz runs (bounded)
+SIM_SEEDS ?= 100000
+soak: ## longer crash runs and the simulator over SIM_SEEDS seeds (bounded)
 	SCRIPTHOST_SOAK=1 $(GO) test -run 'Soak|Kill' -timeout 60m ./...
+	$(GO) test -run '^TestSimulate$$' -timeout 6h ./runtime -args -sim.seeds=$(SIM_SEEDS)
 
 FUZZTIME ?= 30s
 FUZZ_TARGETS = .:FuzzCanonicalJSON sandbox/wasm:FuzzHostCall sandbox/wasm:FuzzLoad hostfuncs:FuzzValidateJSON \
