@@ -1,7 +1,10 @@
 # scripthost: the four targets. See README.md.
 GO ?= go
 
-.PHONY: run test check bench soak wasm fuzz
+.PHONY: run test check bench soak wasm fuzz stripe-mock
+
+# Programs the tests run, installed into .tools/ at pinned versions.
+STRIPE_MOCK ?= github.com/stripe/stripe-mock@v0.203.0
 
 run: ## run the example workflow end to end on a fresh SQLite ledger in .run/
 	./scripts/files/run.sh
@@ -9,16 +12,19 @@ run: ## run the example workflow end to end on a fresh SQLite ledger in .run/
 wasm: ## build the Go-to-Wasm example workflow
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o scripts/files-wasm/workflow.wasm ./scripts/files-wasm
 
-test: ## the whole test suite, with the race detector
-	$(GO) test -race -timeout 15m ./...
+test: stripe-mock ## the whole test suite, with the race detector
+	SCRIPTHOST_STRIPE_MOCK=$(CURDIR)/.tools/stripe-mock $(GO) test -race -timeout 15m ./...
+
+stripe-mock: ## Stripe's API mock server for the HTTP tool tests, into .tools/ (they skip without it)
+	GOBIN=$(CURDIR)/.tools $(GO) install $(STRIPE_MOCK) || echo "make: stripe-mock not installed; the Stripe tests will skip"
 
 check: ## formatting, vet, then the tests
 	@test -z "$$(gofmt -l . | grep -v '^bench/')" || { gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	$(MAKE) test
 
-bench: ## Go benchmarks of the hot paths
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./...
+bench: ## benchmarks of the hot paths next to their references, then the table of ratios
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(or $(BENCHTIME),1s) ./... 2>&1 | $(GO) run ./internal/benchtable
 
 SIM_SEEDS ?= 100000
 soak: ## longer crash runs and the simulator over SIM_SEEDS seeds (bounded)
@@ -27,7 +33,7 @@ soak: ## longer crash runs and the simulator over SIM_SEEDS seeds (bounded)
 
 FUZZTIME ?= 30s
 FUZZ_TARGETS = .:FuzzCanonicalJSON sandbox/wasm:FuzzHostCall sandbox/wasm:FuzzLoad hostfuncs:FuzzValidateJSON \
-	runtime:FuzzParseDefinition hostfuncs/httptool:FuzzLoad fixture:FuzzParse plan:FuzzParse plan:FuzzParseAuthorization
+	runtime:FuzzParseDefinition hostfuncs/httptool:FuzzLoad hostfuncs/httptool:FuzzFormRoundTrip fixture:FuzzParse plan:FuzzParse plan:FuzzParseAuthorization
 fuzz: ## every fuzz target for FUZZTIME each (seed corpora in each package's testdata/fuzz)
 	@for t in $(FUZZ_TARGETS); do echo "fuzz $$t"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; done

@@ -234,6 +234,9 @@ const (
 	ReconcileApplied    ReconcileOutcome = "applied"
 	ReconcileFailed     ReconcileOutcome = "failed"
 	ReconcileRetryLater ReconcileOutcome = "retry_later"
+	// ReconcileIndeterminate says the tool will never be able to tell (the service
+	// refuses to answer for the key): the mutation goes to a person at once.
+	ReconcileIndeterminate ReconcileOutcome = "indeterminate"
 )
 
 // Reconciliation is the result of asking a tool what became of a mutation.
@@ -241,6 +244,9 @@ type Reconciliation struct {
 	Outcome ReconcileOutcome
 	// Result is the mutation's result when Outcome is applied.
 	Result json.RawMessage
-	// Reason explains a failed or retry-later answer.
+	// Reason explains a failed, retry-later or indeterminate answer.
 	Reason string
+	// RetryAfter, for retry_later, is the least wait the service asked for before
+	// the next attempt (its Retry-After); a longer backoff still applies.
+	RetryAfter time.Duration
 }

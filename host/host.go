@@ -15,7 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/scripthost/scripthost"
@@ -56,6 +56,8 @@ type Options struct {
 	Failpoint func(name string)
 	// OnConsole receives script console output.
 	OnConsole func(run scripthost.Run, lines []sandbox.ConsoleLine)
+	// Concurrency bounds the runs driven at once (0: runtime.DefaultConcurrency).
+	Concurrency int
 }
 
 // Host runs workflows against one ledger.
@@ -130,6 +132,7 @@ func (h *Host) build(ctx context.Context, opts Options) error {
 		Logger:        opts.Logger,
 		Failpoint:     opts.Failpoint,
 		OnConsole:     opts.OnConsole,
+		Concurrency:   opts.Concurrency,
 	})
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
@@ -152,41 +155,61 @@ func (h *Host) Runtime() *runtime.Runtime { return h.rt }
 // Store returns the ledger.
 func (h *Host) Store() ledger.Store { return h.store }
 
-// LoadWorkflow reads, validates and stores a workflow file under the name derived from
-// its path (see runtime.WorkflowName), and adds it to the workflows Run and RunOnce
-// drive. An invalid workflow writes nothing.
+// LoadWorkflow reads, validates and stores a workflow file, and adds it to the
+// workflows Run and RunOnce drive. Its name is the definition's name: or, without one,
+// the name derived from its absolute path (see runtime.WorkflowName). A name belongs to
+// one file: another file claiming it is refused (see LoadOptions.Replace). An invalid
+// workflow writes nothing.
 func (h *Host) LoadWorkflow(ctx context.Context, path string) (ledger.WorkflowVersion, error) {
-	return h.LoadWorkflowAs(ctx, runtime.WorkflowName(path), path)
+	return h.Load(ctx, path, LoadOptions{})
 }
 
 // LoadWorkflowAs is LoadWorkflow with an explicit name.
 func (h *Host) LoadWorkflowAs(ctx context.Context, name, path string) (ledger.WorkflowVersion, error) {
+	return h.Load(ctx, path, LoadOptions{Name: name})
+}
+
+// LoadOptions adjust how Load names a workflow.
+type LoadOptions struct {
+	// Name overrides the definition's name and the one derived from the path.
+	Name string
+	// Replace moves the name to this file when another file holds it.
+	Replace bool
+}
+
+// Load is LoadWorkflow with options.
+func (h *Host) Load(ctx context.Context, path string, opts LoadOptions) (ledger.WorkflowVersion, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return ledger.WorkflowVersion{}, fmt.Errorf("host: %w", err)
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		abs = path
-	}
-	v, err := h.rt.LoadWorkflow(ctx, name, abs, src)
+	v, err := h.rt.Load(ctx, runtime.WorkflowFile{Path: path, Source: src, Name: opts.Name, Replace: opts.Replace})
 	if err != nil {
 		return v, err
 	}
-	for _, w := range h.workflows {
-		if w == name {
-			return v, nil
-		}
+	if !slices.Contains(h.workflows, v.Workflow) {
+		h.workflows = append(h.workflows, v.Workflow)
 	}
-	h.workflows = append(h.workflows, name)
 	return v, nil
 }
 
 // Workflows names the workflows loaded into this host.
 func (h *Host) Workflows() []string { return append([]string(nil), h.workflows...) }
 
+// Publish stores events from outside any run and wakes their workflows at once, so
+// that Run does not wait for its next poll to see them.
+func (h *Host) Publish(ctx context.Context, events ...ledger.NewEvent) ([]scripthost.Event, error) {
+	return h.rt.Publish(ctx, events...)
+}
+
 // RunOnce runs the loaded workflows until no work is left.
 func (h *Host) RunOnce(ctx context.Context) error { return h.rt.RunOnce(ctx, h.workflows) }
+
+// Outstanding reports what the loaded workflows left unfinished: handlers blocked
+// until a person acts, runs the host picks up again by itself, and when.
+func (h *Host) Outstanding(ctx context.Context) (runtime.Outstanding, error) {
+	return h.rt.Outstanding(ctx, h.workflows)
+}
 
 // Run runs the loaded workflows until ctx is done.
 func (h *Host) Run(ctx context.Context, poll time.Duration) error {

@@ -3,6 +3,7 @@ package hostfuncs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -105,9 +106,17 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 
 	cause := asError(w.scrub(withOp(execErr, name), secrets))
 	log.Warn("mutation outcome uncertain; reconciling", "class", cause.Class, "error", cause.Error())
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), reconcileTimeout)
-	defer rcancel()
-	rec, err := reconcile(rctx, w.store, w.reg, m, w.policy, w.clock(), secrets)
+	var rec scripthost.Mutation
+	var busy *RetryAfterError
+	if errors.As(execErr, &busy) && busy.Wait > 0 && t.Reconcile != nil {
+		// The service asked to be left alone: the first reconcile attempt waits too.
+		reason := w.redactor.Redact(fmt.Sprintf("first reconcile after %s, as the service asked: %s", busy.Wait, cause.Message))
+		rec, err = w.store.MarkNeedsReconcile(wctx, m.ID, 0, w.clock().Add(busy.Wait), reason)
+	} else {
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), reconcileTimeout)
+		defer rcancel()
+		rec, err = reconcile(rctx, w.store, w.reg, m, w.policy, w.clock(), secrets)
+	}
 	if err != nil {
 		log.Error("recording reconcile outcome failed", "error", w.redactor.Redact(err.Error()))
 		return end(ledgerError("recording the reconcile outcome", err))

@@ -294,6 +294,47 @@ func TestMutationOutcomes(t *testing.T) {
 	}
 }
 
+// TestUncertainWithRetryAfter: a service that answered an uncertain mutation with
+// Retry-After is first asked again after that wait, not at once; without a reconciler
+// the mutation still goes to a person.
+func TestUncertainWithRetryAfter(t *testing.T) {
+	busy := &scripthost.Error{Class: scripthost.ClassNetwork, Message: "HTTP 429 (retry after 1h0m0s)",
+		Err: &hostfuncs.RetryAfterError{Wait: time.Hour}}
+	s, _ := openStore(t)
+	ctx := context.Background()
+	for _, withReconciler := range []bool{true, false} {
+		calls := 0
+		tool := &hostfuncs.Tool{Namespace: "Svc", Method: "busy",
+			Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, busy }}
+		want := scripthost.MutationIndeterminate
+		if withReconciler {
+			tool.Reconcile = func(context.Context, scripthost.Mutation) (scripthost.Reconciliation, error) {
+				calls++
+				return scripthost.Reconciliation{Outcome: scripthost.ReconcileApplied}, nil
+			}
+			want = scripthost.MutationNeedsReconcile
+		}
+		reg := hostfuncs.NewRegistry()
+		mustRegister(t, reg, tool)
+		r := mutatingRun(t, s)
+		w := wrapperFor(reg, s, &r, hostfuncs.WrapperOptions{})
+		w.SetPhase(scripthost.PhaseMutate)
+		if _, err := w.Call(ctx, "Svc", "busy", json.RawMessage(`{}`)); !isTerminate(err) || !scripthost.IsNetwork(err) {
+			t.Errorf("got %v, want a terminating network error", err)
+		}
+		m, err := s.RunMutation(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Status != want || calls != 0 {
+			t.Errorf("reconciler %v: got %s after %d reconcile calls, want %s and none", withReconciler, m.Status, calls, want)
+		}
+		if withReconciler && (m.ReconcileAttempts != 0 || !m.NextReconcileAt.Equal(testNow.Add(time.Hour)) || !contains(m.Error, "first reconcile after 1h0m0s")) {
+			t.Errorf("got attempts %d next %v (%q), want 0 and now+1h", m.ReconcileAttempts, m.NextReconcileAt, m.Error)
+		}
+	}
+}
+
 // TestKeyChangesAfterFailure: the same logical mutation keeps its key while its outcome
 // is unknown and gets a new one after a definite failure.
 func TestKeyChangesAfterFailure(t *testing.T) {

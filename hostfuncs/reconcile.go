@@ -67,9 +67,10 @@ func (p ReconcilePolicy) Backoff(attempts int) time.Duration {
 }
 
 // Reconcile asks m's tool what became of m and records the answer: applied (with the
-// tool's result), failed (a logic error "reconciled as failed: reason"), or, when the
-// tool cannot tell yet or its Reconcile fails, another attempt due after the policy's
-// backoff. A tool without a reconciler, or a mutation whose attempts are used up,
+// tool's result), failed (a logic error "reconciled as failed: reason"), indeterminate
+// when the tool says it never can tell, or, when the tool cannot tell yet or its
+// Reconcile fails, another attempt due after the policy's backoff (or the tool's
+// RetryAfter, when longer). A tool without a reconciler, or a mutation whose attempts are used up,
 // becomes indeterminate and waits for a person. A panicking Reconcile counts as an
 // undecided attempt. The returned error is a ledger error; the mutation is returned as
 // the ledger holds it after the call.
@@ -108,6 +109,7 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 	}
 
 	rec, err := callReconcile(WithIdempotencyKey(ctx, m.IdempotencyKey), tool, m)
+	var wait time.Duration
 	if err == nil {
 		switch rec.Outcome {
 		case scripthost.ReconcileApplied:
@@ -125,8 +127,11 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 			cause := scripthost.LogicError("%s: %s", ReconciledFailed, redact(rec.Reason))
 			cause.Op = m.Tool()
 			return wrapLedger(store.FailMutation(wctx, m.ID, cause))
+		case scripthost.ReconcileIndeterminate:
+			return wrapLedger(store.MarkIndeterminate(wctx, m.ID, redact(fmt.Sprintf("%s cannot tell what became of the mutation: %s", m.Tool(), rec.Reason))))
 		case scripthost.ReconcileRetryLater:
 			err = fmt.Errorf("retry later: %s", rec.Reason)
+			wait = rec.RetryAfter
 		default:
 			err = fmt.Errorf("unknown reconcile outcome %q", rec.Outcome)
 		}
@@ -136,7 +141,18 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 	if attempts >= p.MaxAttempts {
 		return wrapLedger(store.MarkIndeterminate(wctx, m.ID, reason))
 	}
-	return wrapLedger(store.MarkNeedsReconcile(wctx, m.ID, attempts, now.Add(p.Backoff(attempts)), reason))
+	return wrapLedger(store.MarkNeedsReconcile(wctx, m.ID, attempts, now.Add(max(p.Backoff(attempts), wait)), reason))
+}
+
+// RetryAfterError is the cause of a tool error from a service that asked to be left
+// alone for a while (HTTP Retry-After): a mutation whose outcome it leaves unknown is
+// first reconciled after Wait instead of at once.
+type RetryAfterError struct {
+	Wait time.Duration
+}
+
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("the service asked to be asked again after %s", e.Wait)
 }
 
 // ReconciledFailed starts the error of a mutation that reconciliation found not to

@@ -96,6 +96,18 @@ func TestReconcileOutcomes(t *testing.T) {
 			Reconcile: func(context.Context, scripthost.Mutation) (scripthost.Reconciliation, error) {
 				return scripthost.Reconciliation{Outcome: scripthost.ReconcileFailed, Reason: "no record"}, nil
 			}},
+		&hostfuncs.Tool{Namespace: "Svc", Method: "never", Execute: exec,
+			Reconcile: func(context.Context, scripthost.Mutation) (scripthost.Reconciliation, error) {
+				return scripthost.Reconciliation{Outcome: scripthost.ReconcileIndeterminate, Reason: "key used with other params"}, nil
+			}},
+		&hostfuncs.Tool{Namespace: "Svc", Method: "later", Execute: exec,
+			Reconcile: func(context.Context, scripthost.Mutation) (scripthost.Reconciliation, error) {
+				return scripthost.Reconciliation{Outcome: scripthost.ReconcileRetryLater, Reason: "busy", RetryAfter: time.Hour}, nil
+			}},
+		&hostfuncs.Tool{Namespace: "Svc", Method: "soon", Execute: exec,
+			Reconcile: func(context.Context, scripthost.Mutation) (scripthost.Reconciliation, error) {
+				return scripthost.Reconciliation{Outcome: scripthost.ReconcileRetryLater, Reason: "busy", RetryAfter: time.Millisecond}, nil
+			}},
 		&hostfuncs.Tool{Namespace: "Svc", Method: "weird", Execute: exec,
 			Reconcile: func(context.Context, scripthost.Mutation) (scripthost.Reconciliation, error) {
 				return scripthost.Reconciliation{Outcome: "maybe"}, nil
@@ -106,13 +118,18 @@ func TestReconcileOutcomes(t *testing.T) {
 		method  string
 		want    scripthost.MutationStatus
 		wantMsg string
+		next    time.Duration // after testNow, for needs_reconcile
 	}{
-		{"none", scripthost.MutationIndeterminate, "no reconciler for Svc.none"},
-		{"unregistered", scripthost.MutationIndeterminate, "no reconciler for Svc.unregistered"},
-		{"applied", scripthost.MutationApplied, ""},
-		{"failed", scripthost.MutationFailed, "reconciled as failed: no record"},
-		{"weird", scripthost.MutationNeedsReconcile, `unknown reconcile outcome "maybe"`},
-		{"panics", scripthost.MutationNeedsReconcile, "panicked: bad"},
+		{"none", scripthost.MutationIndeterminate, "no reconciler for Svc.none", 0},
+		{"unregistered", scripthost.MutationIndeterminate, "no reconciler for Svc.unregistered", 0},
+		{"applied", scripthost.MutationApplied, "", 0},
+		{"failed", scripthost.MutationFailed, "reconciled as failed: no record", 0},
+		{"never", scripthost.MutationIndeterminate, "Svc.never cannot tell what became of the mutation: key used with other params", 0},
+		// The service's Retry-After wins over a shorter backoff, not over a longer one.
+		{"later", scripthost.MutationNeedsReconcile, "retry later: busy", time.Hour},
+		{"soon", scripthost.MutationNeedsReconcile, "retry later: busy", hostfuncs.DefaultReconcileBase},
+		{"weird", scripthost.MutationNeedsReconcile, `unknown reconcile outcome "maybe"`, hostfuncs.DefaultReconcileBase},
+		{"panics", scripthost.MutationNeedsReconcile, "panicked: bad", hostfuncs.DefaultReconcileBase},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method, func(t *testing.T) {
@@ -123,6 +140,9 @@ func TestReconcileOutcomes(t *testing.T) {
 			}
 			if got.Status != tt.want || !strings.Contains(got.Error, tt.wantMsg) {
 				t.Errorf("got %s %q, want %s containing %q", got.Status, got.Error, tt.want, tt.wantMsg)
+			}
+			if tt.next > 0 && !got.NextReconcileAt.Equal(testNow.Add(tt.next)) {
+				t.Errorf("next reconcile: got %s, want %s", got.NextReconcileAt, testNow.Add(tt.next))
 			}
 			if tt.want == scripthost.MutationApplied && string(got.Result) != `{"echo":"[REDACTED]"}` {
 				t.Errorf("got result %s, want the tool's secret redacted", got.Result)

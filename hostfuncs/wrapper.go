@@ -86,6 +86,7 @@ type ToolWrapper struct {
 	hasMutation bool
 	published   []ledger.NewEvent
 	seen        map[string]bool // topic + "\x00" + message id
+	dropped     []error         // calls that ended the mutate phase after its mutation
 }
 
 // NewToolWrapper returns a wrapper for one run, with no phase set.
@@ -280,9 +281,21 @@ func (w *ToolWrapper) Call(ctx context.Context, namespace, method string, input 
 func (w *ToolWrapper) refuse(err error, ended bool, secrets []string) error {
 	err = w.scrub(err, secrets)
 	if ended {
+		w.mu.Lock()
+		w.dropped = append(w.dropped, err)
+		w.mu.Unlock()
 		return sandbox.Terminate(err)
 	}
 	return err
+}
+
+// Dropped returns the tool calls the script made after the mutate phase's mutation:
+// each ended the invocation and did nothing. A script that makes one usually expected
+// it to run, so the caller records it as a warning on the run.
+func (w *ToolWrapper) Dropped() []error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]error(nil), w.dropped...)
 }
 
 // classify runs the tool's predicate; a panicking predicate makes the call a mutation,

@@ -49,7 +49,25 @@ var (
 	// ErrExecutionExists: the execution log already has a record with this execution
 	// id and step.
 	ErrExecutionExists = errors.New("ledger: execution record already exists")
+	// ErrOriginConflict: a workflow name already belongs to another source file.
+	// Returned wrapped in an *OriginError.
+	ErrOriginConflict = errors.New("ledger: workflow name belongs to another source")
 )
+
+// OriginError refuses a workflow version whose origin differs from the one the name
+// belongs to: two files that would otherwise silently become versions of one workflow.
+type OriginError struct {
+	Workflow string
+	// Have is the origin the name belongs to; Want the one that claimed it.
+	Have, Want string
+}
+
+func (e *OriginError) Error() string {
+	return fmt.Sprintf("ledger: workflow %q belongs to %s, not %s", e.Workflow, e.Have, e.Want)
+}
+
+// Unwrap lets errors.Is(err, ErrOriginConflict) match.
+func (e *OriginError) Unwrap() error { return ErrOriginConflict }
 
 // TransitionError describes a refused transition.
 type TransitionError struct {
@@ -80,9 +98,14 @@ type WorkflowVersion struct {
 	Version  int    `json:"version"`
 	// Language is "js", "ts" or "wasm".
 	Language string `json:"language"`
-	// Path is where the source was loaded from, for messages.
-	Path   string `json:"path"`
-	Source []byte `json:"-"`
+	// Path is the origin of the source: the absolute path of the file it was loaded
+	// from (or another stable origin for sources that have no file). A name belongs to
+	// one origin: PutWorkflow refuses a version from another origin with an
+	// *OriginError unless Replace is set. An empty Path matches any origin.
+	Path string `json:"path"`
+	// Replace, on PutWorkflow, moves the name to this version's origin on purpose.
+	Replace bool   `json:"-"`
+	Source  []byte `json:"-"`
 	// Hash is the hex SHA-256 of Source.
 	Hash string `json:"hash"`
 	// Definition is the validated workflow definition as JSON.
@@ -268,6 +291,10 @@ type Recovery struct {
 // Store is the ledger. Implementations are safe for concurrent use.
 type Store interface {
 	// Workflows.
+	// PutWorkflow stores v as the workflow's newest version unless its hash and origin
+	// equal the latest version's (which is then returned unchanged). A version whose
+	// origin differs from the latest's is refused with an *OriginError unless
+	// v.Replace is set.
 	PutWorkflow(ctx context.Context, v WorkflowVersion) (WorkflowVersion, error)
 	// WorkflowVersion returns one version; version 0 means the latest.
 	WorkflowVersion(ctx context.Context, workflow string, version int) (WorkflowVersion, error)
@@ -315,12 +342,14 @@ type Store interface {
 	// SkipRun records a run whose guard said no: status skipped, events released. Only
 	// a run before its mutation can be skipped.
 	SkipRun(ctx context.Context, runID string, reason string) (scripthost.Run, error)
-	// CreateRetryRun creates the run that retries a failed or paused one. A run marked
+	// CreateRetryRun creates the run that retries a failed or paused one, running the
+	// given stored version of its workflow (0: the newest stored, or the source's
+	// when the store holds no version; ErrNotFound for an unknown version). A run marked
 	// to retry from emitting hands its reservations, prepared data and outcome to the
 	// new run, which starts at emitting; any other retry starts at pending. The source
 	// keeps its status and is superseded: a second retry of it, or resuming it, is
 	// refused. A run whose mutation outcome is unknown is not retried (refused).
-	CreateRetryRun(ctx context.Context, runID string) (scripthost.Run, error)
+	CreateRetryRun(ctx context.Context, runID string, version int) (scripthost.Run, error)
 	// Recover lists what a restarting host must pick up.
 	Recover(ctx context.Context) (Recovery, error)
 

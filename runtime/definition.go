@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +23,8 @@ import (
 
 // Definition is a validated workflow definition.
 type Definition struct {
+	// Name is the workflow's name as the definition declares it ("" when it does not).
+	Name      string
 	Topics    []string
 	Producers map[string]*Producer
 	Consumers map[string]*Consumer
@@ -102,6 +105,7 @@ func (s Schedule) String() string {
 
 // rawDefinition mirrors the JSON a sandbox's Definition returns.
 type rawDefinition struct {
+	Name      *string                    `json:"name"`
 	Topics    []string                   `json:"topics"`
 	Producers map[string]json.RawMessage `json:"producers"`
 	Consumers map[string]json.RawMessage `json:"consumers"`
@@ -138,6 +142,12 @@ func ParseDefinition(raw json.RawMessage) (*Definition, error) {
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 
 	d := &Definition{Producers: map[string]*Producer{}, Consumers: map[string]*Consumer{}}
+	if rd.Name != nil {
+		if err := CheckName(*rd.Name); err != nil {
+			add("name: %v", err)
+		}
+		d.Name = *rd.Name
+	}
 	topics := map[string]bool{}
 	for _, t := range rd.Topics {
 		if t == "" {
@@ -153,9 +163,6 @@ func ParseDefinition(raw json.RawMessage) (*Definition, error) {
 	if len(rd.Producers) == 0 && len(rd.Consumers) == 0 {
 		add("definition declares no producers and no consumers")
 	}
-
-	subscribed := map[string]bool{}
-	published := map[string][]string{}
 
 	for _, name := range sortedKeys(rd.Producers) {
 		where := "producer " + name
@@ -191,7 +198,6 @@ func ParseDefinition(raw json.RawMessage) (*Definition, error) {
 			if !topics[t] {
 				add("%s: publishes undeclared topic %q", where, t)
 			}
-			published[t] = append(published[t], where)
 		}
 		d.Producers[name] = p
 	}
@@ -224,7 +230,6 @@ func ParseDefinition(raw json.RawMessage) (*Definition, error) {
 			if !topics[t] {
 				add("%s: subscribes to undeclared topic %q", where, t)
 			}
-			subscribed[t] = true
 		}
 		if len(h.Publishes) > 0 && c.Next == "" {
 			add("%s: publishes %v but has no next function (only next may publish)", where, h.Publishes)
@@ -233,20 +238,26 @@ func ParseDefinition(raw json.RawMessage) (*Definition, error) {
 			if !topics[t] {
 				add("%s: publishes undeclared topic %q", where, t)
 			}
-			published[t] = append(published[t], where)
 		}
 		d.Consumers[name] = c
 	}
 
-	for _, t := range sortedKeys(published) {
-		if topics[t] && !subscribed[t] {
-			add("%s: publishes topic %q that no consumer subscribes to", strings.Join(published[t], ", "), t)
-		}
-	}
 	if len(problems) > 0 {
 		return nil, invalid(problems)
 	}
 	return d, nil
+}
+
+// validName is what a workflow name declared with name: or --name may look like: it
+// appears in file names, URLs and command lines.
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// CheckName reports whether name may name a workflow.
+func CheckName(name string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("%q is not a workflow name (1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit)", name)
+	}
+	return nil
 }
 
 func lifecycle(h rawHandler, where string, add func(string, ...any)) Lifecycle {

@@ -36,6 +36,19 @@ func TestParseDefinitionValid(t *testing.T) {
 	}
 }
 
+// A topic nobody in the workflow subscribes to is an outbox, read by others through
+// the ledger: legitimate.
+func TestParseDefinitionOutboxAndName(t *testing.T) {
+	d, err := ParseDefinition([]byte(`{"name": "shop-2.orders", "topics": ["out"],
+		"producers": {"p": {"schedule": {"every": "1m"}, "publishes": ["out"], "handler": "h"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Name != "shop-2.orders" {
+		t.Errorf("name: got %q, want shop-2.orders", d.Name)
+	}
+}
+
 func TestParseDefinitionCron(t *testing.T) {
 	d, err := ParseDefinition([]byte(`{"topics": ["t"],
 		"producers": {"p": {"schedule": {"cron": "*/15 * * * *"}, "publishes": ["t"], "handler": "h"}},
@@ -59,8 +72,10 @@ func TestParseDefinitionProblems(t *testing.T) {
 			[]string{`consumer c: subscribes to undeclared topic "b"`}},
 		{"publishes without next", `{"topics": ["a", "b"], "consumers": {"c": {"subscribe": ["a"], "publishes": ["b"], "prepare": "p"}, "d": {"subscribe": ["b"], "prepare": "p"}}}`,
 			[]string{"consumer c: publishes [b] but has no next function"}},
-		{"nobody subscribes", `{"topics": ["a"], "producers": {"p": {"schedule": {"every": "1m"}, "publishes": ["a"], "handler": "h"}}}`,
-			[]string{`producer p: publishes topic "a" that no consumer subscribes to`}},
+		{"bad name", `{"name": "my shop", "topics": ["a"], "consumers": {"c": {"subscribe": ["a"], "prepare": "p"}}}`,
+			[]string{`name: "my shop" is not a workflow name`}},
+		{"name not a string", `{"name": 3, "topics": ["a"], "consumers": {"c": {"subscribe": ["a"], "prepare": "p"}}}`,
+			[]string{"definition is not an object"}},
 		{"bad every", `{"topics": ["a"], "producers": {"p": {"schedule": {"every": "often"}, "publishes": [], "handler": "h"}}}`,
 			[]string{`producer p: bad schedule: every "often"`}},
 		{"bad cron", `{"topics": [], "producers": {"p": {"schedule": {"cron": "61 * * * *"}, "handler": "h"}}}`,
@@ -102,10 +117,10 @@ func TestParseDefinitionProblems(t *testing.T) {
 
 func TestWorkflowName(t *testing.T) {
 	tests := map[string]string{
-		"scripts/files/workflow.js": "files",
-		"orders.ts":                 "orders",
-		"dir/billing.wasm":          "billing",
-		"workflow.js":               "workflow",
+		"/srv/scripts/files/workflow.js": "files",
+		"/srv/orders.ts":                 "orders",
+		"/srv/dir/billing.wasm":          "billing",
+		"/workflow.js":                   "workflow",
 	}
 	for in, want := range tests {
 		if got := WorkflowName(in); got != want {

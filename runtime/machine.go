@@ -163,6 +163,11 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 			if ierr != nil && !errors.Is(ierr, sandbox.ErrTerminate) {
 				rt.cfg.Logger.Warn("error after the mutation", "run", run.ID, "err", rt.redact(ierr.Error()))
 			}
+			for _, d := range w.Dropped() {
+				if err := rt.warn(ctx, run, scripthost.PhaseMutate, d); err != nil {
+					return false, err
+				}
+			}
 			return true, nil
 		}
 		if ierr != nil {

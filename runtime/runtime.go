@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,7 +43,14 @@ type Config struct {
 	Failpoint func(name string)
 	// OnConsole receives the console output of every invocation.
 	OnConsole func(run scripthost.Run, lines []sandbox.ConsoleLine)
+	// Concurrency bounds the runs driven at once across every workflow; 0 means
+	// DefaultConcurrency.
+	Concurrency int
 }
+
+// DefaultConcurrency is the default bound on runs driven at once: a few per CPU, since
+// a run spends part of its time waiting for the disk or a tool.
+func DefaultConcurrency() int { return max(8, 4*goruntime.GOMAXPROCS(0)) }
 
 // Runtime drives runs. It is safe for concurrent use; the scheduler runs one session
 // per workflow at a time.
@@ -54,6 +62,8 @@ type Runtime struct {
 	versions map[string]*loaded // by "workflow@version"
 	idle     map[string]int64   // workflow/handler → newest pending seq when it last found nothing to do
 	wfLocks  map[string]*sync.Mutex
+	wake     map[string]chan struct{} // by workflow: new work for Run's loop
+	slots    chan struct{}            // one token per run being driven (Concurrency)
 }
 
 type loaded struct {
@@ -81,12 +91,20 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.TransientDelay == 0 {
 		cfg.TransientDelay = time.Second
 	}
+	if cfg.Concurrency < 0 {
+		return nil, fmt.Errorf("runtime: Concurrency is %d, want 0 (the default) or more", cfg.Concurrency)
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = DefaultConcurrency()
+	}
 	return &Runtime{
 		cfg:      cfg,
 		programs: map[string]*loaded{},
 		versions: map[string]*loaded{},
 		idle:     map[string]int64{},
 		wfLocks:  map[string]*sync.Mutex{},
+		wake:     map[string]chan struct{}{},
+		slots:    make(chan struct{}, cfg.Concurrency),
 	}, nil
 }
 
@@ -106,9 +124,14 @@ func Language(path string) (string, error) {
 	return "", fmt.Errorf("runtime: %s: unknown workflow language (want .js, .ts or .wasm)", path)
 }
 
-// WorkflowName derives a workflow's name from its path: the directory name for a file
-// called workflow.*, the file name without extension otherwise.
+// WorkflowName derives a workflow's name from the absolute path of its file: the
+// directory name for a file called workflow.*, the file name without extension
+// otherwise. A relative path is made absolute first, so that one file has one name
+// however it is spelled.
 func WorkflowName(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
 	base := filepath.Base(path)
 	stem := strings.TrimSuffix(base, filepath.Ext(base))
 	if stem == "workflow" {
@@ -132,30 +155,78 @@ func (rt *Runtime) Validate(ctx context.Context, path string, source []byte) (*D
 	return l.def, nil
 }
 
+// WorkflowFile is a workflow source to store.
+type WorkflowFile struct {
+	// Path is where the source comes from; it is made absolute and stored as the
+	// workflow's origin.
+	Path   string
+	Source []byte
+	// Name, when set, overrides the definition's name: and the name derived from the
+	// path (see WorkflowName), in that order.
+	Name string
+	// Replace moves the name to this file when it belongs to another one.
+	Replace bool
+}
+
 // LoadWorkflow validates a workflow's source and stores it as the workflow's newest
 // version (unchanged source keeps its version). Nothing is written when it is invalid.
+// An empty name takes the definition's name or the one derived from the path.
 func (rt *Runtime) LoadWorkflow(ctx context.Context, name, path string, source []byte) (ledger.WorkflowVersion, error) {
-	lang, err := Language(path)
+	return rt.Load(ctx, WorkflowFile{Name: name, Path: path, Source: source})
+}
+
+// Load validates a workflow file and stores it as its workflow's newest version under
+// its name: f.Name, the definition's name:, or the name derived from the absolute path.
+// A name belongs to one file: another file claiming it is refused with an error naming
+// both (a *scripthost.Error of code name_taken wrapping ledger.ErrOriginConflict)
+// unless f.Replace is set.
+func (rt *Runtime) Load(ctx context.Context, f WorkflowFile) (ledger.WorkflowVersion, error) {
+	lang, err := Language(f.Path)
 	if err != nil {
 		return ledger.WorkflowVersion{}, err
 	}
-	l, err := rt.load(ctx, lang, path, source)
+	if abs, err := filepath.Abs(f.Path); err == nil {
+		f.Path = abs
+	}
+	l, err := rt.load(ctx, lang, f.Path, f.Source)
 	if err != nil {
 		return ledger.WorkflowVersion{}, err
+	}
+	name := f.Name
+	switch {
+	case name != "":
+		if err := CheckName(name); err != nil {
+			return ledger.WorkflowVersion{}, scripthost.Errorf(scripthost.ClassLogic, scripthost.CodeInvalidWorkflow, "%v", err)
+		}
+	case l.def.Name != "":
+		name = l.def.Name
+	default:
+		name = WorkflowName(f.Path)
 	}
 	def, err := l.prog.Definition(ctx)
 	if err != nil {
 		return ledger.WorkflowVersion{}, err
 	}
-	return rt.cfg.Store.PutWorkflow(ctx, ledger.WorkflowVersion{
+	v, err := rt.cfg.Store.PutWorkflow(ctx, ledger.WorkflowVersion{
 		Workflow:   name,
 		Language:   lang,
-		Path:       path,
-		Source:     source,
-		Hash:       hash(source),
+		Path:       f.Path,
+		Replace:    f.Replace,
+		Source:     f.Source,
+		Hash:       hash(f.Source),
 		Definition: def,
 	})
+	var oe *ledger.OriginError
+	if errors.As(err, &oe) {
+		return v, &scripthost.Error{Class: scripthost.ClassLogic, Code: CodeNameTaken, Err: err, Message: fmt.Sprintf(
+			"workflow name %q belongs to %s; %s claims it too. Give one of them another name (name: in its definition, or --name), or move the name to the new file on purpose (--replace)",
+			oe.Workflow, oe.Have, oe.Want)}
+	}
+	return v, err
 }
+
+// CodeNameTaken is the error code of a workflow name claimed by a second file.
+const CodeNameTaken = "name_taken"
 
 func hash(b []byte) string {
 	s := sha256.Sum256(b)

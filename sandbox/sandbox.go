@@ -181,7 +181,7 @@ func (l Limits) WithDefaults() Limits {
 // did something the host does not allow.
 type LimitError struct {
 	// Limit names the limit: "timeout", "stack", "memory", "output", "console",
-	// "tool_calls", "regex".
+	// "tool_calls", "regex", "timers".
 	Limit  string
 	Detail string
 }

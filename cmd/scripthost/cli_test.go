@@ -71,11 +71,18 @@ func TestRunBadInput(t *testing.T) {
 		{"bad workspace", []string{"run", good, "--once", "--workspace", filepath.Join(dir, "none")}, 2, []string{"--workspace"}},
 		{"bad status", []string{"runs", "--status", "sleepy"}, 2, []string{`--status "sleepy"`}},
 		{"bad reconcile policy", []string{"run", good, "--once", "--reconcile-attempts", "0"}, 2, []string{"--reconcile-attempts"}},
+		{"bad concurrency", []string{"run", good, "--once", "--concurrency", "-1"}, 2, []string{"--concurrency must be 0"}},
 		{"bad resolution", []string{"resolve", "m1", "--as", "maybe"}, 2, []string{`--as "maybe"`}},
 		{"bad result json", []string{"resolve", "m1", "--as", "applied", "--result", "{"}, 2, []string{"--result is not valid JSON"}},
-		{"unknown mutation", []string{"resolve", "m1", "--as", "skipped"}, 7, []string{"m1"}},
-		{"unknown run", []string{"show", "r1"}, 7, []string{"r1"}},
-		{"unknown run retry", []string{"retry", "r1"}, 7, []string{"r1"}},
+		{"resolve without a ledger", []string{"resolve", "m1", "--as", "skipped"}, exitLedger, []string{"no ledger at", "ledger.db"}},
+		{"show without a ledger", []string{"show", "r1"}, exitLedger, []string{"no ledger at"}},
+		{"retry without a ledger", []string{"retry", "r1"}, exitLedger, []string{"no ledger at"}},
+		{"runs without a ledger", []string{"runs"}, exitLedger, []string{"no ledger at"}},
+		{"mutations without a ledger", []string{"mutations"}, exitLedger, []string{"no ledger at"}},
+		{"events without a ledger", []string{"events"}, exitLedger, []string{"no ledger at"}},
+		{"pause without a ledger", []string{"pause", "w"}, exitLedger, []string{"no ledger at"}},
+		{"resume without a ledger", []string{"resume", "w"}, exitLedger, []string{"no ledger at"}},
+		{"plan show without a ledger", []string{"plan", "show", "p1"}, exitLedger, []string{"no ledger at"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,7 +97,29 @@ func TestRunBadInput(t *testing.T) {
 				}
 			}
 			ledgerIsEmpty(t, db)
+			if strings.Contains(tt.name, "without a ledger") {
+				if _, err := os.Stat(db); !os.IsNotExist(err) {
+					t.Errorf("%s: got %v, want no file created", db, err)
+				}
+			}
 		})
+	}
+}
+
+// Refusing a file that is not a ledger leaves nothing beside it.
+func TestNoLockBesideANonLedger(t *testing.T) {
+	dir := t.TempDir()
+	notes := putFile(t, filepath.Join(dir, "notes.txt"), strings.Repeat("my notes\n", 200))
+	good := putFile(t, filepath.Join(dir, "good.js"), "export default { topics: ['a'], consumers: { c: { subscribe: ['a'], prepare() {} } } };\n")
+	for _, args := range [][]string{{"run", good, "--once"}, {"runs"}, {"plan", "show", "p1"}} {
+		code, _, stderr := runCLI(t, append([]string{"--db", notes}, args...)...)
+		if code != exitLedger || !strings.Contains(stderr, "notes.txt") {
+			t.Errorf("%v: got exit %d %q, want %d naming the file", args, code, stderr, exitLedger)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("got %d files in the directory, want the 2 there were", len(entries))
 	}
 }
 

@@ -13,19 +13,15 @@ import (
 	"github.com/scripthost/scripthost/ledger/sqlite"
 )
 
-// TestWasmAndJSExamplesAgree runs the files example written in JavaScript and the same
-// workflow written in Go and compiled to Wasm on the same input, under the same workflow
-// name, and compares what each left in its ledger: events, mutations (with their
-// idempotency keys), handler states, runs, and the files written.
+// TestWasmAndJSExamplesAgree runs the files example written in JavaScript and each of
+// its ports compiled to Wasm (Go, Rust, AssemblyScript) on the same input, under the
+// same workflow name, and compares what each left in its ledger: events, mutations
+// (with their idempotency keys), handler states, runs, and the files written.
 func TestWasmAndJSExamplesAgree(t *testing.T) {
-	wasmPath := exampleWorkflow(t, "../../scripts/files-wasm")
-	if wasmPath == "" {
-		t.Fatal("scripts/files-wasm has no Go guest to build")
-	}
 	jsPath, _ := filepath.Abs("../../scripts/files/workflow.js")
 	inputs := map[string]string{"a.txt": "alpha", "b.txt": "beta\nsecond line", "c.md": "# gamma"}
 
-	ledgerOf := func(wf string) (string, string) {
+	ledgerOf := func(t *testing.T, wf string) (string, string) {
 		dir := t.TempDir()
 		ws := filepath.Join(dir, "ws")
 		for name, content := range inputs {
@@ -38,16 +34,24 @@ func TestWasmAndJSExamplesAgree(t *testing.T) {
 		}
 		return dumpLedger(t, db), dumpDir(t, filepath.Join(ws, "outbox"))
 	}
-	jsLedger, jsFiles := ledgerOf(jsPath)
-	wasmLedger, wasmFiles := ledgerOf(wasmPath)
-	if jsLedger != wasmLedger {
-		t.Errorf("ledgers differ\n--- js\n%s\n--- wasm\n%s", jsLedger, wasmLedger)
-	}
-	if jsFiles != wasmFiles {
-		t.Errorf("outboxes differ\n--- js\n%s\n--- wasm\n%s", jsFiles, wasmFiles)
-	}
+	jsLedger, jsFiles := ledgerOf(t, jsPath)
 	if !strings.Contains(jsFiles, "BETA\nSECOND LINE") {
 		t.Errorf("outbox: got %q, want the upper-cased inputs", jsFiles)
+	}
+	for _, port := range []string{"files-wasm", "files-rust"} {
+		t.Run(port, func(t *testing.T) {
+			wasmPath := exampleWorkflow(t, "../../scripts/"+port)
+			if wasmPath == "" {
+				t.Fatalf("scripts/%s has no Wasm module", port)
+			}
+			wasmLedger, wasmFiles := ledgerOf(t, wasmPath)
+			if jsLedger != wasmLedger {
+				t.Errorf("ledgers differ\n--- js\n%s\n--- %s\n%s", jsLedger, port, wasmLedger)
+			}
+			if jsFiles != wasmFiles {
+				t.Errorf("outboxes differ\n--- js\n%s\n--- %s\n%s", jsFiles, port, wasmFiles)
+			}
+		})
 	}
 }
 

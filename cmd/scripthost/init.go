@@ -47,6 +47,18 @@ func scaffold(g *globals, dir string, ts bool) error {
 		{filepath.Join("inbox", "world.txt"), "world\n"},
 		{"README.md", strings.ReplaceAll(strings.ReplaceAll(starterREADME, "{{dir}}", filepath.ToSlash(dir)), "{{wf}}", wf)},
 	}
+	if ts {
+		// The declarations an editor (or tsc) needs to check the workflow as it is
+		// written: every file the sandbox ships, tools.d.ts and a tsconfig.json.
+		decls, err := declarationFiles("")
+		if err != nil {
+			return err
+		}
+		for _, name := range sortedNames(decls) {
+			files = append(files, struct{ path, content string }{name, string(decls[name])})
+		}
+		files = append(files, struct{ path, content string }{"tsconfig.json", tsconfig})
+	}
 	for _, f := range files {
 		p := filepath.Join(dir, f.path)
 		if _, err := os.Stat(p); err == nil {
@@ -121,7 +133,9 @@ export default {
 
 const starterTS = `// A starter workflow. The producer "scan" notices new files in inbox/ and publishes
 // one event per file; the consumer "greet" reads the file and writes a greeting to
-// outbox/ as its one mutation, then logs what it did.
+// outbox/ as its one mutation, then logs what it did. The declarations beside it
+// (scripthost.d.ts, tools.d.ts) type the globals, the tools and the definition: an
+// editor checks the workflow as you write it, and so does scripthost validate.
 interface ScanState { seen?: string[] }
 interface GreetState { count?: number }
 interface Greeting { file: string; name: string; count: number }
@@ -133,7 +147,7 @@ export default {
     scan: {
       schedule: { every: '1m' },
       publishes: ['names'],
-      async handler(state: ScanState | null) {
+      async handler(state: ScanState | undefined) {
         const seen = new Set<string>(state?.seen ?? []);
         for (const e of await Files.list({ dir: 'inbox' })) {
           if (e.dir || seen.has(e.name)) continue;
@@ -148,26 +162,26 @@ export default {
   consumers: {
     greet: {
       subscribe: ['names'],
-      async prepare(state: GreetState | null) {
-        const events = await Topics.peek({ topic: 'names', limit: 1 });
+      async prepare(state: GreetState | undefined) {
+        const events = await Topics.peek<{ file: string }>({ topic: 'names', limit: 1 });
         if (events.length === 0) return { reservations: [], data: null };
         const ev = events[0];
         const file = await Files.read({ path: 'inbox/' + ev.payload.file });
         const data: Greeting = { file: ev.payload.file, name: file.content.trim(), count: (state?.count ?? 0) + 1 };
         return { reservations: [{ topic: 'names', ids: [ev.id] }], data };
       },
-      async mutate(d: Greeting | null) {
+      async mutate(d: Greeting | null | undefined) {
         if (!d) return;
         await Files.write({ path: 'outbox/' + d.file, content: 'Hello, ' + d.name + '!\n' });
       },
-      async next(d: Greeting | null, result: { status: string }) {
+      async next(d: Greeting | null | undefined, result: MutationResult) {
         if (!d) return undefined; // nothing reserved: keep the state
         console.log('greeted ' + d.name + ' (' + result.status + ')');
         return { count: d.count };
       },
     },
   },
-};
+} satisfies Workflow;
 `
 
 const starterFixture = `{

@@ -15,6 +15,7 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/runtime"
 )
 
 func init() {
@@ -82,7 +83,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 			if status != "" {
 				f.Status = scripthost.RunStatus(status)
 				if !f.Status.Valid() {
-					return usagef("--status %q: not a run status", status)
+					return usagef("--status %q: not a run status; want one of %s", status, strings.Join(runStatuses(), ", "))
 				}
 			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
@@ -105,8 +106,28 @@ func newRunsCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
 	cmd.Flags().StringVar(&status, "status", "", "only this status (e.g. failed:logic)")
-	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the newest N runs (0: all)")
+	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the newest N (0: all)")
 	return cmd
+}
+
+// runStatuses lists every run status, for messages.
+func runStatuses() []string {
+	var out []string
+	for _, st := range []scripthost.RunStatus{scripthost.StatusActive, scripthost.StatusCommitted, scripthost.StatusSkipped,
+		scripthost.StatusPausedTransient, scripthost.StatusPausedApproval, scripthost.StatusPausedReconciliation,
+		scripthost.StatusFailedLogic, scripthost.StatusFailedInternal} {
+		out = append(out, string(st))
+	}
+	return out
+}
+
+// newest keeps the last n items of an oldest-first listing (all when n is 0): --limit
+// means the newest N in every listing, printed oldest first.
+func newest[T any](items []T, n int) []T {
+	if n > 0 && len(items) > n {
+		return items[len(items)-n:]
+	}
+	return items
 }
 
 // runDetail is what `show` prints: the run, its mutation and its snapshots.
@@ -115,6 +136,9 @@ type runDetail struct {
 	Mutation  *mutationView      `json:"mutation,omitempty"`
 	Snapshots []ledger.Snapshot  `json:"snapshots"`
 	Events    []scripthost.Event `json:"events,omitempty"`
+	// Warnings are what the run did that had no effect (a tool call after the
+	// mutation); they do not change its status.
+	Warnings []runtime.Warning `json:"warnings,omitempty"`
 }
 
 func newShowCmd(g *globals) *cobra.Command {
@@ -139,6 +163,9 @@ func newShowCmd(g *globals) *cobra.Command {
 				d.Mutation = &v
 			}
 			if d.Snapshots, err = store.Snapshots(ctx, run.ID); err != nil {
+				return err
+			}
+			if d.Warnings, err = runtime.Warnings(ctx, store, run.Workflow, run.ID); err != nil {
 				return err
 			}
 			return printJSON(g.Stdout, d)
@@ -206,10 +233,13 @@ func newMutationsCmd(g *globals) *cobra.Command {
 				}
 			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				limit := f.Limit
+				f.Limit = 0
 				ms, err := store.Mutations(cmd.Context(), f)
 				if err != nil {
 					return err
 				}
+				ms = newest(ms, limit)
 				views := make([]mutationView, 0, len(ms))
 				for _, m := range ms {
 					views = append(views, viewMutation(m))
@@ -224,7 +254,7 @@ func newMutationsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&status, "status", "", "only this status (e.g. indeterminate)")
 	cmd.Flags().StringVar(&f.RunID, "run", "", "only this run's mutation")
 	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
-	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the first N (0: all)")
+	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the newest N (0: all)")
 	return cmd
 }
 
@@ -246,10 +276,13 @@ func newEventsCmd(g *globals) *cobra.Command {
 				}
 			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				limit := f.Limit
+				f.Limit = 0
 				evs, err := store.Events(cmd.Context(), f)
 				if err != nil {
 					return err
 				}
+				evs = newest(evs, limit)
 				return list(g, asJSON, evs, "SEQ\tWORKFLOW\tTOPIC\tID\tSTATUS\tRESERVED BY\tPAYLOAD", func(e scripthost.Event) []string {
 					return []string{fmt.Sprint(e.Seq), e.Workflow, e.Topic, e.MessageID, string(e.Status), e.ReservedBy, oneLine(string(e.Payload), 60)}
 				})
@@ -260,7 +293,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
 	cmd.Flags().StringVar(&f.Topic, "topic", "", "only this topic")
 	cmd.Flags().StringVar(&status, "status", "", "only this status")
-	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the first N (0: all)")
+	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the newest N (0: all)")
 	return cmd
 }
 
@@ -349,25 +382,47 @@ func newResolveCmd(g *globals) *cobra.Command {
 }
 
 func newRetryCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "retry RUN_ID",
-		Short: "Create a retry of a failed or paused run (it resumes at emitting if its mutation was applied)",
-		Args:  cobra.ExactArgs(1),
+	var version int
+	cmd := &cobra.Command{
+		Use:   "retry RUN_ID [--version N]",
+		Short: "Create a retry of a failed or paused run, on the workflow's newest version",
+		Long: `Create the run that retries a failed or paused run. It runs the newest stored version
+of the workflow, so a fix stored since (by scripthost run) is what runs; --version pins
+another. A run whose mutation was applied resumes at next (emitting); any other starts
+again at prepare.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			store, err := g.openStore(cmd.Context())
-			if err != nil {
-				return err
+			if version < 0 {
+				return usagef("--version %d: want a stored version number (0: the newest)", version)
 			}
-			defer store.Close()
-			if m, err := store.RunMutation(cmd.Context(), args[0]); err == nil && m.Status.Unknown() {
-				return fmt.Errorf("run %s: its mutation %s is %s: resolve it instead of retrying", args[0], m.ID, m.Status)
-			}
-			r, err := store.CreateRetryRun(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(g.Stdout, "run %s retries %s from %s\n", r.ID, args[0], r.Phase)
-			return nil
+			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				ctx := cmd.Context()
+				src, err := store.Run(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if m, err := store.RunMutation(ctx, src.ID); err == nil && m.Status.Unknown() {
+					return fmt.Errorf("run %s: its mutation %s is %s: resolve it instead of retrying", src.ID, m.ID, m.Status)
+				}
+				v, err := store.WorkflowVersion(ctx, src.Workflow, version)
+				if err != nil {
+					return err
+				}
+				if def, err := runtime.ParseDefinition(v.Definition); err == nil {
+					if _, ok := def.Handler(src.Handler); !ok {
+						return fmt.Errorf("run %s: version %d of workflow %s has no handler %s: pin a version that has it with --version: %w",
+							src.ID, v.Version, src.Workflow, src.Handler, ledger.ErrNotFound)
+					}
+				}
+				r, err := store.CreateRetryRun(ctx, src.ID, v.Version)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(g.Stdout, "run %s retries %s from %s on version %d\n", r.ID, src.ID, r.Phase, r.Version)
+				return nil
+			})
 		},
 	}
+	cmd.Flags().IntVar(&version, "version", 0, "the workflow version to run (default: the newest stored)")
+	return cmd
 }

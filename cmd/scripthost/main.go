@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -41,18 +44,35 @@ func (g *globals) ledgerFiles() []string {
 	return []string{abs, abs + "-wal", abs + "-shm", abs + "-journal", abs + ".lock"}
 }
 
-// openStore opens the ledger named by --db.
+// errNoLedger: --db names a file that does not exist, and the command only reads or
+// changes an existing ledger.
+var errNoLedger = errors.New("no ledger")
+
+// openStore opens the existing ledger named by --db. A missing file is refused rather
+// than created: a mistyped --db must not look like an empty ledger.
 func (g *globals) openStore(ctx context.Context) (ledger.Store, error) {
+	if _, err := os.Stat(g.DBPath); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s (check --db; scripthost run creates a ledger)", errNoLedger, g.DBPath)
+	}
+	return g.createStore(ctx)
+}
+
+// createStore opens the ledger named by --db, creating it when it does not exist.
+func (g *globals) createStore(ctx context.Context) (ledger.Store, error) {
 	return sqlite.Open(ctx, g.DBPath, sqlite.Options{})
 }
 
-// usageError marks a command-line mistake: exit code 2.
-type usageError struct{ err error }
+// usageError marks a command-line mistake: exit code 2. cmd, when set, is the command
+// whose usage line the CLI prints with the error.
+type usageError struct {
+	err error
+	cmd *cobra.Command
+}
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{err: fmt.Errorf(format, args...)} }
 
 // Exit codes outside the error-class table (see README "Exit codes").
 const (
@@ -72,7 +92,9 @@ func newRoot(g *globals) *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.DBPath, "db", "./scripthost.db", "ledger database file (SQLite)")
 	root.PersistentFlags().BoolVar(&g.UnsafeCommands, "unsafe-commands", false, "run allowlisted commands without an OS sandbox when bubblewrap is not available (they can then read any file the host can)")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.Version = version()
+	root.SetVersionTemplate("scripthost {{.Version}}\n")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err, c} })
 	for _, add := range commands {
 		root.AddCommand(add(g))
 	}
@@ -85,7 +107,7 @@ func markUsage(cmd *cobra.Command) {
 	if check := cmd.Args; check != nil {
 		cmd.Args = func(c *cobra.Command, args []string) error {
 			if err := check(c, args); err != nil {
-				return usageError{fmt.Errorf("%s: %w", c.CommandPath(), err)}
+				return usageError{fmt.Errorf("%s: %w", c.CommandPath(), err), c}
 			}
 			return nil
 		}
@@ -113,12 +135,64 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return scripthost.ExitOK
 	}
-	fmt.Fprintf(stderr, "scripthost: %v\n", err)
+	msg := edgeMessage(err)
+	if !strings.HasPrefix(msg, "scripthost") {
+		msg = "scripthost: " + msg
+	}
+	fmt.Fprintln(stderr, msg)
+	// A mistake in the command line itself gets the command's usage line and a hint.
+	var ue usageError
+	if errors.As(err, &ue) && ue.cmd != nil {
+		cmd = ue.cmd
+	}
+	if (ue.cmd != nil || strings.HasPrefix(err.Error(), "unknown command")) && cmd != nil {
+		fmt.Fprintf(stderr, "Usage: %s\nRun '%s --help' for more.\n", cmd.UseLine(), cmd.CommandPath())
+	}
 	return exitCode(err)
+}
+
+// internalPrefix matches what the user of the CLI has no use for in a message: the Go
+// package an error passed through ("sandbox/js: ", "hostfuncs: ") and the internal
+// name of a tool's schema.
+var internalPrefix = regexp.MustCompile(`(^|: |\n)(?:(?:sandbox/js|sandbox/wasm|sandbox|hostfuncs|httptool|workspace|command|runtime|host|sqlite|ledger|fixture|types|dts): )+|"?mem:///schema\.json#?"? ?`)
+
+// edgeMessage is err as the CLI prints it: without package prefixes.
+func edgeMessage(err error) string {
+	return internalPrefix.ReplaceAllString(err.Error(), "$1")
+}
+
+// version is the module's version and VCS revision, as the Go toolchain stamped them.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown version)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+dirty"
+			}
+		}
+	}
+	if rev != "" && v == "(devel)" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v += " " + rev + modified
+	}
+	return v + " " + bi.GoVersion
 }
 
 // exitCode is the one table from errors to exit codes; see README "Exit codes".
@@ -134,7 +208,7 @@ func exitCode(err error) int {
 	case errors.As(err, &ec):
 		return ec.ExitCode()
 	case errors.Is(err, ledger.ErrLocked), errors.Is(err, ledger.ErrNotLedger), errors.Is(err, ledger.ErrSchemaTooNew),
-		errors.Is(err, ledger.ErrNoSpace), errors.Is(err, ledger.ErrReadOnly):
+		errors.Is(err, ledger.ErrNoSpace), errors.Is(err, ledger.ErrReadOnly), errors.Is(err, errNoLedger):
 		return exitLedger
 	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, ledger.ErrIllegalTransition):
 		return exitRefused

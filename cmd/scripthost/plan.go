@@ -158,7 +158,7 @@ func runPlan(ctx context.Context, g *globals, f planRunFlags, path string) error
 		}
 	}
 
-	store, err := g.openStore(ctx)
+	store, err := g.createStore(ctx)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/scripthost/scripthost/hostfuncs/command"
 	"github.com/scripthost/scripthost/hostfuncs/httptool"
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/runtime"
 	"github.com/scripthost/scripthost/sandbox"
 )
 
@@ -26,14 +28,18 @@ func init() { commands = append(commands, newRunCmd, newValidateCmd) }
 
 type runFlags struct {
 	once      bool
+	wait      time.Duration
 	workspace string
 	tools     string
 	name      string
+	replace   bool
 	poll      time.Duration
 	timeout   time.Duration
 	verbose   bool
 	allow     []string
 	reconcile hostfuncs.ReconcilePolicy
+	// concurrency bounds the runs driven at once (0: runtime.DefaultConcurrency).
+	concurrency int
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -42,17 +48,25 @@ func newRunCmd(g *globals) *cobra.Command {
 		Use:   "run WORKFLOW [WORKFLOW...]",
 		Short: "Load workflows (.js, .ts, .wasm) and run them",
 		Long: `Load each workflow file, store it as the workflow's newest version, recover what a
-previous process left unfinished, and run producers and consumers. With --once, run
-until no work is left and exit 0; otherwise run until interrupted.`,
+previous process left unfinished, and run producers and consumers. Without --once, run
+until interrupted.
+
+With --once, run until no work is left, print a summary and exit: 0 when every
+handler's newest run committed, 9 when a run failed or paused and waits for a person
+(the summary says how to unblock each handler), 10 when runs wait for an automatic
+retry, reconcile attempt or wake-up. --wait D keeps going while such work is due
+within D.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runWorkflows(cmd.Context(), g, f, args)
 		},
 	}
-	cmd.Flags().BoolVar(&f.once, "once", false, "run until no work is left, then exit")
+	cmd.Flags().BoolVar(&f.once, "once", false, "run until no work is left, then exit (see the exit codes above)")
+	cmd.Flags().DurationVar(&f.wait, "wait", 0, "with --once: keep going while a retry, reconcile attempt or wake-up is due within this time")
 	cmd.Flags().StringVar(&f.workspace, "workspace", "", "directory the Files.* tools are confined to (default: the workflow's directory)")
 	cmd.Flags().StringVar(&f.tools, "tools", "", "HTTP tools declared in a JSON or YAML file")
-	cmd.Flags().StringVar(&f.name, "name", "", "workflow name (default: derived from the file name; one workflow only)")
+	cmd.Flags().StringVar(&f.name, "name", "", "workflow name (default: name: in the definition, else derived from the file's absolute path; one workflow only)")
+	cmd.Flags().BoolVar(&f.replace, "replace", false, "move a workflow name that belongs to another file to this one")
 	cmd.Flags().DurationVar(&f.poll, "poll", 250*time.Millisecond, "how often to look for work when idle")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "wall-clock limit of one handler invocation (default 5s)")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "log every tool call and mutation to stderr")
@@ -60,11 +74,15 @@ until no work is left and exit 0; otherwise run until interrupted.`,
 	cmd.Flags().IntVar(&f.reconcile.MaxAttempts, "reconcile-attempts", 5, "reconcile attempts for an uncertain mutation before a person must resolve it")
 	cmd.Flags().DurationVar(&f.reconcile.BaseDelay, "reconcile-delay", time.Second, "wait after the first undecided reconcile attempt (doubles each time)")
 	cmd.Flags().DurationVar(&f.reconcile.MaxDelay, "reconcile-max-delay", 5*time.Minute, "longest wait between reconcile attempts")
+	cmd.Flags().IntVar(&f.concurrency, "concurrency", 0, "most runs driven at once, across every workflow (0: 4 per CPU, at least 8)")
 	return cmd
 }
 
 // buildHost opens the ledger and wires a host with the workspace and HTTP tools.
-func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, timeout time.Duration, verbose bool, allow []string, reconcile hostfuncs.ReconcilePolicy) (*host.Host, ledger.Store, error) {
+func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, timeout time.Duration, verbose bool, allow []string, reconcile hostfuncs.ReconcilePolicy, concurrency int) (*host.Host, ledger.Store, error) {
+	if concurrency < 0 {
+		return nil, nil, usagef("--concurrency must be 0 (the default) or more, got %d", concurrency)
+	}
 	if reconcile.MaxAttempts < 1 || reconcile.BaseDelay <= 0 || reconcile.MaxDelay < reconcile.BaseDelay {
 		return nil, nil, usagef("--reconcile-attempts must be at least 1 and 0 < --reconcile-delay <= --reconcile-max-delay")
 	}
@@ -80,7 +98,7 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 			return nil, nil, usagef("--workspace %s: not a directory", workspace)
 		}
 	}
-	store, err := g.openStore(ctx)
+	store, err := g.createStore(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -91,15 +109,16 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 	redactor := hostfuncs.NewRedactor()
 	logger := slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level}))
 	h, err := host.New(ctx, store, host.Options{
-		Workspace: workspace,
-		Commands:  programs(allow),
+		Workspace:   workspace,
+		Commands:    programs(allow),
+		Reconcile:   reconcile,
+		Limits:      sandbox.Limits{Timeout: timeout},
+		Concurrency: concurrency,
+		Logger:      logger,
+		Redactor:    redactor,
+		Failpoint:   failpoint,
 		// The ledger's own files stay out of the command sandbox.
 		CommandOptions: command.Config{Unsafe: g.UnsafeCommands, Hide: g.ledgerFiles()},
-		Reconcile:      reconcile,
-		Limits:         sandbox.Limits{Timeout: timeout},
-		Logger:         logger,
-		Redactor:       redactor,
-		Failpoint:      failpoint,
 		OnConsole: func(run scripthost.Run, lines []sandbox.ConsoleLine) {
 			for _, l := range lines {
 				fmt.Fprintf(g.Stdout, "[%s/%s] %s\n", run.Workflow, run.Handler, redactor.Redact(l.Text))
@@ -114,14 +133,14 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 		tools, err := httptool.Load(toolsFile, os.LookupEnv)
 		if err != nil {
 			store.Close()
-			return nil, nil, usageError{err}
+			return nil, nil, usageError{err: err}
 		}
 		for _, t := range tools {
 			redactor.AddSecret(t.Secrets...)
 		}
 		if err := h.RegisterTool(tools...); err != nil {
 			store.Close()
-			return nil, nil, usageError{err}
+			return nil, nil, usageError{err: err}
 		}
 	}
 	wrapToolFailpoints(h.Tools())
@@ -137,20 +156,25 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) e
 			return usagef("workflow %s: %v", p, errors.Unwrap(err))
 		}
 		if _, err := langOf(p); err != nil {
-			return usageError{err}
+			return usageError{err: err}
 		}
 	}
 	ws := f.workspace
 	if ws == "" {
 		ws = filepath.Dir(paths[0])
 	}
+	_, statErr := os.Stat(g.DBPath + ".lock")
 	unlock, err := lockLedger(g.DBPath)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile)
+	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile, f.concurrency)
 	if err != nil {
+		if errors.Is(statErr, fs.ErrNotExist) {
+			// No lock file is left beside a file that turned out not to be a ledger.
+			_ = os.Remove(g.DBPath + ".lock")
+		}
 		return err
 	}
 	defer store.Close()
@@ -166,41 +190,126 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) e
 		}
 	}
 	for _, p := range paths {
-		var v ledger.WorkflowVersion
-		if f.name != "" {
-			v, err = h.LoadWorkflowAs(ctx, f.name, p)
-		} else {
-			v, err = h.LoadWorkflow(ctx, p)
-		}
+		v, err := h.Load(ctx, p, host.LoadOptions{Name: f.name, Replace: f.replace})
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(g.Stderr, "workflow %s version %d (%s)\n", v.Workflow, v.Version, p)
 	}
-	if f.once {
+	if !f.once {
+		if f.wait != 0 {
+			return usagef("--wait goes with --once")
+		}
+		out, err := h.Outstanding(ctx)
+		if err != nil {
+			return err
+		}
+		reportOutstanding(g, out)
+		return h.Run(ctx, f.poll)
+	}
+	if f.wait < 0 {
+		return usagef("--wait %v: want a positive duration", f.wait)
+	}
+	started := time.Now()
+	for {
 		if err := h.RunOnce(ctx); err != nil {
 			return err
 		}
-		return summarize(ctx, g, store, h.Workflows())
+		out, err := h.Outstanding(ctx)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		if f.wait > 0 && !out.NextDue.IsZero() && !out.NextDue.After(now.Add(f.wait)) {
+			// At least one poll interval, so that a run that cannot move yet is not
+			// driven in a busy loop.
+			t := time.NewTimer(max(out.NextDue.Sub(now), f.poll))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+			continue
+		}
+		if err := summarize(ctx, g, store, h.Workflows(), started); err != nil {
+			return err
+		}
+		reportOutstanding(g, out)
+		return onceResult(out)
 	}
-	return h.Run(ctx, f.poll)
 }
 
-// summarize prints what --once left behind: counts by status, and the runs that need
-// a person.
-func summarize(ctx context.Context, g *globals, store ledger.Store, workflows []string) error {
+// Exit codes of run --once (see README "Exit codes").
+const (
+	exitBlocked    = 9  // a run failed or paused and waits for a person
+	exitUnfinished = 10 // runs wait for an automatic retry, reconcile or wake-up
+)
+
+// onceError ends run --once with a documented exit code.
+type onceError struct {
+	code int
+	msg  string
+}
+
+func (e onceError) Error() string { return e.msg }
+func (e onceError) ExitCode() int { return e.code }
+
+func onceResult(out runtime.Outstanding) error {
+	switch {
+	case len(out.Blocked) > 0:
+		return onceError{exitBlocked, fmt.Sprintf("%d handler(s) blocked until a person acts (see above)", len(out.Blocked))}
+	case len(out.Waiting) > 0:
+		return onceError{exitUnfinished, fmt.Sprintf("%d run(s) wait for an automatic retry (run again later, or use --wait)", len(out.Waiting))}
+	}
+	return nil
+}
+
+// reportOutstanding says, for each blocked handler, how to unblock it, and when each
+// waiting run is picked up again.
+func reportOutstanding(g *globals, out runtime.Outstanding) {
+	for _, s := range out.Blocked {
+		r := s.Run
+		fmt.Fprintf(g.Stderr, "blocked: %s/%s: run %s is %s: %s\n", r.Workflow, r.Handler, r.ID, r.Status, oneLine(r.Error, 200))
+		fmt.Fprintf(g.Stderr, "  to unblock: %s\n", unblockHint(s))
+	}
+	for _, s := range out.Waiting {
+		r := s.Run
+		what := "retried"
+		if s.Mutation != nil {
+			what = "reconciled (mutation " + s.Mutation.ID + ")"
+		}
+		fmt.Fprintf(g.Stderr, "waiting: %s/%s: run %s (%s) is %s automatically at %s\n",
+			r.Workflow, r.Handler, r.ID, r.Status, what, s.Due.Format(time.RFC3339))
+	}
+}
+
+func unblockHint(s runtime.Stuck) string {
+	r := s.Run
+	switch {
+	case s.Mutation != nil:
+		return fmt.Sprintf("find out whether the side effect happened, then scripthost resolve %s --as applied|failed|skipped", s.Mutation.ID)
+	case r.Status == scripthost.StatusPausedApproval:
+		return fmt.Sprintf("fix the credentials or permissions the tool refused, then scripthost retry %s", r.ID)
+	case r.Status == scripthost.StatusPausedTransient:
+		return fmt.Sprintf("automatic retries are used up: once the service answers, scripthost retry %s", r.ID)
+	case r.Status == scripthost.StatusPausedReconciliation:
+		return fmt.Sprintf("scripthost retry %s", r.ID)
+	}
+	return fmt.Sprintf("fix the workflow and store the fix (scripthost run FILE), then scripthost retry %s (it runs the newest version)", r.ID)
+}
+
+// summarize prints what --once did: run counts by status per workflow, and the
+// warnings recorded on runs since it started.
+func summarize(ctx context.Context, g *globals, store ledger.Store, workflows []string, since time.Time) error {
 	for _, wf := range workflows {
 		runs, err := store.Runs(ctx, ledger.RunFilter{Workflow: wf})
 		if err != nil {
 			return err
 		}
 		counts := map[scripthost.RunStatus]int{}
-		var attention []scripthost.Run
 		for _, r := range runs {
 			counts[r.Status]++
-			if r.Status != scripthost.StatusCommitted && r.Status != scripthost.StatusSkipped {
-				attention = append(attention, r)
-			}
 		}
 		var parts []string
 		for _, s := range []scripthost.RunStatus{scripthost.StatusCommitted, scripthost.StatusSkipped, scripthost.StatusActive,
@@ -211,43 +320,60 @@ func summarize(ctx context.Context, g *globals, store ledger.Store, workflows []
 			}
 		}
 		fmt.Fprintf(g.Stderr, "workflow %s: %d runs (%s)\n", wf, len(runs), strings.Join(parts, ", "))
-		superseded := map[string]bool{}
-		for _, r := range runs {
-			if r.RetryOf != "" {
-				superseded[r.RetryOf] = true
-			}
+		warnings, err := runtime.Warnings(ctx, store, wf, "")
+		if err != nil {
+			return err
 		}
-		for _, r := range attention {
-			if superseded[r.ID] {
-				continue
+		for _, w := range warnings {
+			if !w.At.Before(since) {
+				fmt.Fprintf(g.Stderr, "warning: %s/%s: run %s: %s\n", wf, w.Handler, w.RunID, w.Message)
 			}
-			fmt.Fprintf(g.Stderr, "  run %s %s: %s %s: %s\n", r.ID, r.Handler, r.Phase, r.Status, r.Error)
 		}
 	}
 	return nil
 }
 
 func newValidateCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "validate WORKFLOW",
+	var toolsFile string
+	var noTypes bool
+	cmd := &cobra.Command{
+		Use:   "validate WORKFLOW [--tools FILE]",
 		Short: "Check a workflow file without running it or touching the ledger",
-		Args:  cobra.ExactArgs(1),
+		Long: `Load a workflow in its engine and check its definition, without running it or touching
+the ledger. A TypeScript workflow is also type-checked with tsc, when tsc is on PATH,
+against the sandbox's declarations and the tools' (Files, plan and the HTTP tools of
+--tools); without tsc the type check is skipped and validate says so.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, err := os.ReadFile(args[0])
 			if err != nil {
 				return usagef("%v", err)
 			}
-			if _, err := langOf(args[0]); err != nil {
-				return usageError{err}
+			lang, err := langOf(args[0])
+			if err != nil {
+				return usageError{err: err}
 			}
 			v, err := validateOnly(cmd.Context(), args[0], src)
 			if err != nil {
 				return err
 			}
+			if lang == "ts" && !noTypes {
+				switch err := typeCheck(cmd.Context(), args[0], src, toolsFile); {
+				case errors.Is(err, errNoCompiler):
+					fmt.Fprintf(g.Stderr, "%s: type check skipped: %v\n", args[0], err)
+				case err != nil:
+					return err
+				default:
+					v += "; types ok"
+				}
+			}
 			fmt.Fprintln(g.Stdout, v)
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&toolsFile, "tools", "", "HTTP tools declared in a JSON or YAML file (for the type check)")
+	cmd.Flags().BoolVar(&noTypes, "no-typecheck", false, "do not type-check a TypeScript workflow")
+	return cmd
 }
 
 func programs(names []string) []command.Program {

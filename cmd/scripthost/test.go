@@ -80,7 +80,7 @@ func testWorkflow(ctx context.Context, g *globals, f testFlags, path string) err
 		return usagef("workflow %s: %v", path, errors.Unwrap(err))
 	}
 	if _, err := langOf(path); err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	dir := f.fixtures
 	if dir == "" {
@@ -88,12 +88,12 @@ func testWorkflow(ctx context.Context, g *globals, f testFlags, path string) err
 	}
 	files, err := fixture.Load(dir)
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	var tools []*hostfuncs.Tool
 	if f.tools != "" {
 		if tools, err = httptool.Load(f.tools, fixtureEnv); err != nil {
-			return usageError{err}
+			return usageError{err: err}
 		}
 	}
 	r, err := fixture.NewRunner(fixture.Options{

@@ -18,6 +18,9 @@ func exampleWorkflow(t *testing.T, dir string) string {
 			return filepath.Join(dir, name)
 		}
 	}
+	if prebuilt := committedGuest(dir); prebuilt != "" {
+		return prebuilt
+	}
 	if _, err := os.Stat(filepath.Join(dir, "main.go")); err != nil {
 		return ""
 	}

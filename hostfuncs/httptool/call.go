@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -41,84 +42,114 @@ func noKeepAlive() http.RoundTripper {
 }
 
 type httpTool struct {
-	name      string
-	method    string
-	url       template
-	header    http.Header
-	jsonBody  bool
-	readOnly  bool
-	timeout   time.Duration
-	reconcile *reconcileRequest
+	name        string
+	method      string
+	url         template
+	header      http.Header
+	body        bodyMode
+	contentType string
+	bodyField   string            // the input field a raw body is
+	headerTmpl  map[string]string // header values with {field} or {key}, filled per call
+	placed      map[string]bool   // fields the URL and headers take, left out of the body
+	readOnly    bool
+	timeout     time.Duration
+	reconcile   *reconcileRequest
+	now         func() time.Time
+	sleep       func(context.Context, time.Duration) error
 }
 
 type reconcileRequest struct {
+	replay bool // re-send the mutation itself; method and url are unused
 	method string
 	url    template
 }
 
+// maxReadRetries bounds the extra attempts a read makes when the service asks it to
+// come back (429 or 503 with Retry-After no longer than the tool's timeout).
+const maxReadRetries = 2
+
 func (h *httpTool) execute(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
 	key := hostfuncs.IdempotencyKey(ctx)
-	fields, err := inputFields(input)
+	req, err := h.request(input, key)
 	if err != nil {
 		return nil, h.errorf(scripthost.ClassLogic, scripthost.CodeInvalidInput, "%v", err)
 	}
-	u, err := h.url.expand(fields, key)
-	if err != nil {
-		return nil, h.errorf(scripthost.ClassLogic, scripthost.CodeInvalidInput, "%v", err)
+	for attempt := 0; ; attempt++ {
+		resp, err := h.do(ctx, req, key)
+		if err != nil {
+			return nil, err
+		}
+		if resp.status/100 == 2 {
+			return asJSON(resp.body), nil
+		}
+		if h.readOnly && attempt < maxReadRetries {
+			if d, ok := h.retryAfter(resp); ok && d <= h.timeout {
+				if err := h.sleep(ctx, d); err != nil {
+					return nil, &scripthost.Error{Class: scripthost.ClassNetwork, Op: h.name,
+						Message: fmt.Sprintf("%s %s: waiting %s as the service asked: %v", req.method, redactURL(req.url), d, err), Err: err}
+				}
+				continue
+			}
+		}
+		return nil, h.statusError(req, resp, key != "" && !h.readOnly)
 	}
-	var body []byte
-	if h.jsonBody {
-		body = input
-	}
-	status, respBody, err := h.do(ctx, h.method, u, body, key)
-	if err != nil {
-		return nil, err
-	}
-	if status/100 == 2 {
-		return asJSON(respBody), nil
-	}
-	return nil, h.statusError(h.method, u, status, respBody)
 }
 
-// reconcileMutation asks the service about m with the declared reconcile request:
-// 2xx applied (the body is the result), 404 failed, anything else retry later.
+// reconcileMutation asks the service about m: by replaying the mutation, or with the
+// declared look-up request, whose 2xx means applied (the body is the result), 404
+// failed, and anything else retry later.
 func (h *httpTool) reconcileMutation(ctx context.Context, m scripthost.Mutation) (scripthost.Reconciliation, error) {
+	if h.reconcile.replay {
+		return h.replay(ctx, m)
+	}
 	fields, _ := inputFields(m.Params)
 	u, err := h.reconcile.url.expand(fields, m.IdempotencyKey)
 	if err != nil {
 		return scripthost.Reconciliation{}, h.errorf(scripthost.ClassLogic, "", "reconcile: %v", err)
 	}
-	status, body, err := h.do(ctx, h.reconcile.method, u, nil, "")
+	resp, err := h.do(ctx, outgoing{method: h.reconcile.method, url: u}, "")
 	if err != nil {
 		return scripthost.Reconciliation{}, err
 	}
 	switch {
-	case status/100 == 2:
-		return scripthost.Reconciliation{Outcome: scripthost.ReconcileApplied, Result: asJSON(body)}, nil
-	case status == http.StatusNotFound:
+	case resp.status/100 == 2:
+		return scripthost.Reconciliation{Outcome: scripthost.ReconcileApplied, Result: asJSON(resp.body)}, nil
+	case resp.status == http.StatusNotFound:
 		return scripthost.Reconciliation{Outcome: scripthost.ReconcileFailed,
 			Reason: fmt.Sprintf("%s %s: HTTP 404: the service has no record of the mutation", h.reconcile.method, redactURL(u))}, nil
 	}
-	return scripthost.Reconciliation{Outcome: scripthost.ReconcileRetryLater,
-		Reason: fmt.Sprintf("%s %s: HTTP %d%s", h.reconcile.method, redactURL(u), status, snippet(body))}, nil
+	wait, _ := h.retryAfter(resp)
+	return scripthost.Reconciliation{Outcome: scripthost.ReconcileRetryLater, RetryAfter: wait,
+		Reason: fmt.Sprintf("%s %s: HTTP %d%s", h.reconcile.method, redactURL(u), resp.status, describe(resp.body))}, nil
+}
+
+// response is what came back: status, headers and the body (bounded).
+type response struct {
+	status int
+	header http.Header
+	body   []byte
 }
 
 // do sends one request with the tool's headers and timeout. A transport failure is a
 // network error (code timeout when the deadline passed).
-func (h *httpTool) do(ctx context.Context, method, u string, body []byte, key string) (int, []byte, error) {
+func (h *httpTool) do(ctx context.Context, o outgoing, key string) (response, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	if o.body != nil {
+		rd = bytes.NewReader(o.body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	req, err := http.NewRequestWithContext(ctx, o.method, o.url, rd)
 	if err != nil {
-		return 0, nil, h.errorf(scripthost.ClassLogic, scripthost.CodeInvalidInput, "building the request: %v", errors.Unwrap(err))
+		return response{}, h.errorf(scripthost.ClassLogic, scripthost.CodeInvalidInput, "building the request: %v", errors.Unwrap(err))
 	}
 	req.Header = h.header.Clone()
-	if body != nil && req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", "application/json")
+	for k, v := range o.header {
+		req.Header[k] = v
+	}
+	req.Header.Del("Content-Type")
+	if o.body != nil {
+		req.Header.Set("Content-Type", o.contentType)
 	}
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "application/json")
@@ -142,36 +173,47 @@ func (h *httpTool) do(ctx context.Context, method, u string, body []byte, key st
 		if errors.As(err, &ue) {
 			cause = ue.Err
 		}
-		return 0, nil, &scripthost.Error{Class: scripthost.ClassNetwork, Code: code, Op: h.name,
-			Message: fmt.Sprintf("%s %s: %v", method, redactURL(u), cause), Err: cause}
+		return response{}, &scripthost.Error{Class: scripthost.ClassNetwork, Code: code, Op: h.name,
+			Message: fmt.Sprintf("%s %s: %v", o.method, redactURL(o.url), cause), Err: cause}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		// The status arrived but the body did not: for a mutation the outcome is
 		// unknown either way.
-		return 0, nil, &scripthost.Error{Class: scripthost.ClassNetwork, Op: h.name,
-			Message: fmt.Sprintf("%s %s: HTTP %d, reading the body: %v", method, redactURL(u), resp.StatusCode, err), Err: err}
+		return response{}, &scripthost.Error{Class: scripthost.ClassNetwork, Op: h.name,
+			Message: fmt.Sprintf("%s %s: HTTP %d, reading the body: %v", o.method, redactURL(o.url), resp.StatusCode, err), Err: err}
 	}
-	return resp.StatusCode, data, nil
+	return response{status: resp.StatusCode, header: resp.Header, body: data}, nil
 }
 
 // statusError classifies a non-2xx answer: 401 auth, 403 permission, 408 and 429
-// network (try again), other 4xx logic (the service refused: definite), 5xx and the
-// rest network (the outcome of a mutation is unknown).
-func (h *httpTool) statusError(method, u string, status int, body []byte) error {
+// network (try again), 409 to a keyed mutation network (another request with the key
+// is under way: the outcome is unknown), other 4xx logic (the service refused:
+// definite), 5xx and the rest network (the outcome of a mutation is unknown). A JSON
+// error body gives the error its message and code.
+func (h *httpTool) statusError(o outgoing, resp response, keyed bool) error {
 	class := scripthost.ClassNetwork
-	switch {
+	switch status := resp.status; {
 	case status == http.StatusUnauthorized:
 		class = scripthost.ClassAuth
 	case status == http.StatusForbidden:
 		class = scripthost.ClassPermission
 	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests:
 		class = scripthost.ClassNetwork
+	case status == http.StatusConflict && keyed:
+		class = scripthost.ClassNetwork
 	case status/100 == 4:
 		class = scripthost.ClassLogic
 	}
-	return h.errorf(class, "", "%s %s: HTTP %d%s", method, redactURL(u), status, snippet(body))
+	e := serviceError(resp.body)
+	msg := fmt.Sprintf("%s %s: HTTP %d%s", o.method, redactURL(o.url), resp.status, describe(resp.body))
+	var cause error
+	if d, ok := h.retryAfter(resp); ok {
+		msg += fmt.Sprintf(" (retry after %s)", d)
+		cause = &hostfuncs.RetryAfterError{Wait: d}
+	}
+	return &scripthost.Error{Class: class, Code: e.code, Op: h.name, Message: msg, Err: cause}
 }
 
 func (h *httpTool) errorf(class scripthost.ErrorClass, code, format string, args ...any) error {
@@ -190,6 +232,7 @@ func asJSON(body []byte) json.RawMessage {
 	return b
 }
 
+// snippet is the start of a body for a message.
 func snippet(body []byte) string {
 	s := strings.TrimSpace(string(body))
 	if s == "" {
@@ -230,7 +273,7 @@ func inputFields(input json.RawMessage) (map[string]any, error) {
 // field, path-escaped before the query and query-escaped in it. A query parameter whose
 // field is absent (or null) is left out; a path field must be present.
 func (t template) expand(fields map[string]any, key string) (string, error) {
-	path, err := fill(t.raw[:t.query], fields, key, url.PathEscape)
+	path, err := fill(placeholderRE, t.raw[:t.query], "the URL", fields, key, url.PathEscape)
 	if err != nil {
 		return "", err
 	}
@@ -239,7 +282,7 @@ func (t template) expand(fields map[string]any, key string) (string, error) {
 	}
 	var kept []string
 	for _, part := range strings.Split(t.raw[t.query+1:], "&") {
-		v, err := fill(part, fields, key, url.QueryEscape)
+		v, err := fill(placeholderRE, part, "the URL", fields, key, url.QueryEscape)
 		if errors.Is(err, errMissing) {
 			continue
 		}
@@ -256,20 +299,22 @@ func (t template) expand(fields map[string]any, key string) (string, error) {
 
 var errMissing = errors.New("missing field")
 
-func fill(s string, fields map[string]any, key string, escape func(string) string) (string, error) {
+// fill replaces the placeholders re finds in s ({key} and {field}) for what ("the URL",
+// "header X"), escaping each value.
+func fill(re *regexp.Regexp, s, what string, fields map[string]any, key string, escape func(string) string) (string, error) {
 	var err error
-	out := placeholderRE.ReplaceAllStringFunc(s, func(m string) string {
+	out := re.ReplaceAllStringFunc(s, func(m string) string {
 		name := m[1 : len(m)-1]
 		if name == "key" {
 			if key == "" && err == nil {
-				err = fmt.Errorf("the URL needs the idempotency key, and the call has none")
+				err = fmt.Errorf("%s needs the idempotency key, and the call has none", what)
 			}
 			return escape(key)
 		}
 		v, ok := fields[name]
 		if !ok || v == nil {
 			if err == nil {
-				err = fmt.Errorf("input field %q is needed by the URL: %w", name, errMissing)
+				err = fmt.Errorf("input field %q is needed by %s: %w", name, what, errMissing)
 			}
 			return ""
 		}

@@ -1,48 +1,10 @@
-// Package httptool builds host tools that call HTTP services from a declaration file
-// (JSON or YAML): each tool names its URL template, HTTP method, headers (secrets read
-// from the environment), schemas, timeout, and optionally a reconcile request that asks
-// the service what became of a mutation.
-//
-// A declaration file (tools.yaml):
-//
-//	tools:
-//	  - namespace: Stripe
-//	    method: charge
-//	    description: Create a charge.
-//	    url: https://api.stripe.example/v1/charges/{customer}?note={note}
-//	    http_method: POST          # default POST, or GET when read_only
-//	    body: json                 # json (default for POST, PUT, PATCH) or none
-//	    headers:
-//	      Authorization: Bearer ${STRIPE_KEY}
-//	    input_schema: {type: object, properties: {customer: {type: string}, amount: {type: integer}, note: {type: string}}}
-//	    output_schema: {type: object}
-//	    secret_fields: [card]      # input fields redacted wherever stored or printed
-//	    timeout: 10s               # default 30s
-//	    reconcile:
-//	      method: GET
-//	      url: https://api.stripe.example/v1/charges?idempotency_key={key}
-//	  - namespace: Stripe
-//	    method: customer
-//	    read_only: true
-//	    url: https://api.stripe.example/v1/customers/{id}
-//
-// In a URL, {field} is the input's top-level field (path-escaped before the '?',
-// query-escaped after it; a query parameter whose field is absent is dropped) and {key}
-// is the mutation's idempotency key. A mutation also carries it as the Idempotency-Key
-// header, and is sent on a fresh connection so that net/http never replays it.
-//
-// Answers: 2xx is the result (JSON, or the body as a JSON string); 401 is an auth
-// error, 403 a permission error, other 4xx a logic error (the service refused: the
-// mutation definitely did not happen); 5xx, 408, 429, timeouts and connection errors
-// are network errors (the outcome of a mutation is unknown and is reconciled). The
-// reconcile request's 2xx means applied with its body as the result, 404 failed, and
-// anything else try again later.
 package httptool
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -56,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/internal/yamlerr"
 )
 
 // DefaultTimeout bounds one request when a tool declares none.
@@ -70,6 +33,9 @@ type config struct {
 	HTTPMethod   string            `json:"http_method"`
 	Headers      map[string]string `json:"headers"`
 	Body         string            `json:"body"`
+	ContentType  string            `json:"content_type"`
+	BodyField    string            `json:"body_field"`
+	RepeatInBody []string          `json:"repeat_in_body"`
 	InputSchema  json.RawMessage   `json:"input_schema"`
 	OutputSchema json.RawMessage   `json:"output_schema"`
 	ReadOnly     bool              `json:"read_only"`
@@ -79,18 +45,21 @@ type config struct {
 }
 
 type reconcileConfig struct {
-	Method string `json:"method"`
-	URL    string `json:"url"`
+	Strategy string `json:"strategy"`
+	Method   string `json:"method"`
+	URL      string `json:"url"`
 }
 
 var (
-	toolFields      = []string{"namespace", "method", "description", "url", "http_method", "headers", "body", "input_schema", "output_schema", "read_only", "timeout", "reconcile", "secret_fields"}
-	reconcileFields = []string{"method", "url"}
+	toolFields      = []string{"namespace", "method", "description", "url", "http_method", "headers", "body", "content_type", "body_field", "repeat_in_body", "input_schema", "output_schema", "read_only", "timeout", "reconcile", "secret_fields"}
+	reconcileFields = []string{"strategy", "method", "url"}
 	httpMethods     = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead}
 	placeholderRE   = regexp.MustCompile(`\{([^{}]*)\}`)
 	fieldRE         = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	envRE           = regexp.MustCompile(`\$\{([^{}]*)\}`)
 	envNameRE       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// headerFieldRE finds {field} in a header value; other braces are text there.
+	headerFieldRE = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 )
 
 // Load reads the tool declarations in path (".json", ".yaml" or ".yml") and returns the
@@ -146,7 +115,7 @@ func decode(path string, data []byte) (any, error) {
 	case ".yaml", ".yml":
 		var v any
 		if err := yaml.Unmarshal(data, &v); err != nil {
-			return nil, fmt.Errorf("invalid YAML: %w", err)
+			return nil, fmt.Errorf("invalid YAML: %w", yamlerr.Fix(err))
 		}
 		return v, nil
 	}
@@ -234,7 +203,8 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 	if c.URL == "" {
 		return nil, fmt.Errorf("missing url")
 	}
-	h := &httpTool{name: c.Namespace + "." + c.Method, readOnly: c.ReadOnly, timeout: DefaultTimeout, header: http.Header{}}
+	h := &httpTool{name: c.Namespace + "." + c.Method, readOnly: c.ReadOnly, timeout: DefaultTimeout, header: http.Header{},
+		now: time.Now, sleep: sleepCtx, placed: map[string]bool{}}
 
 	h.method = strings.ToUpper(c.HTTPMethod)
 	if h.method == "" {
@@ -246,14 +216,8 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 	if !slices.Contains(httpMethods, h.method) {
 		return nil, fmt.Errorf("http_method %q: want one of %s", c.HTTPMethod, strings.Join(httpMethods, ", "))
 	}
-	switch c.Body {
-	case "":
-		h.jsonBody = h.method == http.MethodPost || h.method == http.MethodPut || h.method == http.MethodPatch
-	case "json":
-		h.jsonBody = true
-	case "none":
-	default:
-		return nil, fmt.Errorf("body %q: want json or none", c.Body)
+	if err := c.bodyMode(h); err != nil {
+		return nil, err
 	}
 	if c.Timeout != "" {
 		d, err := time.ParseDuration(c.Timeout)
@@ -274,6 +238,13 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 	}
 	var secrets []string
 	for name, value := range c.Headers {
+		if headerFieldRE.MatchString(envRE.ReplaceAllString(value, "")) {
+			// {field} or {key}: filled from each call's input.
+			if err := h.headerTemplate(name, value, props, !c.ReadOnly); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		v, vals, err := expandEnv(value, env)
 		if err != nil {
 			return nil, fmt.Errorf("header %s: %w", name, err)
@@ -288,25 +259,16 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 		}
 		h.header.Set(name, v)
 	}
+	if err := h.urlFieldsInBody(c.RepeatInBody); err != nil {
+		return nil, err
+	}
 	if c.Reconcile != nil {
-		if c.ReadOnly {
-			return nil, fmt.Errorf("reconcile: a read-only tool has no mutations to reconcile")
-		}
-		m := strings.ToUpper(c.Reconcile.Method)
-		if m == "" {
-			m = http.MethodGet
-		}
-		if m != http.MethodGet && m != http.MethodHead && m != http.MethodPost {
-			return nil, fmt.Errorf("reconcile: method %q: want GET, HEAD or POST", c.Reconcile.Method)
-		}
-		if c.Reconcile.URL == "" {
-			return nil, fmt.Errorf("reconcile: missing url")
-		}
-		t, err := parseTemplate(c.Reconcile.URL, "reconcile url", props, true)
-		if err != nil {
+		if h.reconcile, err = c.reconcileRequest(props); err != nil {
 			return nil, err
 		}
-		h.reconcile = &reconcileRequest{method: m, url: t}
+		if h.reconcile.replay && len(c.SecretFields) > 0 {
+			return nil, fmt.Errorf("reconcile: strategy replay re-sends the stored params, where secret_fields %v are redacted: use a lookup url instead", c.SecretFields)
+		}
 	}
 
 	tool := &hostfuncs.Tool{
@@ -326,6 +288,138 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 		tool.Reconcile = h.reconcileMutation
 	}
 	return tool, nil
+}
+
+// bodyMode sets how the input becomes the request body.
+func (c *config) bodyMode(h *httpTool) error {
+	h.body = bodyMode(c.Body)
+	switch h.body {
+	case "":
+		h.body = bodyNone
+		if h.method == http.MethodPost || h.method == http.MethodPut || h.method == http.MethodPatch {
+			h.body = bodyJSON
+		}
+	case bodyJSON, bodyForm, bodyQuery, bodyNone, bodyRaw:
+	default:
+		return fmt.Errorf("body %q: want json, form, query, raw or none", c.Body)
+	}
+	for name, v := range c.Headers {
+		if http.CanonicalHeaderKey(name) != "Content-Type" {
+			continue
+		}
+		if c.ContentType != "" {
+			return fmt.Errorf("headers: Content-Type and content_type both given: keep content_type")
+		}
+		c.ContentType = v
+	}
+	h.contentType = c.ContentType
+	switch {
+	case (h.body == bodyNone || h.body == bodyQuery) && c.ContentType != "":
+		return fmt.Errorf("content_type %q: a tool with body %s sends no body", c.ContentType, h.body)
+	case h.body == bodyRaw && c.ContentType == "":
+		return fmt.Errorf("body raw: missing content_type (such as text/csv or application/xml)")
+	case h.body == bodyJSON && c.ContentType == "":
+		h.contentType = "application/json"
+	case h.body == bodyForm && c.ContentType == "":
+		h.contentType = "application/x-www-form-urlencoded"
+	}
+	if c.ContentType != "" {
+		if _, _, err := mime.ParseMediaType(c.ContentType); err != nil {
+			return fmt.Errorf("content_type %q: %w", c.ContentType, err)
+		}
+	}
+	if c.BodyField != "" && h.body != bodyRaw {
+		return fmt.Errorf("body_field %q: only a raw body is taken from one field", c.BodyField)
+	}
+	if h.body == bodyRaw {
+		h.bodyField = c.BodyField
+		if h.bodyField == "" {
+			h.bodyField = "body"
+		}
+		if !fieldRE.MatchString(h.bodyField) {
+			return fmt.Errorf("body_field %q must be an identifier", c.BodyField)
+		}
+	}
+	return nil
+}
+
+// headerTemplate declares a header whose value takes {field} from the input (or {key},
+// the idempotency key). Environment variables and fields do not mix in one value: a
+// secret from the environment could then be read as a placeholder.
+func (h *httpTool) headerTemplate(name, value string, props []string, keyAllowed bool) error {
+	if envRE.MatchString(value) {
+		return fmt.Errorf("header %s: ${NAME} and {field} in one value: declare them in two headers", name)
+	}
+	for _, m := range headerFieldRE.FindAllStringSubmatch(value, -1) {
+		switch f := m[1]; {
+		case f == "key" && !keyAllowed:
+			return fmt.Errorf("header %s: {key} is the idempotency key, which a read-only tool does not have", name)
+		case f != "key" && props != nil && !slices.Contains(props, f):
+			return fmt.Errorf("header %s: {%s} is not a property of the input schema", name, f)
+		case f != "key":
+			h.placed[f] = true
+		}
+	}
+	if h.headerTmpl == nil {
+		h.headerTmpl = map[string]string{}
+	}
+	h.headerTmpl[http.CanonicalHeaderKey(name)] = value
+	return nil
+}
+
+// urlFieldsInBody records the fields the URL takes, which the body leaves out (as it
+// does the headers' fields) unless repeat lists them.
+func (h *httpTool) urlFieldsInBody(repeat []string) error {
+	for _, f := range h.url.fields() {
+		h.placed[f] = true
+	}
+	for _, f := range repeat {
+		if !h.placed[f] {
+			return fmt.Errorf("repeat_in_body: %q is not a field of the url or a header", f)
+		}
+		delete(h.placed, f)
+	}
+	if h.body == bodyQuery && strings.Contains(h.url.raw, "?") {
+		return fmt.Errorf("body query: the url has a query already; put its fields in the input instead")
+	}
+	if len(repeat) > 0 && (h.body == bodyNone || h.body == bodyRaw) {
+		return fmt.Errorf("repeat_in_body: a tool with body %s sends no fields in its body", h.body)
+	}
+	return nil
+}
+
+// reconcileRequest checks the reconcile declaration: a lookup (the default) asks a URL
+// about the key; replay re-sends the mutation itself.
+func (c *config) reconcileRequest(props []string) (*reconcileRequest, error) {
+	if c.ReadOnly {
+		return nil, fmt.Errorf("reconcile: a read-only tool has no mutations to reconcile")
+	}
+	rc := c.Reconcile
+	switch rc.Strategy {
+	case "replay":
+		if rc.Method != "" || rc.URL != "" {
+			return nil, fmt.Errorf("reconcile: strategy replay re-sends the tool's own request: method and url are not used")
+		}
+		return &reconcileRequest{replay: true}, nil
+	case "", "lookup":
+	default:
+		return nil, fmt.Errorf("reconcile: strategy %q: want lookup (the default, with a url) or replay", rc.Strategy)
+	}
+	m := strings.ToUpper(rc.Method)
+	if m == "" {
+		m = http.MethodGet
+	}
+	if m != http.MethodGet && m != http.MethodHead && m != http.MethodPost {
+		return nil, fmt.Errorf("reconcile: method %q: want GET, HEAD or POST", rc.Method)
+	}
+	if rc.URL == "" {
+		return nil, fmt.Errorf("reconcile: missing url (or declare strategy: replay)")
+	}
+	t, err := parseTemplate(rc.URL, "reconcile url", props, true)
+	if err != nil {
+		return nil, err
+	}
+	return &reconcileRequest{method: m, url: t}, nil
 }
 
 // expandEnv replaces ${NAME} in a header value and returns the values it used.
@@ -404,4 +498,15 @@ func parseTemplate(raw, what string, props []string, keyAllowed bool) (template,
 		q = len(raw)
 	}
 	return template{raw: raw, query: q}, nil
+}
+
+// fields returns the input fields the template names ({key} is not one).
+func (t template) fields() []string {
+	var out []string
+	for _, m := range placeholderRE.FindAllStringSubmatch(t.raw, -1) {
+		if m[1] != "key" && !slices.Contains(out, m[1]) {
+			out = append(out, m[1])
+		}
+	}
+	return out
 }

@@ -112,15 +112,7 @@ tools:
 
 func loadDecl(t *testing.T, svc *fakesvc.Server) map[string]*hostfuncs.Tool {
 	t.Helper()
-	tools, err := httptool.Load(write(t, "tools.yaml", strings.ReplaceAll(decl, "%URL%", svc.URL())), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]*hostfuncs.Tool{}
-	for _, tl := range tools {
-		out[tl.Name()] = tl
-	}
-	return out
+	return loadTools(t, svc.URL(), decl)
 }
 
 func TestLoadJSONAndYAMLAgree(t *testing.T) {

@@ -93,7 +93,7 @@ func (w *Workspace) listTool() *hostfuncs.Tool {
 		Namespace: FilesNamespace, Method: "list",
 		Description:  "List a directory of the workspace.",
 		InputSchema:  schema(map[string]string{"dir": str}, "dir"),
-		OutputSchema: json.RawMessage(`{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"size":{"type":"integer"},"dir":{"type":"boolean"}}}}`),
+		OutputSchema: json.RawMessage(`{"type":"array","items":{"type":"object","required":["name","size","dir"],"properties":{"name":{"type":"string"},"size":{"type":"integer"},"dir":{"type":"boolean"}}}}`),
 		ReadOnly:     hostfuncs.ReadOnlyAlways,
 	}
 	t.Execute = func(_ context.Context, input json.RawMessage) (json.RawMessage, error) {

@@ -12,7 +12,10 @@
 //   - any other GET: a read, 200 with {"path", "query"}.
 //
 // The service does not deduplicate by key unless told to (SetDedupe): a client that
-// sends one logical mutation twice shows up as two applies.
+// sends one logical mutation twice shows up as two applies. Told to, it keeps keys the
+// way Stripe and the IETF Idempotency-Key draft do: a repeated request gets the stored
+// answer, a request while the first is still under way gets 409, and a request reusing
+// a key with another method, path or body gets 422.
 package fakesvc
 
 import (
@@ -46,10 +49,15 @@ const (
 	Unauthorized Behavior = "unauthorized"
 	// Forbidden answers 403 without applying.
 	Forbidden Behavior = "forbidden"
+	// Hold takes the request's key as under way and applies only when Release is
+	// called, whether or not the client is still waiting; it answers if it is.
+	Hold Behavior = "hold"
+	// KeyReused answers 422 as a service that saw the key with other parameters.
+	KeyReused Behavior = "key_reused"
 )
 
 // Behaviors lists the mutation behaviours, for outcome matrices.
-var Behaviors = []Behavior{Succeed, Fail4xx, Fail5xx, ApplyTimeout, ApplyDrop, Unauthorized, Forbidden}
+var Behaviors = []Behavior{Succeed, Fail4xx, Fail5xx, ApplyTimeout, ApplyDrop, Unauthorized, Forbidden, KeyReused}
 
 // ReconcileBehavior is how the service answers a reconcile look-up.
 type ReconcileBehavior string
@@ -97,6 +105,10 @@ type Server struct {
 	latency   time.Duration
 	applies   map[string]int
 	answers   map[string][]byte
+	prints    map[string]string // key → method, path and body of its first request
+	underWay  map[string]bool   // keys whose first request is being processed
+	release   chan struct{}     // closed by Release
+	released  bool
 	total     int
 	requests  []Request
 	changed   chan struct{} // closed and replaced on every apply
@@ -130,6 +142,9 @@ func newServer() *Server {
 		reconcile: ReconcileTruth,
 		applies:   map[string]int{},
 		answers:   map[string][]byte{},
+		prints:    map[string]string{},
+		underWay:  map[string]bool{},
+		release:   make(chan struct{}),
 		changed:   make(chan struct{}),
 	}
 }
@@ -179,8 +194,11 @@ func (s *Server) SetReconcile(b ReconcileBehavior) {
 	s.reconcile = b
 }
 
-// SetDedupe makes the service answer a request whose key was already applied with the
-// stored answer instead of applying again, as a service honouring Idempotency-Key does.
+// SetDedupe makes the service honour Idempotency-Key: a request whose key was applied
+// gets the stored answer instead of applying again when its method, path and body are
+// those of the first, and 422 (error type idempotency_error) when they are not; a
+// request whose key is still under way gets 409. Only an applied answer is stored: a
+// refusal before applying leaves the key free.
 func (s *Server) SetDedupe(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -196,6 +214,16 @@ func (s *Server) SetLatency(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.latency = d
+}
+
+// Release lets every request held by Hold apply, now and from now on.
+func (s *Server) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.released {
+		s.released = true
+		close(s.release)
+	}
 }
 
 // Applies returns how many times a request with key was applied.
@@ -289,15 +317,36 @@ func (s *Server) mutate(w http.ResponseWriter, r *http.Request, body []byte) {
 	case Forbidden:
 		writeJSON(w, http.StatusForbidden, map[string]string{"error": "not allowed"})
 		return
-	}
-
-	s.mu.Lock()
-	latency := s.latency
-	s.mu.Unlock()
-	if !s.wait(r, latency) {
+	case KeyReused:
+		writeKeyError(w, http.StatusUnprocessableEntity, "this key was used with other parameters")
 		return
 	}
-	answer := s.apply(key, r.URL.Path, body)
+	fp := r.Method + " " + r.URL.Path + "\n" + string(body)
+	if status, answer, done := s.begin(key, fp); done {
+		if status != http.StatusOK {
+			writeKeyError(w, status, string(answer))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.Write(answer)
+		return
+	}
+	defer s.end(key)
+
+	s.mu.Lock()
+	latency, release := s.latency, s.release
+	s.mu.Unlock()
+	if b == Hold {
+		select {
+		case <-release:
+		case <-s.done:
+			return
+		}
+	} else if !s.wait(r, latency) {
+		return
+	}
+	answer := s.apply(key, fp, r.URL.Path, body)
 	if !s.wait(r, latency) {
 		return
 	}
@@ -325,6 +374,40 @@ func (s *Server) mutate(w http.ResponseWriter, r *http.Request, body []byte) {
 	w.Write(answer)
 }
 
+// begin checks key before a request is processed. With dedupe on, a key under way is
+// answered 409, a key with a stored answer is answered with it (200) when fp
+// matches the first request and 422 when not; otherwise the key is marked under way
+// until end.
+func (s *Server) begin(key, fp string) (int, []byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.dedupe || key == "" {
+		return 0, nil, false
+	}
+	if answer, ok := s.answers[key]; ok {
+		if s.prints[key] != fp {
+			return http.StatusUnprocessableEntity, []byte("this key was used with other parameters"), true
+		}
+		return http.StatusOK, answer, true
+	}
+	if s.underWay[key] {
+		return http.StatusConflict, []byte("a request with this key is under way"), true
+	}
+	s.underWay[key] = true
+	return 0, nil, false
+}
+
+func (s *Server) end(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.underWay, key)
+}
+
+// writeKeyError answers with an error about the key, shaped as Stripe's.
+func writeKeyError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"type": "idempotency_error", "message": msg}})
+}
+
 // wait waits d and reports whether the request's client is still there.
 func (s *Server) wait(r *http.Request, d time.Duration) bool {
 	if d <= 0 {
@@ -341,14 +424,11 @@ func (s *Server) wait(r *http.Request, d time.Duration) bool {
 	return false
 }
 
-// apply records one apply of key and returns its answer. With dedupe on, a key applied
-// before is answered from the store without applying again.
-func (s *Server) apply(key, path string, body []byte) []byte {
+// apply records one apply of key and returns its answer; the first answer and request
+// fingerprint of a key are stored.
+func (s *Server) apply(key, fp, path string, body []byte) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if prev, ok := s.answers[key]; ok && s.dedupe && key != "" {
-		return prev
-	}
 	s.total++
 	s.applies[key]++
 	close(s.changed)
@@ -366,6 +446,7 @@ func (s *Server) apply(key, path string, body []byte) []byte {
 	})
 	if _, ok := s.answers[key]; !ok {
 		s.answers[key] = answer
+		s.prints[key] = fp
 	}
 	return answer
 }

@@ -126,3 +126,80 @@ func TestWaitTotal(t *testing.T) {
 		t.Errorf("WaitTotal(2): got nil, want the context's error")
 	}
 }
+
+// send posts body to path with key and returns the status, the body and whether the
+// answer says it was replayed; a transport error is status 0.
+func send(t *testing.T, url, path, key, body string, timeout time.Duration) (int, string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+path, strings.NewReader(body))
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error(), false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header.Get("Idempotent-Replayed") == "true"
+}
+
+// TestDedupeStoresAndReplaysPerKey: with dedupe on, a repeated request gets the stored
+// answer without applying, another body or path under the key gets 422, a request
+// while the first is under way gets 409, and a refusal leaves the key free.
+func TestDedupeStoresAndReplaysPerKey(t *testing.T) {
+	s := New()
+	defer s.Close()
+	s.SetDedupe(true)
+	st, first, replayed := send(t, s.URL(), "/charges", "k", `{"amount":5}`, time.Second)
+	if st != 200 || replayed {
+		t.Fatalf("first: got %d (replayed %v), want 200 applied", st, replayed)
+	}
+	st, again, replayed := send(t, s.URL(), "/charges", "k", `{"amount":5}`, time.Second)
+	if st != 200 || again != first || !replayed {
+		t.Errorf("repeat: got %d %s (replayed %v), want 200 with the stored %s", st, again, replayed, first)
+	}
+	for _, tc := range []struct{ path, body string }{{"/charges", `{"amount":6}`}, {"/refunds", `{"amount":5}`}} {
+		st, body, _ := send(t, s.URL(), tc.path, "k", tc.body, time.Second)
+		if st != 422 || !strings.Contains(body, "idempotency_error") {
+			t.Errorf("reuse with %s %s: got %d %s, want 422 idempotency_error", tc.path, tc.body, st, body)
+		}
+	}
+	if got := s.Applies("k"); got != 1 {
+		t.Errorf("applies of k: got %d, want 1", got)
+	}
+
+	// Refused before applying: the key stays free.
+	s.Next(Fail5xx)
+	if st, _, _ := send(t, s.URL(), "/charges", "r", `{}`, time.Second); st != 503 {
+		t.Errorf("refused: got %d, want 503", st)
+	}
+	if st, _, replayed := send(t, s.URL(), "/charges", "r", `{}`, time.Second); st != 200 || replayed || s.Applies("r") != 1 {
+		t.Errorf("after a refusal: got %d (replayed %v, %d applies), want a fresh apply", st, replayed, s.Applies("r"))
+	}
+
+	// Held: under way until released, then stored.
+	s.Next(Hold)
+	if st, _, _ := send(t, s.URL(), "/charges", "h", `{"amount":7}`, 100*time.Millisecond); st != 0 {
+		t.Fatalf("held: got %d, want no answer", st)
+	}
+	st, body, _ := send(t, s.URL(), "/charges", "h", `{"amount":7}`, time.Second)
+	if st != 409 || !strings.Contains(body, "idempotency_error") {
+		t.Errorf("while under way: got %d %s, want 409 idempotency_error", st, body)
+	}
+	s.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.WaitTotal(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	st, _, replayed = send(t, s.URL(), "/charges", "h", `{"amount":7}`, time.Second)
+	if st != 200 || !replayed || s.Applies("h") != 1 {
+		t.Errorf("after release: got %d (replayed %v, %d applies), want the stored answer, one apply", st, replayed, s.Applies("h"))
+	}
+
+	s.Next(KeyReused)
+	if st, _, _ := send(t, s.URL(), "/charges", "z", `{}`, time.Second); st != 422 || s.Applies("z") != 0 {
+		t.Errorf("key_reused: got %d with %d applies, want 422 and none", st, s.Applies("z"))
+	}
+}

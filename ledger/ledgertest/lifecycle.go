@@ -21,7 +21,7 @@ func testRetryRun(f *fixture) {
 		f.with("after the mutation: "+tc.stage+" "+string(tc.stop), func(f *fixture) {
 			b := f.consumer(tc.stage)
 			src := must(f.s.SetRunStatus(f.ctx, b.run.ID, ledger.StatusChange{Status: tc.stop, Error: "next threw"}))(f.t)
-			r := must(f.s.CreateRetryRun(f.ctx, src.ID))(f.t)
+			r := must(f.s.CreateRetryRun(f.ctx, src.ID, 0))(f.t)
 			if r.ID == src.ID || r.Phase != scripthost.RunEmitting || r.Status != scripthost.StatusActive || r.Attempt != 2 ||
 				r.RetryOf != src.ID || r.Workflow != src.Workflow || r.Handler != src.Handler || r.Version != src.Version {
 				f.t.Fatalf("got %+v, want attempt 2 of %s at emitting", r, src.ID)
@@ -35,7 +35,7 @@ func testRetryRun(f *fixture) {
 				f.t.Errorf("source: got status %s, want %s kept", got.Status, tc.stop)
 			}
 			before := f.dump()
-			_, err := f.s.CreateRetryRun(f.ctx, src.ID)
+			_, err := f.s.CreateRetryRun(f.ctx, src.ID, 0)
 			f.refused(before, err, nil)
 
 			must(f.s.CommitConsumer(f.ctx, r.ID, ledger.Commit{State: json.RawMessage(`{"ok":1}`)}))(f.t)
@@ -44,7 +44,7 @@ func testRetryRun(f *fixture) {
 	}
 	f.with("before the mutation", func(f *fixture) {
 		b := f.finished(scripthost.MutationFailed)
-		r := must(f.s.CreateRetryRun(f.ctx, b.run.ID))(f.t)
+		r := must(f.s.CreateRetryRun(f.ctx, b.run.ID, 0))(f.t)
 		if r.Phase != scripthost.RunPending || r.Status != scripthost.StatusActive || r.Attempt != 2 || r.RetryOf != b.run.ID ||
 			string(r.InputState) != string(b.run.InputState) || len(r.Prepared) != 0 || len(r.Reservations) != 0 || r.Outcome != nil {
 			f.t.Fatalf("got %+v, want a fresh pending attempt 2 with the input state", r)
@@ -56,7 +56,7 @@ func testRetryRun(f *fixture) {
 		f.wantEvents(b.events, scripthost.EventReserved, r.ID)
 		// A retry of the retry counts on.
 		must(f.s.SetRunStatus(f.ctx, r.ID, ledger.StatusChange{Status: scripthost.StatusPausedTransient}))(f.t)
-		r3 := must(f.s.CreateRetryRun(f.ctx, r.ID))(f.t)
+		r3 := must(f.s.CreateRetryRun(f.ctx, r.ID, 0))(f.t)
 		if r3.Attempt != 3 || r3.RetryOf != r.ID {
 			f.t.Errorf("got attempt %d of %s, want 3 of %s", r3.Attempt, r3.RetryOf, r.ID)
 		}
@@ -83,14 +83,31 @@ func testRetryRun(f *fixture) {
 		f.with("refused: "+tc.name, func(f *fixture) {
 			id := tc.build(f)
 			before := f.dump()
-			_, err := f.s.CreateRetryRun(f.ctx, id)
+			_, err := f.s.CreateRetryRun(f.ctx, id, 0)
 			f.refused(before, err, nil)
 		})
 	}
 	f.with("unknown run", func(f *fixture) {
 		before := f.dump()
-		_, err := f.s.CreateRetryRun(f.ctx, "no-such-run")
+		_, err := f.s.CreateRetryRun(f.ctx, "no-such-run", 0)
 		f.refused(before, err, ledger.ErrNotFound)
+	})
+	f.with("runs the newest version unless pinned", func(f *fixture) {
+		for _, src := range []string{"v1", "v2", "v3"} {
+			must(f.s.PutWorkflow(f.ctx, version(wf, src)))(f.t)
+		}
+		b := f.finished(scripthost.MutationFailed) // a run of version 1
+		before := f.dump()
+		_, err := f.s.CreateRetryRun(f.ctx, b.run.ID, 9)
+		f.refused(before, err, ledger.ErrNotFound)
+		r := must(f.s.CreateRetryRun(f.ctx, b.run.ID, 0))(f.t)
+		if r.Version != 3 {
+			f.t.Errorf("default: got version %d, want the newest (3)", r.Version)
+		}
+		must(f.s.SetRunStatus(f.ctx, r.ID, ledger.StatusChange{Status: scripthost.StatusFailedLogic}))(f.t)
+		if r2 := must(f.s.CreateRetryRun(f.ctx, r.ID, 2))(f.t); r2.Version != 2 {
+			f.t.Errorf("pinned: got version %d, want 2", r2.Version)
+		}
 	})
 }
 

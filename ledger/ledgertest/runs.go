@@ -68,6 +68,31 @@ func testWorkflows(f *fixture) {
 		}
 	}
 	f.unchanged(before)
+
+	// A name belongs to one origin: another file claiming it is refused, naming both.
+	other := version(wf, "export const a = 4")
+	other.Path = "elsewhere/workflow.js"
+	before = f.dump()
+	_, err := s.PutWorkflow(ctx, other)
+	var oe *ledger.OriginError
+	if !errors.Is(err, ledger.ErrOriginConflict) || !errors.As(err, &oe) || oe.Have != want.Path || oe.Want != other.Path {
+		t.Fatalf("another origin: got %v, want an *OriginError naming %s and %s", err, want.Path, other.Path)
+	}
+	f.unchanged(before)
+	// Same source from another origin is refused too: it would silently share events.
+	same := version(wf, "export const a = 1")
+	same.Path = other.Path
+	if _, err := s.PutWorkflow(ctx, same); !errors.Is(err, ledger.ErrOriginConflict) {
+		t.Errorf("same source, another origin: got %v, want ErrOriginConflict", err)
+	}
+	same.Replace = true
+	moved := must(s.PutWorkflow(ctx, same))(t)
+	if moved.Version != 4 || moved.Path != other.Path {
+		t.Errorf("replace: got version %d at %s, want 4 at %s", moved.Version, moved.Path, other.Path)
+	}
+	if _, err := s.PutWorkflow(ctx, version(wf, "export const a = 5")); !errors.Is(err, ledger.ErrOriginConflict) {
+		t.Errorf("the old origin after a replace: got %v, want ErrOriginConflict", err)
+	}
 }
 
 func second[T any](_ T, err error) error { return err }

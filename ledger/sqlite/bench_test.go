@@ -2,14 +2,14 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/internal/benchcmp"
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -60,70 +60,77 @@ func reportRate(b *testing.B) {
 	}
 }
 
-var writerModes = []struct {
-	name string
-	opts Options
-}{
-	{"OneTxPerWrite", Options{DisableGroupCommit: true}},
-	{"GroupCommit", Options{}},
+// floor is the plain-SQLite reference for n mutations made by workers at once.
+func floor(workers int) func(b *testing.B) {
+	return func(b *testing.B) {
+		db, err := sql.Open("sqlite3", benchcmp.FloorDSN(filepath.Join(b.TempDir(), "floor.db")))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		benchcmp.TwoCommitFloor(b, db, workers)
+	}
 }
 
 // BenchmarkMutation measures the durable in-flight write plus the apply per mutation,
-// one run after the other and 16 runs at once, with and without group commit.
+// one run after the other and 16 runs at once, against two plain commits per mutation
+// on one connection (the floor) in the same run.
 func BenchmarkMutation(b *testing.B) {
-	for _, mode := range writerModes {
-		b.Run(mode.name+"/Sequential", func(b *testing.B) { benchMutations(b, mode.opts, 1) })
-		b.Run(mode.name+"/Concurrent16", func(b *testing.B) { benchMutations(b, mode.opts, 16) })
+	for _, workers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("runs=%d", workers), func(b *testing.B) {
+			benchcmp.Against(b, "mutation", benchcmp.Case{Run: floor(workers)},
+				benchcmp.Case{Run: func(b *testing.B) { benchMutations(b, Options{}, workers) }})
+		})
+	}
+}
+
+// BenchmarkMutationOneTxPerWrite is BenchmarkMutation without group commit.
+func BenchmarkMutationOneTxPerWrite(b *testing.B) {
+	for _, workers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("runs=%d", workers), func(b *testing.B) { benchMutations(b, Options{DisableGroupCommit: true}, workers) })
 	}
 }
 
 func benchMutations(b *testing.B, opts Options, workers int) {
 	ctx := context.Background()
 	s, ids := benchStore(b, b.N, opts)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	b.ResetTimer()
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(ids) {
-					return
-				}
-				if err := mutate(ctx, s, ids[i]); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	before := s.WriteStats()
+	benchcmp.Workers(b, workers, len(ids), func(i int) error { return mutate(ctx, s, ids[i]) })
 	reportRate(b)
+	reportBatches(b, s, before)
 }
 
-// BenchmarkConsumerRun measures a whole consumer run with one event and one mutation:
-// publish, create, prepare (reserving the event), mutate, apply, commit.
+// reportBatches reports how writes shared commits since before: writes per commit,
+// the largest batch, and the share of commits that waited for the disk.
+func reportBatches(b *testing.B, s *Store, before WriteStats) {
+	st := s.WriteStats()
+	writes, commits, durable := st.Writes-before.Writes, st.Commits-before.Commits, st.Durable-before.Durable
+	if commits > 0 {
+		b.ReportMetric(float64(writes)/float64(commits), "writes/commit")
+		b.ReportMetric(float64(durable)/float64(commits), "durable/commit")
+		b.ReportMetric(float64(st.MaxBatch), "max-batch")
+	}
+}
+
+// BenchmarkConsumerRun measures the ledger's part of a whole consumer run with one
+// event and one mutation (publish, create, prepare reserving the event, mutate, apply,
+// commit), one run after the other, against the two-commit floor.
 func BenchmarkConsumerRun(b *testing.B) {
-	ctx := context.Background()
-	s, _ := benchStore(b, 0, Options{})
-	b.ResetTimer()
-	for i := range b.N {
-		if err := consumerRun(ctx, s, fmt.Sprint(i)); err != nil {
-			b.Fatal(err)
+	subject := func(b *testing.B) {
+		ctx := context.Background()
+		s, _ := benchStore(b, 0, Options{})
+		b.ResetTimer()
+		for i := range b.N {
+			if err := consumerRun(ctx, s, fmt.Sprint(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		if sec := b.Elapsed().Seconds(); sec > 0 {
+			b.ReportMetric(float64(b.N)/sec, "runs/s")
 		}
 	}
-	b.StopTimer()
-	if sec := b.Elapsed().Seconds(); sec > 0 {
-		b.ReportMetric(float64(b.N)/sec, "runs/s")
-	}
+	benchcmp.Against(b, "run", benchcmp.Case{Run: floor(1)}, benchcmp.Case{Run: subject})
 }
 
 func consumerRun(ctx context.Context, s *Store, n string) error {

@@ -57,7 +57,7 @@ func (s *Store) CommitConsumer(ctx context.Context, runID string, c ledger.Commi
 		return scripthost.Run{}, err
 	}
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx *wtx) error {
 		now := s.now()
 		rec, err := s.commitRun(ctx, tx, runID, scripthost.KindConsumer, scripthost.RunEmitting, c, norm(c.WakeAt), now)
 		if err != nil {
@@ -79,7 +79,7 @@ func (s *Store) CommitProducer(ctx context.Context, runID string, c ledger.Commi
 		return scripthost.Run{}, err
 	}
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx *wtx) error {
 		now := s.now()
 		rec, err := s.commitRun(ctx, tx, runID, scripthost.KindProducer, scripthost.RunExecuting, c, norm(c.WakeAt), now)
 		if err != nil {

@@ -122,7 +122,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlite: open %s: journal mode is %s, want wal", s.path, mode)
 	}
 	for _, m := range ms[have:] {
-		err := s.writeOne(ctx, func(ctx context.Context, tx *wtx) error {
+		err := s.writeOne(ctx, &writeReq{ctx: ctx, fn: func(ctx context.Context, tx *wtx) error {
 			// Re-check inside the write lock: another process may have migrated since.
 			v, err := schemaVersion(ctx, tx)
 			if err != nil {
@@ -145,7 +145,7 @@ func (s *Store) migrate(ctx context.Context) error {
 				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.name, err)
 			}
 			return nil
-		})
+		}})
 		if err != nil {
 			return err
 		}

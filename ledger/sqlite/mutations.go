@@ -226,7 +226,7 @@ func (s *Store) ApplyMutation(ctx context.Context, mutationID string, result jso
 		return scripthost.Mutation{}, err
 	}
 	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx *wtx) error {
 		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationApplied, unknownOutcome...)
 		if err != nil {
 			return err
@@ -254,7 +254,7 @@ func (s *Store) FailMutation(ctx context.Context, mutationID string, cause *scri
 		return scripthost.Mutation{}, fmt.Errorf("sqlite: fail mutation %s: a cause is required", mutationID)
 	}
 	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx *wtx) error {
 		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationFailed, unknownOutcome...)
 		if err != nil {
 			return err
@@ -278,7 +278,7 @@ func (s *Store) FailMutation(ctx context.Context, mutationID string, cause *scri
 // MarkNeedsReconcile records a reconcile attempt that could not decide.
 func (s *Store) MarkNeedsReconcile(ctx context.Context, mutationID string, attempts int, next time.Time, reason string) (scripthost.Mutation, error) {
 	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx *wtx) error {
 		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationNeedsReconcile,
 			scripthost.MutationInFlight, scripthost.MutationNeedsReconcile)
 		if err != nil {
@@ -296,7 +296,7 @@ func (s *Store) MarkNeedsReconcile(ctx context.Context, mutationID string, attem
 // reconciliation; the run keeps its events.
 func (s *Store) MarkIndeterminate(ctx context.Context, mutationID string, reason string) (scripthost.Mutation, error) {
 	var out scripthost.Mutation
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx *wtx) error {
 		m, err := s.outcomeTx(ctx, tx, mutationID, scripthost.MutationIndeterminate,
 			scripthost.MutationInFlight, scripthost.MutationNeedsReconcile)
 		if err != nil {

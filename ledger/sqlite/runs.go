@@ -207,7 +207,7 @@ func (s *Store) CreateRun(ctx context.Context, nr ledger.NewRun) (scripthost.Run
 		Kind: nr.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive, Attempt: 1,
 		InputState: nr.InputState, CreatedAt: now, UpdatedAt: now,
 	}}
-	err := s.write(ctx, func(ctx context.Context, tx *wtx) error { return s.insertRun(ctx, tx, rec) })
+	err := s.writeRedo(ctx, func(ctx context.Context, tx *wtx) error { return s.insertRun(ctx, tx, rec) })
 	if err != nil {
 		return scripthost.Run{}, err
 	}
@@ -316,7 +316,7 @@ func checkPhaseMove(rec runRec, from, to scripthost.RunPhase) error {
 // own: pending → preparing, prepared → mutating, mutated → emitting, pending → executing.
 func (s *Store) AdvancePhase(ctx context.Context, runID string, from, to scripthost.RunPhase) (scripthost.Run, error) {
 	var out runRec
-	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.writeRedo(ctx, func(ctx context.Context, tx *wtx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -344,7 +344,7 @@ func (s *Store) MarkPrepared(ctx context.Context, runID string, res ledger.Prepa
 		return scripthost.Run{}, err
 	}
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx *wtx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -369,7 +369,7 @@ func (s *Store) MarkPrepared(ctx context.Context, runID string, res ledger.Prepa
 // MarkMutated moves mutating → mutated for a run that made no mutation.
 func (s *Store) MarkMutated(ctx context.Context, runID string) (scripthost.Run, error) {
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx *wtx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err

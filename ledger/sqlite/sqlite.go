@@ -15,8 +15,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"syscall"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -45,6 +46,13 @@ type Options struct {
 	// batch, each write in its own savepoint: throughput rises when many runs write at
 	// once, and a lone writer sees no difference.
 	DisableGroupCommit bool
+	// SyncEveryCommit makes every commit wait for the disk (synchronous=FULL). By
+	// default only the writes a power cut must not lose do: a mutation's in-flight
+	// record, a person's resolution, published input events, workflow versions and
+	// settings. The transitions that recovery redoes (creating and moving runs, a
+	// mutation's outcome, a run's commit) are durable against a process crash at once
+	// and against a power cut with the next commit that waits for the disk.
+	SyncEveryCommit bool
 }
 
 func (o Options) withDefaults() Options {
@@ -90,6 +98,9 @@ type Store struct {
 	committerDone chan struct{}
 	// stmts are the writer's prepared statements.
 	stmts *stmtCache
+	// syncNormal is whether the write connection was last set to synchronous=NORMAL.
+	syncNormal atomic.Bool
+	stats      writeCounters
 }
 
 var _ ledger.Store = (*Store)(nil)

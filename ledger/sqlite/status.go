@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
@@ -56,7 +57,7 @@ func checkMovable(rec runRec, to any) error {
 // methods of their own.
 func (s *Store) SetRunStatus(ctx context.Context, runID string, ch ledger.StatusChange) (scripthost.Run, error) {
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx *wtx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -108,7 +109,7 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, ch ledger.Status
 // run before its mutation can be skipped.
 func (s *Store) SkipRun(ctx context.Context, runID string, reason string) (scripthost.Run, error) {
 	var out runRec
-	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx *wtx) error {
 		rec, err := s.getRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -139,8 +140,10 @@ func (s *Store) SkipRun(ctx context.Context, runID string, reason string) (scrip
 // mutation hands its reservations, prepared data and outcome to the new run, which
 // starts at emitting; any other retry starts at pending with the same input state. The
 // source keeps its status and is marked superseded: it cannot be retried or resumed
-// again. A run whose mutation outcome is unknown cannot be retried.
-func (s *Store) CreateRetryRun(ctx context.Context, runID string) (scripthost.Run, error) {
+// again. A run whose mutation outcome is unknown cannot be retried. The retry runs the
+// given version of the workflow (0: the newest), so a fix stored since is the code that
+// runs.
+func (s *Store) CreateRetryRun(ctx context.Context, runID string, version int) (scripthost.Run, error) {
 	var out runRec
 	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
 		src, err := s.getRun(ctx, tx, runID)
@@ -160,9 +163,12 @@ func (s *Store) CreateRetryRun(ctx context.Context, runID string) (scripthost.Ru
 		if st == outcomeUnknown {
 			return refuse("run", runID, src.Status, "retry", "mutation %s is %s: reconcile or resolve it first", m.ID, m.Status)
 		}
+		if version, err = s.retryVersion(ctx, tx, src, version); err != nil {
+			return err
+		}
 		now := s.now()
 		rec := runRec{Run: scripthost.Run{
-			ID: s.opts.NewID(), Workflow: src.Workflow, Version: src.Version, Handler: src.Handler,
+			ID: s.opts.NewID(), Workflow: src.Workflow, Version: version, Handler: src.Handler,
 			Kind: src.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive,
 			RetryOf: src.ID, Attempt: src.Attempt + 1, InputState: src.InputState,
 			CreatedAt: now, UpdatedAt: now,
@@ -190,4 +196,26 @@ func (s *Store) CreateRetryRun(ctx context.Context, runID string) (scripthost.Ru
 		return nil
 	})
 	return out.Run, err
+}
+
+// retryVersion returns the version a retry runs: the given one, which must be stored,
+// or for 0 the newest stored version (the source's when none is stored).
+func (s *Store) retryVersion(ctx context.Context, tx *wtx, src runRec, version int) (int, error) {
+	var got int
+	var err error
+	if version == 0 {
+		err = tx.GetContext(ctx, &got, `SELECT COALESCE(MAX(version), ?) FROM workflow_versions WHERE workflow = ?`, src.Version, src.Workflow)
+	} else {
+		err = tx.GetContext(ctx, &got, `SELECT COUNT(*) FROM workflow_versions WHERE workflow = ? AND version = ?`, src.Workflow, version)
+		if got == 1 {
+			got = version
+		}
+	}
+	if err != nil {
+		return 0, s.dbErr("retry run", err)
+	}
+	if got == 0 {
+		return 0, fmt.Errorf("%w: workflow %q version %d", ledger.ErrNotFound, src.Workflow, version)
+	}
+	return got, nil
 }

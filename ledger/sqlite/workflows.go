@@ -45,9 +45,10 @@ func (r workflowRow) workflow() ledger.Workflow {
 	return ledger.Workflow{Name: r.Name, LatestVersion: r.LatestVersion, Paused: r.Paused, CreatedAt: r.CreatedAt.Time()}
 }
 
-// PutWorkflow stores a new version of a workflow unless its hash equals the latest
-// version's, in which case the latest version is returned unchanged. An empty Hash is
-// computed from Source.
+// PutWorkflow stores a new version of a workflow unless its hash and origin equal the
+// latest version's, in which case the latest version is returned unchanged. A version
+// from another origin is refused unless v.Replace is set. An empty Hash is computed
+// from Source.
 func (s *Store) PutWorkflow(ctx context.Context, v ledger.WorkflowVersion) (ledger.WorkflowVersion, error) {
 	if v.Workflow == "" {
 		return v, errors.New("sqlite: put workflow: name is required")
@@ -65,8 +66,11 @@ func (s *Store) PutWorkflow(ctx context.Context, v ledger.WorkflowVersion) (ledg
 		var latest versionRow
 		err := tx.GetContext(ctx, &latest, `SELECT `+versionColumns+` FROM workflow_versions
 			WHERE workflow = ? ORDER BY version DESC LIMIT 1`, v.Workflow)
+		moved := err == nil && v.Path != "" && latest.Path != "" && latest.Path != v.Path
 		switch {
-		case err == nil && latest.Hash == v.Hash:
+		case moved && !v.Replace:
+			return &ledger.OriginError{Workflow: v.Workflow, Have: latest.Path, Want: v.Path}
+		case err == nil && latest.Hash == v.Hash && !moved:
 			out = latest.version()
 			return nil
 		case err == nil:

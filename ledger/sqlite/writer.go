@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // writeFunc is the body of one write: it runs inside a transaction and must use the
@@ -21,6 +24,9 @@ type writeReq struct {
 	ctx  context.Context
 	fn   writeFunc
 	done chan error
+	// redo marks a transition that recovery redoes if a power cut loses it: its
+	// commit need not wait for the disk (see writeRedo).
+	redo bool
 }
 
 // write runs fn in a write transaction and commits it, or rolls back fn's work when fn
@@ -34,10 +40,34 @@ type writeReq struct {
 // see the same contract either way: their work is durable when write returns nil and
 // absent when it returns an error.
 func (s *Store) write(ctx context.Context, fn writeFunc) error {
+	return s.submit(&writeReq{ctx: ctx, fn: fn})
+}
+
+// writeRedo is write for a transition that recovery redoes: its commit is in the WAL
+// (safe from a process crash) when writeRedo returns, but reaches the disk only with
+// the next commit that waits for it (synchronous=NORMAL). A power cut may lose it
+// together with every later commit, never one without the other: WAL frames carry
+// cumulative checksums, so what survives is a prefix of the commits. The writes that a
+// power cut must not lose, above all a mutation's in-flight record, go through write,
+// and their fsync also makes every earlier commit durable. RATIONALE.md has the
+// argument for each transition.
+func (s *Store) writeRedo(ctx context.Context, fn writeFunc) error {
+	return s.submit(&writeReq{ctx: ctx, fn: fn, redo: true})
+}
+
+// mustWriteRedo is writeRedo that ignores the caller's cancellation, like mustWrite.
+func (s *Store) mustWriteRedo(ctx context.Context, fn writeFunc) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.WriteTimeout)
+	defer cancel()
+	return s.writeRedo(ctx, fn)
+}
+
+func (s *Store) submit(req *writeReq) error {
+	ctx := req.ctx
 	if s.opts.DisableGroupCommit {
-		return s.writeOne(ctx, fn)
+		return s.writeOne(ctx, req)
 	}
-	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	req.done = make(chan error, 1)
 	select {
 	case s.reqs <- req:
 	case <-ctx.Done():
@@ -59,31 +89,98 @@ func (s *Store) mustWrite(ctx context.Context, fn writeFunc) error {
 	return s.write(ctx, fn)
 }
 
-// writeOne runs fn in a transaction of its own.
-func (s *Store) writeOne(ctx context.Context, fn writeFunc) error {
+// writeOne runs the request in a transaction of its own.
+func (s *Store) writeOne(ctx context.Context, req *writeReq) error {
 	select {
 	case <-s.closed:
 		return errClosed
 	default:
 	}
-	err := s.runTx(ctx, fn)
+	err := s.runTx(ctx, req)
 	s.stmts.prepare(ctx, s.w)
 	return err
 }
 
-func (s *Store) runTx(ctx context.Context, fn writeFunc) error {
-	tx, err := s.w.BeginTxx(ctx, nil)
+func (s *Store) runTx(ctx context.Context, req *writeReq) error {
+	conn, tx, err := s.begin(ctx, !req.redo)
 	if err != nil {
-		return s.dbErr("begin", err)
+		return err
 	}
+	defer conn.Close()
 	defer tx.Rollback()
-	if err := fn(ctx, &wtx{Tx: tx, c: s.stmts}); err != nil {
+	if err := req.fn(ctx, &wtx{Tx: tx, c: s.stmts}); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return s.dbErr("commit", err)
 	}
+	s.count(1, !req.redo)
 	return nil
+}
+
+// begin takes the write connection, sets how its next commit syncs, and begins a
+// transaction on it (SQLite refuses to change synchronous inside one). The caller
+// closes the transaction, then the connection.
+func (s *Store) begin(ctx context.Context, durable bool) (*sqlx.Conn, *sqlx.Tx, error) {
+	conn, err := s.w.Connx(ctx)
+	if err != nil {
+		return nil, nil, s.dbErr("begin", err)
+	}
+	durable = durable || s.opts.SyncEveryCommit
+	// The level is a setting of the connection. The last one set is remembered to
+	// skip repeating it; a connection that database/sql replaced starts at FULL (the
+	// DSN's), so a stale memory can only make a commit safer than asked, never less.
+	if cur := s.syncNormal.Load(); cur == durable {
+		level := "FULL"
+		if !durable {
+			level = "NORMAL"
+		}
+		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = "+level); err != nil {
+			conn.Close()
+			return nil, nil, s.dbErr("set synchronous", err)
+		}
+		s.syncNormal.Store(!durable)
+	}
+	tx, err := conn.BeginTxx(ctx, nil)
+	if err != nil {
+		conn.Close()
+		return nil, nil, s.dbErr("begin", err)
+	}
+	return conn, tx, nil
+}
+
+// WriteStats counts the store's write transactions since Open.
+type WriteStats struct {
+	// Writes is the number of writes committed; Commits the transactions that carried
+	// them (group commit puts several writes in one), Durable the commits that waited
+	// for the disk (synchronous=FULL); MaxBatch the most writes one commit carried.
+	Writes, Commits, Durable, MaxBatch int64
+}
+
+// WriteStats returns the counts of committed writes and transactions.
+func (s *Store) WriteStats() WriteStats {
+	return WriteStats{Writes: s.stats.writes.Load(), Commits: s.stats.commits.Load(),
+		Durable: s.stats.durable.Load(), MaxBatch: s.stats.maxBatch.Load()}
+}
+
+type writeCounters struct {
+	writes, commits, durable, maxBatch atomic.Int64
+}
+
+// count records one committed transaction carrying writes writes.
+func (s *Store) count(writes int, durable bool) {
+	c := &s.stats
+	c.writes.Add(int64(writes))
+	c.commits.Add(1)
+	if durable || s.opts.SyncEveryCommit {
+		c.durable.Add(1)
+	}
+	for {
+		m := c.maxBatch.Load()
+		if int64(writes) <= m || c.maxBatch.CompareAndSwap(m, int64(writes)) {
+			return
+		}
+	}
 }
 
 // commit is the group committer: it takes the waiting writes in batches until the
@@ -129,16 +226,24 @@ func (s *Store) runBatch(batch []*writeReq) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
 	defer cancel()
-	sqltx, err := s.w.BeginTxx(ctx, nil)
+	// One write that must be durable makes the whole batch wait for the disk.
+	durable := false
+	for _, r := range batch {
+		durable = durable || !r.redo
+	}
+	conn, sqltx, err := s.begin(ctx, durable)
 	if err != nil {
-		fail(s.dbErr("begin", err))
+		fail(err)
 		return
 	}
+	defer conn.Close()
 	defer sqltx.Rollback()
 	tx := &wtx{Tx: sqltx, c: s.stmts}
 	if len(batch) == 1 {
 		if results[0] = s.runOne(ctx, tx, batch[0]); results[0] == nil {
-			results[0] = s.dbErr("commit", tx.Commit())
+			if results[0] = s.dbErr("commit", tx.Commit()); results[0] == nil {
+				s.count(1, durable)
+			}
 		}
 		return
 	}
@@ -162,7 +267,17 @@ func (s *Store) runBatch(batch []*writeReq) {
 		committed = committed || results[i] == nil
 	}
 	if committed {
-		fail(s.dbErr("commit", tx.Commit()))
+		err := s.dbErr("commit", tx.Commit())
+		fail(err)
+		if err == nil {
+			n := 0
+			for _, e := range results {
+				if e == nil {
+					n++
+				}
+			}
+			s.count(n, durable)
+		}
 	}
 }
 

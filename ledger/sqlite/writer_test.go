@@ -126,3 +126,110 @@ func TestPragmas(t *testing.T) {
 		t.Error("read pool: got no error for a write")
 	}
 }
+
+// TestSyncLevels checks the synchronous level each kind of write commits with: a
+// redoable transition NORMAL, a write a power cut must not lose FULL, a batch FULL as
+// soon as one of its writes must be durable, and everything FULL with SyncEveryCommit.
+func TestSyncLevels(t *testing.T) {
+	const normal, full = 1, 2
+	level := func(got *int) writeFunc {
+		return func(ctx context.Context, tx *wtx) error {
+			return tx.Tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(got)
+		}
+	}
+	for _, mode := range []struct {
+		name       string
+		opts       Options
+		redo, must int
+	}{
+		{"default", Options{}, normal, full},
+		{"no group commit", Options{DisableGroupCommit: true}, normal, full},
+		{"SyncEveryCommit", Options{SyncEveryCommit: true}, full, full},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), mode.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			base := s.WriteStats() // Open's own writes
+			// Alternate, so that every switch of level is seen to take effect.
+			for i := range 2 {
+				var got int
+				if err := s.writeRedo(ctx, level(&got)); err != nil || got != mode.redo {
+					t.Errorf("redoable write %d: got level %d (err %v), want %d", i, got, err, mode.redo)
+				}
+				if err := s.mustWriteRedo(ctx, level(&got)); err != nil || got != mode.redo {
+					t.Errorf("must-complete redoable write %d: got level %d (err %v), want %d", i, got, err, mode.redo)
+				}
+				if err := s.write(ctx, level(&got)); err != nil || got != mode.must {
+					t.Errorf("durable write %d: got level %d (err %v), want %d", i, got, err, mode.must)
+				}
+			}
+			st := s.WriteStats()
+			st.Writes, st.Commits, st.Durable = st.Writes-base.Writes, st.Commits-base.Commits, st.Durable-base.Durable
+			if st.Writes != 6 || st.Commits != 6 {
+				t.Errorf("got %d writes in %d commits, want 6 in 6", st.Writes, st.Commits)
+			}
+			if want := int64(2); mode.redo == full {
+				if st.Durable != 6 {
+					t.Errorf("got %d durable commits, want 6", st.Durable)
+				}
+			} else if st.Durable != want {
+				t.Errorf("got %d durable commits, want %d", st.Durable, want)
+			}
+		})
+	}
+
+	t.Run("mixed batch", func(t *testing.T) {
+		ctx := context.Background()
+		s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		base := s.WriteStats()
+		var a, b int
+		batch := []*writeReq{
+			{ctx: ctx, fn: level(&a), done: make(chan error, 1), redo: true},
+			{ctx: ctx, fn: level(&b), done: make(chan error, 1)},
+		}
+		s.runBatch(batch)
+		for _, r := range batch {
+			if err := <-r.done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if a != full || b != full {
+			t.Errorf("got levels %d and %d in a batch with a durable write, want %d for both", a, b, full)
+		}
+		st := s.WriteStats()
+		st.Writes, st.Commits, st.Durable = st.Writes-base.Writes, st.Commits-base.Commits, st.Durable-base.Durable
+		if st.Writes != 2 || st.Commits != 1 || st.Durable != 1 || st.MaxBatch != 2 {
+			t.Errorf("got %+v, want 2 writes in 1 durable commit", st)
+		}
+	})
+}
+
+// TestDurableCommitsPerConsumerRun counts the commits of a whole consumer run: only
+// the published input event and the in-flight record wait for the disk.
+func TestDurableCommitsPerConsumerRun(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := s.WriteStats()
+	if err := consumerRun(ctx, s, "1"); err != nil {
+		t.Fatal(err)
+	}
+	st := s.WriteStats()
+	if d := st.Durable - before.Durable; d != 2 {
+		t.Errorf("got %d durable commits for publish + run, want 2 (the event, the in-flight record)", d)
+	}
+	if w := st.Writes - before.Writes; w != 9 {
+		t.Errorf("got %d writes, want 9", w)
+	}
+}

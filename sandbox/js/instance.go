@@ -49,6 +49,7 @@ type instance struct {
 	// behind them, so that an uncaught tool error keeps its class.
 	toolErrors map[*goja.Object]error
 	mem        *memEntry
+	platform   *platform
 	parsed     map[string]goja.Value // frozen values by their JSON text
 
 	mu     sync.Mutex
@@ -94,6 +95,9 @@ func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Inv
 		zone = loc
 	}
 	if err := in.installPrelude(zone); err != nil {
+		return nil, err
+	}
+	if err := in.installPlatform(inv.Deterministic, zone); err != nil {
 		return nil, err
 	}
 	if err := in.installTools(); err != nil {

@@ -70,6 +70,9 @@ func (p *program) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.R
 			return nil, err
 		}
 		promise, ok := v.Export().(*goja.Promise)
+		if err := in.eventLoop(promise); err != nil {
+			return nil, err
+		}
 		if !ok {
 			return v, nil
 		}

@@ -12,6 +12,9 @@ type Case struct {
 	// Function is the function reference Invoke is called with. Unused by Definition
 	// and BadModule.
 	Function string
+	// Skip, when set, says why the engine's module cannot show this behaviour: the
+	// suite skips it with this reason instead of checking it.
+	Skip string
 }
 
 // Modules returns the module an engine supplies for a behaviour name.

@@ -10,6 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/scripthost/scripthost/internal/benchcmp"
 	"github.com/scripthost/scripthost/sandbox"
 )
 
@@ -104,20 +105,17 @@ func (echoTools) Call(_ context.Context, _, _ string, in json.RawMessage) (json.
 	return in, nil
 }
 
-// compare runs fn on bare wazero, then inv on the engine, as two sub-benchmarks of
-// one run, and reports the engine's time as a multiple of bare wazero's (x_bare).
-// perOp scales the per-operation metrics (1000 for a handler making 1000 calls).
-func compare(b *testing.B, fn string, inv sandbox.Invocation, perOp float64, unit string) {
-	var bareNs float64
-	b.Run("bare", func(b *testing.B) {
+// compare runs fn on bare wazero, then inv on the engine, in one run, and reports the
+// engine's time per unit as a multiple of bare wazero's (x_ref). perOp is the units one
+// iteration does (1000 for a handler making 1000 calls).
+func compare(b *testing.B, fn string, inv sandbox.Invocation, perOp float64, unit benchcmp.Unit) {
+	ref := func(b *testing.B) {
 		bb := newBare(b)
 		for b.Loop() {
 			bb.call(b, fn)
 		}
-		bareNs = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-		b.ReportMetric(bareNs/perOp, "ns/"+unit)
-	})
-	b.Run("scripthost", func(b *testing.B) {
+	}
+	subject := func(b *testing.B) {
 		p := benchProgram(b)
 		inv.Function = fn
 		for b.Loop() {
@@ -125,18 +123,20 @@ func compare(b *testing.B, fn string, inv sandbox.Invocation, perOp float64, uni
 				b.Fatal(err)
 			}
 		}
-		ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-		b.ReportMetric(ns/perOp, "ns/"+unit)
-		if bareNs > 0 {
-			b.ReportMetric(ns/bareNs, "x_bare")
-		}
-	})
+	}
+	benchcmp.Against(b, unit, benchcmp.Case{Run: ref, Per: perOp}, benchcmp.Case{Run: subject, Per: perOp})
 }
 
 // BenchmarkToolCall: one invocation of "calls" makes 1000 tool calls (Echo.say, then
 // result_read); ns/toolcall is per call, against no-op host functions on bare wazero.
 func BenchmarkToolCall(b *testing.B) {
 	compare(b, "calls", sandbox.Invocation{Tools: echoTools{}, Limits: sandbox.Limits{MaxToolCalls: 1000}}, 1000, "toolcall")
+}
+
+// BenchmarkPhaseToolCall: one phase that makes one tool call and returns its result, in
+// a fresh instance, against instantiate + call + close on bare wazero.
+func BenchmarkPhaseToolCall(b *testing.B) {
+	compare(b, "one", sandbox.Invocation{Tools: echoTools{}}, 1, "phase")
 }
 
 // BenchmarkPhase: one phase that reads __state__ and returns it, in a fresh instance,

@@ -18,6 +18,12 @@
 // Importing the package exports scripthost_abi_version and scripthost_describe, and
 // links the host imports of the guest ABI (sandbox/wasm/ABI.md). Outside a wasip1
 // build the package compiles, but every call panics with ErrNoHost.
+//
+// The web-platform globals JavaScript handlers get (URL, TextEncoder, crypto, timers,
+// Intl) have no Wasm counterpart: a Go guest uses the standard library instead
+// (net/url, unicode/utf8, encoding/base64, crypto/sha256, crypto/hmac, time,
+// golang.org/x/text), compiled into the module. WASI's clock and random source are the
+// host's, fixed in deterministic mode like the JavaScript ones.
 package guest
 
 import (

@@ -17,13 +17,15 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8787", "address to listen on")
-	behavior := flag.String("behavior", string(fakesvc.Succeed), "how mutations are answered: succeed, fail_4xx, fail_5xx, apply_timeout, apply_drop, unauthorized, forbidden")
+	behavior := flag.String("behavior", string(fakesvc.Succeed), "how mutations are answered: succeed, fail_4xx, fail_5xx, apply_timeout, apply_drop, unauthorized, forbidden, key_reused")
+	dedupe := flag.Bool("dedupe", false, "keep Idempotency-Keys: answer a repeated key with the stored answer, 409 while under way, 422 on reuse")
 	flag.Parse()
 	s, err := fakesvc.Listen(*addr)
 	if err != nil {
 		log.Fatal(err)
 	}
 	s.SetDefault(fakesvc.Behavior(*behavior))
+	s.SetDedupe(*dedupe)
 	fmt.Fprintf(os.Stderr, "fakesvc: listening on %s (mutations: %s); interrupt to stop\n", s.URL(), *behavior)
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)

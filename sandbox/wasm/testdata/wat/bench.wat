@@ -1,5 +1,5 @@
 ;; Benchmark guest. "calls" makes 1000 tool calls of Echo.say with input {} and reads
-;; each result; "echo" returns __state__; "noop" does nothing; "fib" computes fib(25)
+;; each result; "one" makes one such call and returns its result; "echo" returns __state__; "noop" does nothing; "fib" computes fib(25)
 ;; recursively (about 243,000 calls).
 (module
   (import "scripthost" "return_value" (func $return_value (param i32 i32)))
@@ -24,6 +24,11 @@
       (drop (call $result_read (i32.const 2048) (i32.const 64)))
       (local.set $i (i32.add (local.get $i) (i32.const 1)))
       (br_if $l (i32.lt_u (local.get $i) (i32.const 1000)))))
+  (func (export "one")
+    (local $n i32)
+    (drop (call $tool_call (i32.const 1100) (i32.const 8) (i32.const 1110) (i32.const 2)))
+    (local.set $n (call $result_read (i32.const 2048) (i32.const 64)))
+    (call $return_value (i32.const 2048) (local.get $n)))
   (func (export "echo")
     (local $n i32)
     (local.set $n (call $input_len (i32.const 0)))

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// needTSC skips a test that type-checks when no TypeScript compiler is installed
+// (.ci/run installs one, so the test runs there).
+func needTSC(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("tsc"); err != nil {
+		t.Skip("tsc not on PATH (npm install -g typescript): the type check cannot run here")
+	}
+}
+
+const shopTools = `tools:
+  - namespace: Shop
+    method: charge
+    url: http://127.0.0.1:1/charges
+    http_method: POST
+    input_schema: {type: object, required: [amount], properties: {amount: {type: integer}, currency: {enum: [eur, usd]}}}
+    output_schema: {type: object, required: [id], properties: {id: {type: string}}}
+`
+
+func TestTypesCommand(t *testing.T) {
+	tools := putFile(t, filepath.Join(t.TempDir(), "tools.yaml"), shopTools)
+	code, out, errOut := runCLI(t, "types", "--tools", tools)
+	if code != 0 {
+		t.Fatalf("types: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"declare const Shop: {", "charge(input: {", "amount: number;", `currency?: "eur" | "usd";`,
+		"}): Promise<{\n    id: string;\n  }>;", "declare const Files: {", "declare const plan: {"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("types output lacks %q:\n%s", want, out)
+		}
+	}
+	outFile := filepath.Join(t.TempDir(), "tools.d.ts")
+	if code, _, errOut := runCLI(t, "types", "--tools", tools, "--out", outFile); code != 0 {
+		t.Fatalf("types --out: exit %d: %s", code, errOut)
+	}
+	if b, _ := os.ReadFile(outFile); string(b) != out {
+		t.Error("--out wrote something else than stdout shows")
+	}
+	if code, _, errOut := runCLI(t, "types", "--tools", filepath.Join(t.TempDir(), "none.yaml")); code != 2 || !strings.Contains(errOut, "none.yaml") {
+		t.Errorf("missing tools file: got exit %d %q, want 2 naming it", code, errOut)
+	}
+}
+
+// The TypeScript scaffold type-checks under its own strict tsconfig.json, with every
+// declaration file the sandbox ships.
+func TestInitTSTypeChecks(t *testing.T) {
+	needTSC(t)
+	dir := filepath.Join(t.TempDir(), "hello")
+	if code, _, errOut := runCLI(t, "init", dir, "--ts"); code != 0 {
+		t.Fatalf("init --ts: exit %d: %s", code, errOut)
+	}
+	for _, f := range []string{"scripthost.d.ts", "tools.d.ts", "tsconfig.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("init --ts did not write %s: %v", f, err)
+		}
+	}
+	cmd := exec.Command("tsc", "-p", dir, "--pretty", "false")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("tsc -p on the scaffold: %v\n%s", err, out)
+	}
+	code, out, errOut := runCLI(t, "validate", filepath.Join(dir, "workflow.ts"))
+	if code != 0 || !strings.Contains(out, "types ok") {
+		t.Errorf("validate: got exit %d %q %q, want 0 and types ok", code, out, errOut)
+	}
+}
+
+// A type error is reported at its .ts line and column, and so is a wrong input to an
+// HTTP tool.
+func TestValidateReportsTypeErrors(t *testing.T) {
+	needTSC(t)
+	dir := t.TempDir()
+	tools := putFile(t, filepath.Join(dir, "tools.yaml"), shopTools)
+	wf := putFile(t, filepath.Join(dir, "workflow.ts"), `export default {
+  topics: ['orders'],
+  consumers: { bill: { subscribe: ['orders'],
+    async prepare() { return null; },
+    async mutate() {
+      const n: number = "x";
+      await Shop.charge({ amount: 'ten' });
+    } } },
+} satisfies Workflow;
+`)
+	code, _, errOut := runCLI(t, "validate", wf, "--tools", tools)
+	if code != 3 || !strings.Contains(errOut, wf+":6:13: TS2322") || !strings.Contains(errOut, wf+":7:27: TS2322") {
+		t.Errorf("got exit %d %q, want 3 with both errors at their .ts line and column", code, errOut)
+	}
+	// Without --tools, Shop is unknown to the compiler.
+	if code, _, errOut := runCLI(t, "validate", wf); code != 3 || !strings.Contains(errOut, "Cannot find name 'Shop'") {
+		t.Errorf("without --tools: got exit %d %q, want Shop unknown", code, errOut)
+	}
+	if code, out, _ := runCLI(t, "validate", wf, "--no-typecheck"); code != 0 || strings.Contains(out, "types ok") {
+		t.Errorf("--no-typecheck: got exit %d %q, want 0 without a type check", code, out)
+	}
+}
+
+// Without a compiler, validate still checks the definition and says the type check
+// was skipped.
+func TestValidateWithoutCompiler(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	wf := putFile(t, filepath.Join(t.TempDir(), "workflow.ts"), "const n: number = 1;\nexport default { topics: ['a'], consumers: { c: { subscribe: ['a'], prepare() { return null; } } } };\n")
+	code, out, errOut := runCLI(t, "validate", wf)
+	if code != 0 || !strings.Contains(out, ": ok:") || !strings.Contains(errOut, "type check skipped: no TypeScript compiler (tsc) on PATH") {
+		t.Errorf("got exit %d %q %q, want 0 and a clear skip", code, out, errOut)
+	}
+}
+
+// A runtime error in TypeScript points at the .ts column, past the type annotations
+// that compiling removed from the same line.
+func TestTypeScriptRuntimeErrorColumn(t *testing.T) {
+	dir := t.TempDir()
+	wf := putFile(t, filepath.Join(dir, "cols.ts"), `export default {
+  topics: ['a'],
+  producers: { p: { schedule: { every: '1h' },
+    async handler(state: { n?: number } | undefined) {
+      const z: number = 1; if (z as number) throw new Error('boom');
+      return {};
+    } } },
+};
+`)
+	code, _, errOut := runCLI(t, "--db", filepath.Join(dir, "l.db"), "run", wf, "--once")
+	if code != exitBlocked || !strings.Contains(errOut, "cols.ts:5:51: Error: boom") {
+		t.Errorf("got exit %d %q, want the error at cols.ts:5:51 (new Error)", code, errOut)
+	}
+}

@@ -1,0 +1,68 @@
+package benchcmp
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// FloorDSN returns the data source name of the plain-SQLite reference for a file with
+// mattn/go-sqlite3 (which the calling test imports): WAL, synchronous=FULL, immediate
+// transactions, the settings of the ledger's in-flight write.
+func FloorDSN(path string) string {
+	return "file:" + path + "?_journal_mode=WAL&_synchronous=FULL&_txlock=immediate&_busy_timeout=5000"
+}
+
+// TwoCommitFloor is what a durable effect costs on plain SQLite at the least, without
+// any ledger: on one connection, a row is inserted and committed (the record made
+// before the call), then updated and committed (the outcome). workers goroutines share
+// the connection, as concurrent runs share the ledger's writer. It does b.N such pairs.
+func TwoCommitFloor(b *testing.B, db *sql.DB, workers int) {
+	b.Helper()
+	ctx := context.Background()
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS floor (id TEXT PRIMARY KEY, status TEXT, result TEXT)`); err != nil {
+		b.Fatal(err)
+	}
+	Workers(b, workers, b.N, func(i int) error {
+		id := fmt.Sprintf("%d-%d", b.N, i)
+		if _, err := db.ExecContext(ctx, `INSERT INTO floor (id, status) VALUES (?, 'in_flight')`, id); err != nil {
+			return err
+		}
+		_, err := db.ExecContext(ctx, `UPDATE floor SET status = 'applied', result = '{"ok":true}' WHERE id = ?`, id)
+		return err
+	})
+}
+
+// Workers times n calls of fn (with i from 0 to n-1) shared by workers goroutines,
+// resetting the timer before and stopping it after; the first error fails b.
+func Workers(b *testing.B, workers, n int, fn func(i int) error) {
+	b.Helper()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	b.ResetTimer()
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := fn(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}

@@ -1,0 +1,180 @@
+// Command benchtable reads `go test -bench` output on stdin, passes it through, and
+// then prints the table of the hot paths: each row's time per unit next to its
+// reference measured in the same run, the ratio, and the target. It exits non-zero
+// when a benchmark failed. `make bench` pipes the benchmarks into it.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// row is one line of the table: the benchmark (package and name, without the
+// sub-benchmark side or the -N suffix) and how its target is judged.
+type row struct {
+	work  string
+	pkg   string // last element of the import path
+	name  string
+	unit  string // the ns/UNIT metric compared, or a rate metric
+	rate  bool   // the target is a minimum of unit (e.g. runs/s), not a ratio
+	limit float64
+}
+
+var rows = []row{
+	{"JS phase with one tool call (fresh sandbox)", "js", "BenchmarkJSPhaseToolCall", "ns/phase", false, 3},
+	{"per extra tool call in a JS phase", "js", "BenchmarkJSToolCall", "ns/call", false, 2},
+	{"JS phase with 10 KB state in, small result out", "js", "BenchmarkJSStatePhase", "ns/phase", false, 1.5},
+	{"Wasm (WAT) phase with one tool call", "wasm", "BenchmarkPhaseToolCall", "ns/phase", false, 0},
+	{"Wasm (WAT) tool call, timeout armed (ns/call ≤ 1000)", "wasm", "BenchmarkToolCall", "ns/toolcall", false, 0},
+	{"Go-built Wasm guest phase (ns ≤ 1 ms)", "wasm", "BenchmarkGoGuestPhase", "ns/op", false, 0},
+	{"durable mutation, 1 run", "sqlite", "BenchmarkMutation/runs=1", "ns/mutation", false, 0},
+	{"durable mutation, 16 concurrent runs (≥ 8,000/s)", "sqlite", "BenchmarkMutation/runs=16", "mutations/s", true, 8000},
+	{"end-to-end consumer run, sequential (≥ 600/s)", "runtime", "BenchmarkConsumerRun/workflows=1", "runs/s", true, 600},
+	{"end-to-end consumer run, 16 workflows (≥ 2,000/s)", "runtime", "BenchmarkConsumerRun/workflows=16", "runs/s", true, 2000},
+}
+
+// absolute holds targets on the subject's own time per unit, in ns.
+var absolute = map[string]float64{
+	"wasm/BenchmarkToolCall":     1000,
+	"wasm/BenchmarkGoGuestPhase": 1e6,
+}
+
+// result is what one benchmark line reported: metric → value.
+type result map[string]float64
+
+func main() {
+	results, failed, err := read(os.Stdin, os.Stdout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+	fmt.Println()
+	fmt.Print(table(results))
+	if failed {
+		fmt.Fprintln(os.Stderr, "benchtable: a benchmark failed (see above)")
+		os.Exit(1)
+	}
+}
+
+// read passes in through to echo and collects the metrics of every benchmark line,
+// keyed by "pkg/Name/side" with the -N suffix removed.
+func read(in io.Reader, echo io.Writer) (map[string]result, bool, error) {
+	results := map[string]result{}
+	failed := false
+	pkg := ""
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(echo, line)
+		if strings.HasPrefix(line, "FAIL") || strings.HasPrefix(line, "--- FAIL") || strings.HasPrefix(line, "panic:") {
+			failed = true
+		}
+		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
+			pkg = p[strings.LastIndex(p, "/")+1:]
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name := f[0]
+		if i := strings.LastIndex(name, "-"); i > 0 {
+			if _, err := strconv.Atoi(name[i+1:]); err == nil {
+				name = name[:i]
+			}
+		}
+		r := result{}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				break
+			}
+			r[f[i+1]] = v
+		}
+		results[pkg+"/"+name] = r
+	}
+	return results, failed, sc.Err()
+}
+
+// table renders the rows found in results as Markdown.
+func table(results map[string]result) string {
+	var sb strings.Builder
+	sb.WriteString("| work | scripthost | reference (same run) | ratio | target | met |\n|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		key := r.pkg + "/" + r.name
+		subj, ok := results[key+"/scripthost"]
+		ref := results[key+"/ref"]
+		if !ok {
+			subj, ok = results[key]
+		}
+		if !ok {
+			fmt.Fprintf(&sb, "| %s | not run | | | | |\n", r.work)
+			continue
+		}
+		ns := subj[r.unit]
+		if r.rate {
+			ns = subj[nsUnit(subj)]
+		}
+		cell := func(res result) string {
+			if res == nil {
+				return "—"
+			}
+			u := nsUnit(res)
+			if r.unit == "ns/op" {
+				u = "ns/op"
+			}
+			return duration(res[u])
+		}
+		ratio, target, met := "—", "—", "—"
+		if x, ok := subj["x_ref"]; ok {
+			ratio = fmt.Sprintf("%.2f×", x)
+		}
+		switch {
+		case r.rate:
+			rate := subj[r.unit]
+			target = fmt.Sprintf("≥ %.0f %s", r.limit, r.unit)
+			met = yes(rate >= r.limit)
+			ratio += fmt.Sprintf(" (%.0f %s)", rate, r.unit)
+		case r.limit > 0:
+			target = fmt.Sprintf("≤ %.1f×", r.limit)
+			met = yes(subj["x_ref"] <= r.limit)
+		case absolute[key] > 0:
+			target = "≤ " + duration(absolute[key])
+			met = yes(ns <= absolute[key])
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s |\n", r.work, cell(subj), cell(ref), ratio, target, met)
+	}
+	return sb.String()
+}
+
+// nsUnit returns the ns/UNIT metric a result carries besides ns/op, or ns/op.
+func nsUnit(r result) string {
+	for k := range r {
+		if strings.HasPrefix(k, "ns/") && k != "ns/op" {
+			return k
+		}
+	}
+	return "ns/op"
+}
+
+func duration(ns float64) string {
+	switch {
+	case ns >= 1e6:
+		return fmt.Sprintf("%.2f ms", ns/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.1f µs", ns/1e3)
+	}
+	return fmt.Sprintf("%.0f ns", ns)
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+pkg: github.com/scripthost/scripthost/sandbox/wasm
+BenchmarkToolCall/ref-2    	      50	    967793 ns/op	       967.8 ns/toolcall
+BenchmarkToolCall/scripthost-2         	      50	   1464976 ns/op	      1465 ns/toolcall	         1.514 x_ref
+pkg: github.com/scripthost/scripthost/runtime
+BenchmarkConsumerRun/workflows=16/ref-2     	     200	   7821349 ns/op	   7821349 ns/run
+BenchmarkConsumerRun/workflows=16/scripthost-2   	     200	   400000 ns/op	   400000 ns/run	  2500 runs/s	  0.0511 x_ref
+ok  	github.com/scripthost/scripthost/runtime	29.517s
+`
+
+func TestTable(t *testing.T) {
+	results, failed, err := read(strings.NewReader(sample), io.Discard)
+	if err != nil || failed {
+		t.Fatalf("read: failed %v, err %v", failed, err)
+	}
+	got := table(results)
+	for _, want := range []string{
+		"| Wasm (WAT) tool call, timeout armed (ns/call ≤ 1000) | 1.5 µs | 968 ns | 1.51× | ≤ 1.0 µs | no |",
+		"| end-to-end consumer run, 16 workflows (≥ 2,000/s) | 400.0 µs | 7.82 ms | 0.05× (2500 runs/s) | ≥ 2000 runs/s | yes |",
+		"| JS phase with one tool call (fresh sandbox) | not run |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q; got\n%s", want, got)
+		}
+	}
+}
+
+func TestReadFailure(t *testing.T) {
+	_, failed, _ := read(strings.NewReader("--- FAIL: BenchmarkX\nFAIL\tpkg\t1s\n"), io.Discard)
+	if !failed {
+		t.Error("got failed false for output with FAIL, want true")
+	}
+}

@@ -1,0 +1,4 @@
+package runtime
+
+// ConsumerGroups exposes consumerGroups to the tests.
+var ConsumerGroups = consumerGroups

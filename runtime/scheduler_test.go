@@ -1,0 +1,228 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/sqlite"
+	"github.com/scripthost/scripthost/runtime"
+	"github.com/scripthost/scripthost/sandbox"
+	"github.com/scripthost/scripthost/sandbox/js"
+)
+
+// gate is a read tool that counts the calls inside it at once: each call waits until
+// want calls are inside together, or until patience runs out when they never will be.
+type gate struct {
+	want     int
+	patience time.Duration
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	inside  int
+	maxSeen int
+}
+
+func newGate(want int, patience time.Duration) *gate {
+	g := &gate{want: want, patience: patience}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+func (g *gate) tool() *hostfuncs.Tool {
+	return &hostfuncs.Tool{Namespace: "Gate", Method: "enter", ReadOnly: hostfuncs.ReadOnlyAlways,
+		Execute: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.inside++
+			g.maxSeen = max(g.maxSeen, g.inside)
+			g.cond.Broadcast()
+			deadline := time.AfterFunc(g.patience, func() { g.mu.Lock(); g.cond.Broadcast(); g.mu.Unlock() })
+			defer deadline.Stop()
+			start := time.Now()
+			for g.maxSeen < g.want && time.Since(start) < g.patience {
+				g.cond.Wait()
+			}
+			g.inside--
+			return json.RawMessage(`{}`), nil
+		}}
+}
+
+func (g *gate) max() int { g.mu.Lock(); defer g.mu.Unlock(); return g.maxSeen }
+
+// gatedWorkflow has one consumer per entry of topics, named c0, c1, …, subscribed to
+// that topic; each prepare takes one event and passes the gate.
+func gatedWorkflow(topics ...string) string {
+	var sb strings.Builder
+	seen := map[string]bool{}
+	var all []string
+	for _, t := range topics {
+		if !seen[t] {
+			seen[t] = true
+			all = append(all, fmt.Sprintf("%q", t))
+		}
+	}
+	fmt.Fprintf(&sb, "export default { topics: [%s], consumers: {\n", strings.Join(all, ", "))
+	for i, t := range topics {
+		fmt.Fprintf(&sb, `  c%d: { subscribe: [%q], async prepare() {
+    const e = await Topics.peek({ topic: %q, limit: 1 });
+    if (!e.length) return null;
+    await Gate.enter({});
+    return { reservations: [{ topic: %q, ids: [e[0].id] }] };
+  } },
+`, i, t, t, t)
+	}
+	sb.WriteString("} };\n")
+	return sb.String()
+}
+
+// gatedRuntime stores the workflow "w" and one event per topic, on a runtime bounded
+// to concurrency runs at once.
+func gatedRuntime(t *testing.T, concurrency int, g *gate, topics ...string) (*runtime.Runtime, *sqlite.Store) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	reg := hostfuncs.NewRegistry()
+	if err := reg.Register(g.tool()); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runtime.New(runtime.Config{Store: st, Engines: map[string]sandbox.Engine{"js": js.New(js.Options{})},
+		Tools: reg, Concurrency: concurrency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(ctx) })
+	if _, err := rt.LoadWorkflow(ctx, "w", "w.js", []byte(gatedWorkflow(topics...))); err != nil {
+		t.Fatal(err)
+	}
+	for i, topic := range topics {
+		if _, err := st.Publish(ctx, ledger.NewEvent{Workflow: "w", Topic: topic, MessageID: fmt.Sprint(i), Payload: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rt, st
+}
+
+func TestRunsInParallel(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		concurrency int
+		topics      []string
+		want        int // most runs inside the gate at once
+	}{
+		{"independent consumers run at once", 0, []string{"a", "b", "c"}, 3},
+		{"consumers of one topic take turns", 0, []string{"a", "a"}, 1},
+		{"Concurrency bounds the runs at once", 2, []string{"a", "b", "c", "d"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			patience := 5 * time.Second
+			if tc.want < len(tc.topics) {
+				// The gate can never fill: wait long enough for a wrongly parallel run
+				// to arrive, then let each call go.
+				patience = 300 * time.Millisecond
+			}
+			g := newGate(len(tc.topics), patience)
+			rt, st := gatedRuntime(t, tc.concurrency, g, tc.topics...)
+			if err := rt.RunOnce(context.Background(), []string{"w"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := g.max(); got != tc.want {
+				t.Errorf("got %d runs inside the gate at once, want %d", got, tc.want)
+			}
+			pending, err := st.Events(context.Background(), ledger.EventFilter{Workflow: "w", Status: scripthost.EventPending})
+			if err != nil || len(pending) != 0 {
+				t.Errorf("got %d events pending (err %v), want none", len(pending), err)
+			}
+		})
+	}
+}
+
+func TestConsumerGroups(t *testing.T) {
+	def := func(subs map[string][]string) *runtime.Definition {
+		d := &runtime.Definition{Consumers: map[string]*runtime.Consumer{}}
+		for name, topics := range subs {
+			d.Consumers[name] = &runtime.Consumer{Name: name, Subscribe: topics}
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		name string
+		subs map[string][]string
+		want [][]string
+	}{
+		{"disjoint", map[string][]string{"a": {"x"}, "b": {"y"}}, [][]string{{"a"}, {"b"}}},
+		{"shared topic", map[string][]string{"a": {"x"}, "b": {"x"}, "c": {"z"}}, [][]string{{"a", "b"}, {"c"}}},
+		{"chain merges groups", map[string][]string{"a": {"x"}, "b": {"y"}, "c": {"x", "y"}}, [][]string{{"a", "b", "c"}}},
+		{"no topics", map[string][]string{"a": nil, "b": nil}, [][]string{{"a"}, {"b"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := runtime.ConsumerGroups(def(tc.subs)); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPublishWakesRun: with a poll interval of an hour, an event published through the
+// runtime is consumed at once.
+func TestPublishWakesRun(t *testing.T) {
+	g := newGate(1, time.Second)
+	rt, st := gatedRuntime(t, 0, g, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx, []string{"w"}, time.Hour) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	waitConsumed := func(id string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			evs, err := st.Events(context.Background(), ledger.EventFilter{Workflow: "w", Topic: "a"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range evs {
+				if e.MessageID == id && e.Status == scripthost.EventConsumed {
+					return
+				}
+			}
+		}
+		t.Fatalf("event %s was not consumed: nothing woke the loop", id)
+	}
+	waitConsumed("0") // the first pass
+	// Let the loop go idle for its hour-long poll, then publish.
+	time.Sleep(200 * time.Millisecond)
+	if _, err := rt.Publish(ctx, ledger.NewEvent{Workflow: "w", Topic: "a", MessageID: "late", Payload: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	waitConsumed("late")
+}
+
+func TestConcurrencyRefusesNegative(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, err = runtime.New(runtime.Config{Store: st, Tools: hostfuncs.NewRegistry(),
+		Engines: map[string]sandbox.Engine{"js": js.New(js.Options{})}, Concurrency: -1})
+	if err == nil || !strings.Contains(err.Error(), "Concurrency is -1") {
+		t.Fatalf("got %v, want an error naming Concurrency -1", err)
+	}
+}
