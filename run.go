@@ -126,15 +126,26 @@ const (
 
 // Outcome is what `next` receives as __mutationResult__.
 type Outcome struct {
-	// Status is "applied", "skipped" or "none".
+	// Status is "applied", "skipped", "failed" or "none".
 	Status string          `json:"status"`
 	Result json.RawMessage `json:"result,omitempty"`
+	// Error is set for a failed mutation that the handler sends on to next
+	// (onMutationFailure: 'next').
+	Error *OutcomeError `json:"error,omitempty"`
+}
+
+// OutcomeError is a definite mutation failure as next sees it.
+type OutcomeError struct {
+	Class   ErrorClass `json:"class"`
+	Code    string     `json:"code,omitempty"`
+	Message string     `json:"message"`
 }
 
 // Outcome statuses.
 const (
 	OutcomeApplied = "applied"
 	OutcomeSkipped = "skipped"
+	OutcomeFailed  = "failed"
 	OutcomeNone    = "none"
 )
 

@@ -17,12 +17,15 @@ const (
 	PhasePrepare  Phase = "prepare"
 	PhaseMutate   Phase = "mutate"
 	PhaseNext     Phase = "next"
+	// PhaseHook is the read-only phase of a handler's guard and its before and after
+	// hooks: they may call read tools, nothing else.
+	PhaseHook Phase = "hook"
 )
 
-// Valid reports whether p is one of the four execution phases.
+// Valid reports whether p is one of the four execution phases or the hook phase.
 func (p Phase) Valid() bool {
 	switch p {
-	case PhaseProducer, PhasePrepare, PhaseMutate, PhaseNext:
+	case PhaseProducer, PhasePrepare, PhaseMutate, PhaseNext, PhaseHook:
 		return true
 	}
 	return false
@@ -63,6 +66,7 @@ var allowed = map[Phase]map[Operation]bool{
 	PhasePrepare:  {OpTopicPeek: true, OpRead: true},
 	PhaseMutate:   {OpMutate: true},
 	PhaseNext:     {OpTopicPublish: true},
+	PhaseHook:     {OpRead: true},
 }
 
 // Allowed reports whether op may run in phase p. Outside a phase nothing is allowed.
@@ -71,10 +75,19 @@ func Allowed(p Phase, op Operation) bool {
 }
 
 // CheckAllowed returns nil when op may run in phase p and a LogicError naming both
-// otherwise.
+// otherwise, in the specification's words: "Operation 'mutate' not allowed in
+// 'prepare' phase", or "Operation 'read' not allowed outside handler execution" when
+// no phase is set.
 func CheckAllowed(p Phase, op Operation) error {
 	if Allowed(p, op) {
 		return nil
+	}
+	if p == PhaseNone {
+		return &Error{
+			Class:   ClassLogic,
+			Code:    CodePhaseViolation,
+			Message: fmt.Sprintf("Operation '%s' not allowed outside handler execution", op),
+		}
 	}
 	return &Error{
 		Class:   ClassLogic,

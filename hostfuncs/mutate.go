@@ -50,7 +50,10 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 	key := scripthost.IdempotencyKey(hash, failures)
 
 	bctx, cancel := context.WithTimeout(ctx, ledgerWriteTimeout)
-	m, err := w.store.BeginMutation(bctx, ledger.NewMutation{
+	recorded := ledger.NewLifecycleEvent(w.info.RunID, ledger.EventMutationRecorded, map[string]any{
+		"tool": t.Name(), "idempotency_key": key,
+	})
+	m, err := w.store.BeginMutation(ledger.WithEvents(bctx, recorded), ledger.NewMutation{
 		RunID:          w.info.RunID,
 		Workflow:       w.info.Workflow,
 		Handler:        w.info.Handler,
@@ -79,7 +82,7 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 	defer wcancel()
 	switch {
 	case execErr == nil:
-		applied, err := w.store.ApplyMutation(wctx, m.ID, out)
+		applied, err := w.store.ApplyMutation(ledger.WithEvents(wctx, appliedEvents(m)...), m.ID, out)
 		if err != nil {
 			// Left in_flight: startup recovery reconciles it.
 			log.Error("recording applied mutation failed", "error", w.redactor.Redact(err.Error()))
@@ -94,7 +97,14 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 
 	case scripthost.IsDefinite(execErr):
 		cause := asError(w.scrub(withOp(execErr, name), secrets))
-		failed, err := w.store.FailMutation(wctx, m.ID, cause)
+		var failed scripthost.Mutation
+		if w.info.FailureToNext && w.info.RunID != "" {
+			evs := []ledger.LifecycleEvent{outcomeEvent(m.RunID, failedMutation(m, cause)),
+				mutateEvent(m.RunID, ledger.EventPhaseCompleted, map[string]any{"outcome": scripthost.OutcomeFailed, "released": w.info.ReleaseOnFailure})}
+			failed, err = w.store.FailMutationToNext(ledger.WithEvents(wctx, evs...), m.ID, cause, w.info.ReleaseOnFailure)
+		} else {
+			failed, err = w.store.FailMutation(ledger.WithEvents(wctx, failedEvents(m, cause)...), m.ID, cause)
+		}
 		if err != nil {
 			log.Error("recording failed mutation failed", "error", w.redactor.Redact(err.Error()))
 			return end(ledgerError("recording the failed mutation", err))

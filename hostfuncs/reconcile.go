@@ -105,9 +105,18 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 	redact := redactor.Redact
 	if tool == nil || tool.Reconcile == nil {
 		reason := fmt.Sprintf("no reconciler for %s: the outcome must be resolved by a person", m.Tool())
-		return wrapLedger(store.MarkIndeterminate(wctx, m.ID, reason))
+		evs := waitingEvents(m, scripthost.MutationIndeterminate, reason, nil)
+		return wrapLedger(store.MarkIndeterminate(ledger.WithEvents(wctx, evs...), m.ID, reason))
 	}
 
+	attempts := m.ReconcileAttempts + 1
+	// A run that waited for this attempt goes on when it decides.
+	decided := func(evs ...ledger.LifecycleEvent) context.Context {
+		if m.Status == scripthost.MutationNeedsReconcile {
+			evs = append(evs, resumedEvent(m, ""))
+		}
+		return ledger.WithEvents(wctx, evs...)
+	}
 	rec, err := callReconcile(WithIdempotencyKey(ctx, m.IdempotencyKey), tool, m)
 	var wait time.Duration
 	if err == nil {
@@ -122,13 +131,18 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 				result = b
 			}
 			result = NewRedactor(callSecrets...).RedactSecrets(redactor.RedactSecrets(result))
-			return wrapLedger(store.ApplyMutation(wctx, m.ID, result))
+			evs := append([]ledger.LifecycleEvent{attemptEvent(m, attempts, "applied", "", nil)}, appliedEvents(m)...)
+			return wrapLedger(store.ApplyMutation(decided(evs...), m.ID, result))
 		case scripthost.ReconcileFailed:
 			cause := scripthost.LogicError("%s: %s", ReconciledFailed, redact(rec.Reason))
 			cause.Op = m.Tool()
-			return wrapLedger(store.FailMutation(wctx, m.ID, cause))
+			evs := append([]ledger.LifecycleEvent{attemptEvent(m, attempts, "failed", cause.Message, nil)}, failedEvents(m, cause)...)
+			return wrapLedger(store.FailMutation(ledger.WithEvents(wctx, evs...), m.ID, cause))
 		case scripthost.ReconcileIndeterminate:
-			return wrapLedger(store.MarkIndeterminate(wctx, m.ID, redact(fmt.Sprintf("%s cannot tell what became of the mutation: %s", m.Tool(), rec.Reason))))
+			reason := redact(fmt.Sprintf("%s cannot tell what became of the mutation: %s", m.Tool(), rec.Reason))
+			evs := append([]ledger.LifecycleEvent{attemptEvent(m, attempts, "indeterminate", reason, nil)},
+				waitingEvents(m, scripthost.MutationIndeterminate, reason, nil)...)
+			return wrapLedger(store.MarkIndeterminate(ledger.WithEvents(wctx, evs...), m.ID, reason))
 		case scripthost.ReconcileRetryLater:
 			err = fmt.Errorf("retry later: %s", rec.Reason)
 			wait = rec.RetryAfter
@@ -136,12 +150,18 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 			err = fmt.Errorf("unknown reconcile outcome %q", rec.Outcome)
 		}
 	}
-	attempts := m.ReconcileAttempts + 1
 	reason := redact(fmt.Sprintf("reconcile attempt %d of %d: %v", attempts, p.MaxAttempts, err))
 	if attempts >= p.MaxAttempts {
-		return wrapLedger(store.MarkIndeterminate(wctx, m.ID, reason))
+		evs := append([]ledger.LifecycleEvent{attemptEvent(m, attempts, "undecided", reason, nil)},
+			waitingEvents(m, scripthost.MutationIndeterminate, reason, nil)...)
+		return wrapLedger(store.MarkIndeterminate(ledger.WithEvents(wctx, evs...), m.ID, reason))
 	}
-	return wrapLedger(store.MarkNeedsReconcile(wctx, m.ID, attempts, now.Add(max(p.Backoff(attempts), wait)), reason))
+	next := now.Add(max(p.Backoff(attempts), wait))
+	evs := []ledger.LifecycleEvent{attemptEvent(m, attempts, "retry_later", reason, next)}
+	if m.Status == scripthost.MutationInFlight {
+		evs = append(evs, waitingEvents(m, scripthost.MutationNeedsReconcile, reason, next)...)
+	}
+	return wrapLedger(store.MarkNeedsReconcile(ledger.WithEvents(wctx, evs...), m.ID, attempts, next, reason))
 }
 
 // RetryAfterError is the cause of a tool error from a service that asked to be left

@@ -48,6 +48,11 @@ type RunInfo struct {
 	// Publishes are the topics the handler declares it writes: Topics.publish accepts
 	// only these.
 	Publishes []string
+	// FailureToNext sends a definite failure of the run's mutation on to next
+	// (onMutationFailure: 'next') instead of failing the run; ReleaseOnFailure then
+	// releases the run's events at once instead of consuming them at commit.
+	FailureToNext    bool
+	ReleaseOnFailure bool
 }
 
 // WrapperOptions configure a ToolWrapper. Zero fields take defaults.
@@ -161,7 +166,7 @@ func (w *ToolWrapper) checkLocked(op scripthost.Operation) error {
 	}
 	if op == scripthost.OpMutate && w.mutated {
 		return scripthost.Errorf(scripthost.ClassLogic, scripthost.CodeSecondMutation,
-			"a second mutation is not allowed in one '%s' phase", w.phase)
+			"Only one mutation allowed per mutate phase")
 	}
 	return nil
 }

@@ -31,6 +31,7 @@ func TestAllowMatrix(t *testing.T) {
 		scripthost.PhasePrepare:  {scripthost.OpRead: true, scripthost.OpTopicPeek: true},
 		scripthost.PhaseMutate:   {scripthost.OpMutate: true},
 		scripthost.PhaseNext:     {scripthost.OpTopicPublish: true},
+		scripthost.PhaseHook:     {scripthost.OpRead: true},
 	}
 	for phase, row := range want {
 		for op, method := range methods {
@@ -59,6 +60,9 @@ func TestAllowMatrix(t *testing.T) {
 					t.Errorf("got %v (code %q), want a logic error with code phase_violation", err, errCode(err))
 				}
 				msg := fmt.Sprintf("Operation '%s' not allowed in '%s' phase", op, phase)
+				if phase == scripthost.PhaseNone {
+					msg = fmt.Sprintf("Operation '%s' not allowed outside handler execution", op)
+				}
 				if !contains(err.Error(), msg) || !contains(err.Error(), "T."+method) {
 					t.Errorf("got message %q, want it to contain %q and the tool name", err.Error(), msg)
 				}
@@ -94,10 +98,10 @@ func TestNamedPhaseCases(t *testing.T) {
 		{"peek in producer", scripthost.PhaseProducer, "Topics", "peek", peek, scripthost.CodePhaseViolation, "Operation 'topic_peek' not allowed in 'producer' phase"},
 		{"publish in prepare", scripthost.PhasePrepare, "Topics", "publish", publish, scripthost.CodePhaseViolation, "Operation 'topic_publish' not allowed in 'prepare' phase"},
 		{"publish in mutate", scripthost.PhaseMutate, "Topics", "publish", publish, scripthost.CodePhaseViolation, "Operation 'topic_publish' not allowed in 'mutate' phase"},
-		{"no phase read", scripthost.PhaseNone, "Mail", "read", nil, scripthost.CodePhaseViolation, "Operation 'read' not allowed in 'none' phase"},
-		{"no phase mutate", scripthost.PhaseNone, "Mail", "send", nil, scripthost.CodePhaseViolation, "Operation 'mutate' not allowed in 'none' phase"},
-		{"no phase peek", scripthost.PhaseNone, "Topics", "peek", peek, scripthost.CodePhaseViolation, "Operation 'topic_peek' not allowed in 'none' phase"},
-		{"no phase publish", scripthost.PhaseNone, "Topics", "publish", publish, scripthost.CodePhaseViolation, "Operation 'topic_publish' not allowed in 'none' phase"},
+		{"no phase read", scripthost.PhaseNone, "Mail", "read", nil, scripthost.CodePhaseViolation, "Operation 'read' not allowed outside handler execution"},
+		{"no phase mutate", scripthost.PhaseNone, "Mail", "send", nil, scripthost.CodePhaseViolation, "Operation 'mutate' not allowed outside handler execution"},
+		{"no phase peek", scripthost.PhaseNone, "Topics", "peek", peek, scripthost.CodePhaseViolation, "Operation 'topic_peek' not allowed outside handler execution"},
+		{"no phase publish", scripthost.PhaseNone, "Topics", "publish", publish, scripthost.CodePhaseViolation, "Operation 'topic_publish' not allowed outside handler execution"},
 		{"unknown tool", scripthost.PhasePrepare, "Mail", "nope", nil, scripthost.CodeUnknownTool, "unknown tool Mail.nope"},
 	}
 	for _, tt := range tests {
@@ -147,6 +151,9 @@ func TestSecondMutationAndAfter(t *testing.T) {
 			_, err := w.Call(ctx, "Mail", tt.method, json.RawMessage(`{"to":"b"}`))
 			if errCode(err) != tt.wantCode || !scripthost.IsLogic(err) {
 				t.Errorf("got %v (code %q), want logic error %s", err, errCode(err), tt.wantCode)
+			}
+			if tt.wantCode == scripthost.CodeSecondMutation && !contains(err.Error(), "Only one mutation allowed per mutate phase") {
+				t.Errorf("got message %q, want the specification's wording", err.Error())
 			}
 			if !isTerminate(err) {
 				t.Errorf("got a catchable error, want one that ends the invocation")

@@ -4,7 +4,8 @@
 // postgres); every one of them passes the suite in ledgertest.
 //
 // Every method that changes state runs in one transaction and either applies the whole
-// transition or none of it. A transition that is not legal from the current state is
+// transition or none of it, together with the lifecycle events attached to its context
+// (WithEvents). A transition that is not legal from the current state is
 // refused with a *TransitionError and changes nothing. Every transition of a run also
 // writes a Snapshot of the run in its transaction.
 //
@@ -199,6 +200,18 @@ type StatusChange struct {
 	NotBefore  time.Time
 }
 
+// RetryRun says how a retry run differs from the run it retries.
+type RetryRun struct {
+	// Version is the stored version of the workflow the retry runs (0: the newest).
+	Version int
+	// State, when set, replaces the source's input state (what the handler's
+	// onError.onRetry returned); empty keeps the source's.
+	State json.RawMessage
+	// Failed, when set, creates the retry already failed with this status and error
+	// (its onRetry failed): the attempt is recorded, and it runs nothing.
+	Failed *StatusChange
+}
+
 // HandlerState is the saved state of one handler of a workflow.
 type HandlerState struct {
 	Workflow  string          `json:"workflow"`
@@ -343,13 +356,14 @@ type Store interface {
 	// a run before its mutation can be skipped.
 	SkipRun(ctx context.Context, runID string, reason string) (scripthost.Run, error)
 	// CreateRetryRun creates the run that retries a failed or paused one, running the
-	// given stored version of its workflow (0: the newest stored, or the source's
+	// stored version r.Version of its workflow (0: the newest stored, or the source's
 	// when the store holds no version; ErrNotFound for an unknown version). A run marked
 	// to retry from emitting hands its reservations, prepared data and outcome to the
 	// new run, which starts at emitting; any other retry starts at pending. The source
 	// keeps its status and is superseded: a second retry of it, or resuming it, is
 	// refused. A run whose mutation outcome is unknown is not retried (refused).
-	CreateRetryRun(ctx context.Context, runID string, version int) (scripthost.Run, error)
+	// r.State, when set, is the new run's input state instead of the source's.
+	CreateRetryRun(ctx context.Context, runID string, r RetryRun) (scripthost.Run, error)
 	// Recover lists what a restarting host must pick up.
 	Recover(ctx context.Context) (Recovery, error)
 
@@ -363,7 +377,15 @@ type Store interface {
 	// FailMutation marks it failed (definitely did not happen); the run's events are
 	// released and the run takes the status of the error's class.
 	FailMutation(ctx context.Context, mutationID string, cause *scripthost.Error) (scripthost.Mutation, error)
-	// MarkNeedsReconcile records a reconcile attempt that could not decide.
+	// FailMutationToNext marks it failed (definitely did not happen) like FailMutation,
+	// but a run mutation's run goes on: it moves mutating → mutated with the outcome
+	// {status: failed, error}, so that next runs. With release the run's events are
+	// released at once; otherwise they stay reserved and are consumed at commit.
+	FailMutationToNext(ctx context.Context, mutationID string, cause *scripthost.Error, release bool) (scripthost.Mutation, error)
+	// MarkNeedsReconcile records a reconcile attempt that could not decide. For a run
+	// mutation the run waits in status paused:reconciliation with the reason as its
+	// error and the next attempt as its NotBefore; it keeps its events, and the
+	// mutation's outcome (applied, failed, indeterminate) moves it on as before.
 	MarkNeedsReconcile(ctx context.Context, mutationID string, attempts int, next time.Time, reason string) (scripthost.Mutation, error)
 	// MarkIndeterminate hands the mutation to a person; the run is paused for
 	// reconciliation and keeps its events.
@@ -385,6 +407,10 @@ type Store interface {
 	HandlerState(ctx context.Context, workflow, handler string) (HandlerState, error)
 	Schedule(ctx context.Context, workflow, producer string) (Schedule, error)
 	SetSchedule(ctx context.Context, s Schedule) error
+
+	// Lifecycle log (see WithEvents for how entries are written).
+	// LifecycleEvents lists lifecycle events in Seq order.
+	LifecycleEvents(ctx context.Context, f LifecycleFilter) ([]LifecycleEvent, error)
 
 	// Execution log.
 	AppendExecution(ctx context.Context, r ExecutionRecord) error

@@ -336,3 +336,30 @@ func TestSecretsRedacted(t *testing.T) {
 		t.Errorf("got %d mutations, want 1 (echo is read-only)", len(muts))
 	}
 }
+
+// A file_read of a file that does not exist fails its step with an error naming the
+// path, records it as evidence, and runs nothing after it.
+func TestFileReadOfMissingFile(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	p := mustPlan(t, `{'plan_id':'missing','intent':'x','steps':[
+	 {'step_id':'read','tool':'file_read','arguments':{'path':'notes/gone.txt'}},
+	 {'step_id':'write','tool':'file_write','arguments':{'path':'after.txt','content':'x'}}]}`)
+	res, err := e.run(p, Options{})
+	if CodeOf(err) != CodeStepFailed || err.(*Error).ExitCode() != ExitStepFailed {
+		t.Fatalf("got %v, want %s with exit 30", err, CodeStepFailed)
+	}
+	if !strings.Contains(err.Error(), "notes/gone.txt") {
+		t.Errorf("error %q: want the missing path named", err)
+	}
+	if got := stepIDs(res); got != "read:failed" {
+		t.Errorf("got %s, want the read failed and nothing after it", got)
+	}
+	if e.exists("after.txt") {
+		t.Error("the step after the failed read ran")
+	}
+	recs := e.records("missing/1")
+	if len(recs) != 1 || recs[0].Success || recs[0].ErrorCode != CodeStepFailed ||
+		!strings.Contains(recs[0].Error, "notes/gone.txt: no such file or directory") {
+		t.Errorf("evidence: got %+v, want one failed record naming the missing path", recs)
+	}
+}

@@ -47,6 +47,10 @@ type ErrorPolicy struct {
 	// Backoff is "fixed" (default) or "exponential".
 	Backoff string `json:"backoff"`
 	DelayMS int    `json:"delayMs"`
+	// OnRetry is a function reference ("" when absent): onRetry(error, state) runs
+	// before each retry made by this policy, with no tools, and returns the state the
+	// retry starts from.
+	OnRetry string `json:"onRetry"`
 }
 
 // Delay returns the wait before retry number attempt (1-based).
@@ -77,7 +81,18 @@ type Consumer struct {
 	Prepare   string
 	Mutate    string
 	Next      string
+	// OnMutationFailure says where a definite failure of the mutation goes.
+	OnMutationFailure MutationFailurePolicy
 	Lifecycle
+}
+
+// MutationFailurePolicy is a consumer's onMutationFailure: 'fail' (the default: the
+// run fails, its events are released and a fresh run prepares again) or 'next' (the
+// run goes on to next with result {status: 'failed', error}); with 'next' the events
+// are consumed at commit unless events: 'release' gives them back at once.
+type MutationFailurePolicy struct {
+	Next    bool
+	Release bool
 }
 
 // Schedule is a producer's schedule: a fixed interval or a cron expression.
@@ -126,6 +141,8 @@ type rawHandler struct {
 	Before    json.RawMessage `json:"before"`
 	After     json.RawMessage `json:"after"`
 	OnError   json.RawMessage `json:"onError"`
+
+	OnMutationFailure json.RawMessage `json:"onMutationFailure"`
 }
 
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
@@ -177,6 +194,9 @@ func ParseDefinition(raw json.RawMessage) (*Definition, error) {
 		if h.Subscribe != nil {
 			add("%s: a producer cannot subscribe to topics (make it a consumer)", where)
 		}
+		if len(h.OnMutationFailure) > 0 && string(h.OnMutationFailure) != "null" {
+			add("%s: producers make no mutation: onMutationFailure belongs to consumers", where)
+		}
 		for _, f := range []struct {
 			name string
 			raw  json.RawMessage
@@ -217,6 +237,10 @@ func ParseDefinition(raw json.RawMessage) (*Definition, error) {
 		c.Mutate = fnRef(h.Mutate, where, "mutate", false, add)
 		c.Next = fnRef(h.Next, where, "next", false, add)
 		c.Lifecycle = lifecycle(h, where, add)
+		c.OnMutationFailure = mutationFailure(h.OnMutationFailure, where, add)
+		if c.OnMutationFailure.Next && c.Next == "" {
+			add("%s: onMutationFailure 'next' needs a next function", where)
+		}
 		if h.Schedule != nil {
 			add("%s: consumers run on events, not on a schedule (make it a producer)", where)
 		}
@@ -271,7 +295,7 @@ func lifecycle(h rawHandler, where string, add func(string, ...any)) Lifecycle {
 		dec := json.NewDecoder(strings.NewReader(string(h.OnError)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&l.OnError); err != nil {
-			add("%s: onError: %v (fields: strategy, maxRetries, backoff, delayMs)", where, err)
+			add("%s: onError: %v (fields: strategy, maxRetries, backoff, delayMs, onRetry)", where, err)
 		}
 		switch l.OnError.Strategy {
 		case "fail", "retry", "pause":
@@ -283,11 +307,53 @@ func lifecycle(h rawHandler, where string, add func(string, ...any)) Lifecycle {
 		default:
 			add("%s: onError.backoff %q: want 'fixed' or 'exponential'", where, l.OnError.Backoff)
 		}
+		if l.OnError.OnRetry != "" && l.OnError.Strategy != "retry" {
+			add("%s: onError.onRetry runs before retries: it needs strategy 'retry', not %q", where, l.OnError.Strategy)
+		}
 		if l.OnError.MaxRetries < 0 || l.OnError.DelayMS < 0 {
 			add("%s: onError.maxRetries and delayMs must not be negative", where)
 		}
 	}
 	return l
+}
+
+// mutationFailure reads onMutationFailure: 'fail', 'next', or {strategy: 'fail'|'next',
+// events: 'consume'|'release'}.
+func mutationFailure(raw json.RawMessage, where string, add func(string, ...any)) MutationFailurePolicy {
+	var p MutationFailurePolicy
+	if len(raw) == 0 || string(raw) == "null" {
+		return p
+	}
+	v := struct {
+		Strategy string `json:"strategy"`
+		Events   string `json:"events"`
+	}{Events: "consume"}
+	if err := json.Unmarshal(raw, &v.Strategy); err != nil {
+		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&v); err != nil {
+			add("%s: onMutationFailure: want 'fail', 'next' or {strategy: 'next', events: 'consume'|'release'}, got %s", where, truncate(string(raw), 60))
+			return p
+		}
+	}
+	switch v.Strategy {
+	case "fail":
+	case "next":
+		p.Next = true
+	default:
+		add("%s: onMutationFailure strategy %q: want 'fail' or 'next'", where, v.Strategy)
+	}
+	switch v.Events {
+	case "consume":
+	case "release":
+		p.Release = true
+	default:
+		add("%s: onMutationFailure events %q: want 'consume' or 'release'", where, v.Events)
+	}
+	if p.Release && !p.Next {
+		add("%s: onMutationFailure events applies to strategy 'next' only", where)
+	}
+	return p
 }
 
 // fnRef reads a function reference: a string the engine gave in place of a function.

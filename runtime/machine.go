@@ -75,25 +75,21 @@ func (rt *Runtime) stepProducer(ctx context.Context, l *loaded, p *Producer, run
 	st := rt.cfg.Store
 	switch run.Phase {
 	case scripthost.RunPending:
-		ok, err := rt.guard(ctx, l, p.Lifecycle, run)
-		if err != nil {
-			return true, rt.routeError(ctx, run, p.Lifecycle, err)
-		}
-		if !ok {
-			_, err := st.SkipRun(ctx, run.ID, "guard returned false")
+		if moved, err := rt.guardRun(ctx, l, p.Lifecycle, run); moved || err != nil {
 			return true, err
 		}
-		_, err = st.AdvancePhase(ctx, run.ID, scripthost.RunPending, scripthost.RunExecuting)
+		_, err := st.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseProducer)),
+			run.ID, scripthost.RunPending, scripthost.RunExecuting)
 		return true, err
 	case scripthost.RunExecuting:
 		w := rt.wrapper(run, nil, p.Publishes)
 		res, err := rt.invoke(ctx, l, p.Lifecycle, run, w, scripthost.PhaseProducer, p.Handler,
 			sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
 		if err != nil {
-			return true, rt.routeError(ctx, run, p.Lifecycle, err)
+			return true, rt.routeError(ctx, run, p.Lifecycle, scripthost.PhaseProducer, err)
 		}
 		state := newState(res, run.InputState)
-		_, err = st.CommitProducer(ctx, run.ID, ledger.Commit{
+		_, err = st.CommitProducer(with(ctx, rt.commitEvents(run, scripthost.PhaseProducer, w)...), run.ID, ledger.Commit{
 			State:     state,
 			Output:    res,
 			Publish:   w.Published(),
@@ -108,15 +104,11 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 	st := rt.cfg.Store
 	switch run.Phase {
 	case scripthost.RunPending:
-		ok, err := rt.guard(ctx, l, c.Lifecycle, run)
-		if err != nil {
-			return true, rt.routeError(ctx, run, c.Lifecycle, err)
-		}
-		if !ok {
-			_, err := st.SkipRun(ctx, run.ID, "guard returned false")
+		if moved, err := rt.guardRun(ctx, l, c.Lifecycle, run); moved || err != nil {
 			return true, err
 		}
-		_, err = st.AdvancePhase(ctx, run.ID, scripthost.RunPending, scripthost.RunPreparing)
+		_, err := st.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhasePrepare)),
+			run.ID, scripthost.RunPending, scripthost.RunPreparing)
 		return true, err
 
 	case scripthost.RunPreparing:
@@ -124,20 +116,22 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		res, err := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhasePrepare, c.Prepare,
 			sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
 		if err != nil {
-			return true, rt.routeError(ctx, run, c.Lifecycle, err)
+			return true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhasePrepare, err)
 		}
 		pr, err := parsePrepared(res, c)
 		if err != nil {
-			return true, rt.routeError(ctx, run, c.Lifecycle, err)
+			return true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhasePrepare, &stepError{step: stepResult, err: err})
 		}
-		_, err = st.MarkPrepared(ctx, run.ID, pr)
+		_, err = st.MarkPrepared(with(ctx, phaseEvent(run, ledger.EventPhaseCompleted, scripthost.PhasePrepare)), run.ID, pr)
 		if errors.Is(err, ledger.ErrEventUnavailable) {
-			return true, rt.routeError(ctx, run, c.Lifecycle, scripthost.Wrap(scripthost.ClassLogic, "reservation", err))
+			return true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhasePrepare,
+				&stepError{step: stepResult, err: scripthost.Wrap(scripthost.ClassLogic, "reservation", err)})
 		}
 		return true, err
 
 	case scripthost.RunPrepared:
-		_, err := st.AdvancePhase(ctx, run.ID, scripthost.RunPrepared, scripthost.RunMutating)
+		_, err := st.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseMutate)),
+			run.ID, scripthost.RunPrepared, scripthost.RunMutating)
 		return true, err
 
 	case scripthost.RunMutating:
@@ -150,16 +144,22 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		}
 		// No mutation is recorded: the mutate phase never reached a tool (or this is
 		// its first attempt), so running it again cannot repeat a side effect.
+		completed := with(ctx, phaseEvent(run, ledger.EventPhaseCompleted, scripthost.PhaseMutate))
 		if c.Mutate == "" {
-			_, err := st.MarkMutated(ctx, run.ID)
+			_, err := st.MarkMutated(completed, run.ID)
 			return true, err
 		}
-		w := rt.wrapper(run, nil, nil)
+		w := rt.wrapperFor(run, nil, nil, c.OnMutationFailure)
 		_, ierr := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhaseMutate, c.Mutate,
-			sandbox.Globals{Prepared: stateOrNull(run.Prepared)}, stateOrNull(run.Prepared))
+			sandbox.Globals{State: stateOrNull(run.InputState), Prepared: stateOrNull(run.Prepared)}, stateOrNull(run.Prepared))
 		if _, made := w.Mutation(); made {
 			// The ledger already holds the outcome (applied, failed or unknown); an
-			// error the script raised after it does not change what happened.
+			// error the script raised after it does not change what happened. The
+			// after hook is another matter: it failed like in any other phase, and the
+			// run goes where its error sends it (a retry resumes at next).
+			if ierr != nil && stepOf(ierr) == stepAfter {
+				return true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseMutate, ierr)
+			}
 			if ierr != nil && !errors.Is(ierr, sandbox.ErrTerminate) {
 				rt.cfg.Logger.Warn("error after the mutation", "run", run.ID, "err", rt.redact(ierr.Error()))
 			}
@@ -171,13 +171,14 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 			return true, nil
 		}
 		if ierr != nil {
-			return true, rt.routeError(ctx, run, c.Lifecycle, ierr)
+			return true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseMutate, ierr)
 		}
-		_, err = st.MarkMutated(ctx, run.ID)
+		_, err = st.MarkMutated(completed, run.ID)
 		return true, err
 
 	case scripthost.RunMutated:
-		_, err := st.AdvancePhase(ctx, run.ID, scripthost.RunMutated, scripthost.RunEmitting)
+		_, err := st.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseNext)),
+			run.ID, scripthost.RunMutated, scripthost.RunEmitting)
 		return true, err
 
 	case scripthost.RunEmitting:
@@ -192,13 +193,13 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		state := run.InputState
 		var publish []ledger.NewEvent
 		var output json.RawMessage
+		w := rt.wrapper(run, nil, c.Publishes)
 		if c.Next != "" {
-			w := rt.wrapper(run, nil, c.Publishes)
 			res, err := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhaseNext, c.Next,
-				sandbox.Globals{Prepared: stateOrNull(run.Prepared), MutationResult: oj},
+				sandbox.Globals{State: stateOrNull(run.InputState), Prepared: stateOrNull(run.Prepared), MutationResult: oj},
 				stateOrNull(run.Prepared), oj)
 			if err != nil {
-				return true, rt.routeError(ctx, run, c.Lifecycle, err)
+				return true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseNext, err)
 			}
 			state = newState(res, run.InputState)
 			publish = w.Published()
@@ -208,7 +209,8 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		if !wake.After(rt.now()) {
 			wake = time.Time{}
 		}
-		_, err = st.CommitConsumer(ctx, run.ID, ledger.Commit{State: state, Output: output, Publish: publish, WakeAt: wake})
+		_, err = st.CommitConsumer(with(ctx, rt.commitEvents(run, scripthost.PhaseNext, w)...), run.ID,
+			ledger.Commit{State: state, Output: output, Publish: publish, WakeAt: wake})
 		return true, err
 	}
 	return false, fmt.Errorf("runtime: run %s: consumer in unexpected phase %s", run.ID, run.Phase)
@@ -245,21 +247,38 @@ func (rt *Runtime) reconcile(ctx context.Context, m scripthost.Mutation) (script
 	return hostfuncs.Reconcile(ctx, rt.cfg.Store, rt.cfg.Tools, m, rt.cfg.Reconcile, rt.now())
 }
 
-// guard runs the handler's guard, if any; true means run.
-func (rt *Runtime) guard(ctx context.Context, l *loaded, lc Lifecycle, run scripthost.Run) (bool, error) {
+// guardRun runs the handler's guard, if any, in the read-only hook phase. A false
+// guard skips the run (guard_skipped); a guard that throws or returns anything but a
+// boolean fails it like a phase would. It reports whether it moved the run.
+func (rt *Runtime) guardRun(ctx context.Context, l *loaded, lc Lifecycle, run scripthost.Run) (bool, error) {
 	if lc.Guard == "" {
-		return true, nil
-	}
-	w := rt.wrapper(run, nil, nil)
-	res, err := rt.call(ctx, l, run, w, scripthost.PhaseNone, lc.Guard, sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
-	if err != nil {
-		return false, err
-	}
-	switch strings.TrimSpace(string(res.Value)) {
-	case "false", "null", "0", `""`:
 		return false, nil
 	}
-	return true, nil
+	res, err := rt.call(ctx, l, run, rt.wrapper(run, nil, nil), scripthost.PhaseHook, lc.Guard,
+		sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
+	ok := false
+	if err == nil {
+		ok, err = guardResult(res.Value, handlerName(run))
+	}
+	if err != nil {
+		return true, rt.routeError(ctx, run, lc, phaseGuard, &stepError{step: stepGuard, err: err})
+	}
+	if ok {
+		return false, nil
+	}
+	const reason = "guard returned false"
+	_, err = rt.cfg.Store.SkipRun(with(ctx, ledger.NewLifecycleEvent(run.ID, ledger.EventGuardSkipped,
+		map[string]any{"reason": reason})), run.ID, reason)
+	return true, err
+}
+
+// commitEvents are the events of a run's commit: its last phase completed, then the
+// commit with what it published.
+func (rt *Runtime) commitEvents(run scripthost.Run, phase scripthost.Phase, w *hostfuncs.ToolWrapper) []ledger.LifecycleEvent {
+	return []ledger.LifecycleEvent{
+		phaseEvent(run, ledger.EventPhaseCompleted, phase),
+		ledger.NewLifecycleEvent(run.ID, ledger.EventCommitted, map[string]any{"published": len(w.Published())}),
+	}
 }
 
 // invoke runs one phase function with the before and after hooks around it.
@@ -267,8 +286,8 @@ func (rt *Runtime) invoke(ctx context.Context, l *loaded, lc Lifecycle, run scri
 	phase scripthost.Phase, fn string, g sandbox.Globals, args ...json.RawMessage) (json.RawMessage, error) {
 	info, _ := json.Marshal(map[string]any{"phase": phase, "handler": run.Handler, "workflow": run.Workflow, "run": run.ID, "attempt": run.Attempt})
 	if lc.Before != "" {
-		if _, err := rt.call(ctx, l, run, rt.wrapper(run, nil, nil), scripthost.PhaseNone, lc.Before, g, info); err != nil {
-			return nil, err
+		if _, err := rt.call(ctx, l, run, rt.wrapper(run, nil, nil), scripthost.PhaseHook, lc.Before, g, info); err != nil {
+			return nil, &stepError{step: stepBefore, err: err}
 		}
 	}
 	res, err := rt.call(ctx, l, run, w, phase, fn, g, args...)
@@ -277,8 +296,8 @@ func (rt *Runtime) invoke(ctx context.Context, l *loaded, lc Lifecycle, run scri
 	}
 	if lc.After != "" {
 		after, _ := json.Marshal(map[string]any{"phase": phase, "handler": run.Handler, "workflow": run.Workflow, "run": run.ID, "attempt": run.Attempt, "result": res.Value})
-		if _, err := rt.call(ctx, l, run, rt.wrapper(run, nil, nil), scripthost.PhaseNone, lc.After, g, after); err != nil {
-			return nil, err
+		if _, err := rt.call(ctx, l, run, rt.wrapper(run, nil, nil), scripthost.PhaseHook, lc.After, g, after); err != nil {
+			return nil, &stepError{step: stepAfter, err: err}
 		}
 	}
 	return res.Value, nil
@@ -306,6 +325,11 @@ func (rt *Runtime) call(ctx context.Context, l *loaded, run scripthost.Run, w *h
 }
 
 func (rt *Runtime) wrapper(run scripthost.Run, subscribe, publishes []string) *hostfuncs.ToolWrapper {
+	return rt.wrapperFor(run, subscribe, publishes, MutationFailurePolicy{})
+}
+
+// wrapperFor is wrapper for a mutate phase, with where a definite failure goes.
+func (rt *Runtime) wrapperFor(run scripthost.Run, subscribe, publishes []string, failure MutationFailurePolicy) *hostfuncs.ToolWrapper {
 	var events []string
 	for _, r := range run.Reservations {
 		for _, id := range r.IDs {
@@ -320,6 +344,9 @@ func (rt *Runtime) wrapper(run scripthost.Run, subscribe, publishes []string) *h
 		Scope:      run.ID,
 		Subscribes: subscribe,
 		Publishes:  publishes,
+
+		FailureToNext:    failure.Next,
+		ReleaseOnFailure: failure.Release,
 	}, hostfuncs.WrapperOptions{
 		Clock:           rt.cfg.Clock,
 		Redactor:        rt.cfg.Redactor,
@@ -332,7 +359,7 @@ func (rt *Runtime) wrapper(run scripthost.Run, subscribe, publishes []string) *h
 // (network errors pause the run for an automatic retry, the others follow the class
 // table), and the handler's onError strategy may turn a failure into a pause or a
 // scheduled retry. The ledger applies the event disposition rules.
-func (rt *Runtime) routeError(ctx context.Context, run scripthost.Run, lc Lifecycle, cause error) error {
+func (rt *Runtime) routeError(ctx context.Context, run scripthost.Run, lc Lifecycle, phase any, cause error) error {
 	if ctx.Err() != nil {
 		// The host is shutting down: leave the run active so that the next start
 		// resumes it where it is.
@@ -341,6 +368,7 @@ func (rt *Runtime) routeError(ctx context.Context, run scripthost.Run, lc Lifecy
 	class := scripthost.ClassOf(cause)
 	status := class.Info().Status
 	var notBefore time.Time
+	retry := false
 	switch {
 	case class == scripthost.ClassNetwork:
 		status = scripthost.StatusPausedTransient
@@ -349,14 +377,37 @@ func (rt *Runtime) routeError(ctx context.Context, run scripthost.Run, lc Lifecy
 			d *= 2
 		}
 		notBefore = rt.now().Add(d)
+		retry = run.Attempt <= rt.cfg.TransientRetries
 	case status.Failed() && lc.OnError.Strategy == "pause":
 		status = scripthost.StatusPausedApproval
 	case status.Failed() && lc.OnError.Strategy == "retry":
 		notBefore = rt.now().Add(lc.OnError.Delay(run.Attempt))
+		retry = run.Attempt <= lc.OnError.MaxRetries
 	}
-	_, err := rt.cfg.Store.SetRunStatus(ctx, run.ID, ledger.StatusChange{
+	msg := rt.redact(cause.Error())
+	data := failure(cause)
+	data["phase"], data["step"], data["attempt"] = fmt.Sprint(phase), stepOf(cause), run.Attempt
+	for _, k := range []string{"message", "file"} {
+		if s, ok := data[k].(string); ok {
+			data[k] = rt.redact(s)
+		}
+	}
+	evs := []ledger.LifecycleEvent{ledger.NewLifecycleEvent(run.ID, ledger.EventPhaseFailed, data)}
+	if status.Paused() {
+		p := map[string]any{"status": status, "why": msg}
+		if !notBefore.IsZero() {
+			p["next_attempt_at"] = notBefore
+		}
+		evs = append(evs, ledger.NewLifecycleEvent(run.ID, ledger.EventPaused, p))
+	}
+	if retry {
+		evs = append(evs, ledger.NewLifecycleEvent(run.ID, ledger.EventRetryScheduled, map[string]any{
+			"attempt": run.Attempt + 1, "delay_ms": notBefore.Sub(rt.now()).Milliseconds(), "not_before": notBefore,
+		}))
+	}
+	_, err := rt.cfg.Store.SetRunStatus(with(ctx, evs...), run.ID, ledger.StatusChange{
 		Status:     status,
-		Error:      rt.redact(cause.Error()),
+		Error:      msg,
 		ErrorClass: class,
 		NotBefore:  notBefore,
 	})

@@ -32,15 +32,10 @@ func (rt *Runtime) Recover(ctx context.Context) error {
 
 // Tick makes one scheduling pass over a workflow and reports whether anything
 // happened. In order: due reconciliations, active runs (resumed where they stopped),
-// retries whose time has come, then, in parallel, due producers and consumers with
-// pending events or a due wake-up. A handler whose newest run failed or is paused is
-// not started again until that run is retried. Only one Tick per workflow runs at a
-// time, and each handler has at most one run going.
-//
-// Runs that cannot affect each other go in parallel, within the runtime's Concurrency
-// bound shared by every workflow: each producer on its own, and consumers in groups
-// that share no subscribed topic (consumers of one topic compete for its events, so
-// they take turns, in name order).
+// retries whose time has come, due producers, and consumers with pending events or a
+// due wake-up. A handler whose newest run failed or is paused is not started again
+// until that run is retried. Only one Tick per workflow runs at a time, and a pass
+// holds one of the runtime's Concurrency slots, shared by every workflow.
 func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
 	lock := rt.workflowLock(workflow)
 	lock.Lock()
@@ -49,12 +44,7 @@ func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	released := false
-	defer func() {
-		if !released {
-			release()
-		}
-	}()
+	defer release()
 
 	st := rt.cfg.Store
 	wf, err := st.Workflow(ctx, workflow)
@@ -118,80 +108,41 @@ func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
 	}
 
 	now := rt.now()
-	var jobs []func() (bool, error)
 	for _, name := range sortedKeys(def.Producers) {
 		if blocked(name) {
 			continue
 		}
-		jobs = append(jobs, func() (bool, error) {
-			s, err := st.Schedule(ctx, workflow, name)
-			if err != nil {
-				return false, err
-			}
-			if !s.NextRunAt.IsZero() && s.NextRunAt.After(now) {
-				return false, nil
-			}
-			return true, rt.start(ctx, workflow, version, name, scripthost.KindProducer)
-		})
-	}
-	for _, group := range consumerGroups(def) {
-		jobs = append(jobs, func() (bool, error) {
-			return rt.tickGroup(ctx, workflow, version, def, group, latest, blocked, now)
-		})
-	}
-	release()
-	released = true
-	ran, err := rt.parallel(ctx, jobs)
-	return did || ran, err
-}
-
-// runsPerPass bounds the runs one consumer makes in one pass, so that due
-// reconciliations, retries and a pause of the workflow wait at most that long.
-const runsPerPass = 16
-
-// tickGroup runs the consumers of a group (which share topics) in turns, one run each
-// per round, for up to runsPerPass rounds: a consumer stays in while its runs reserve
-// events and commit. Reading the workflow's housekeeping once for many runs saves as
-// many reads per run.
-func (rt *Runtime) tickGroup(ctx context.Context, workflow string, version int, def *Definition, group []string,
-	latest map[string]scripthost.Run, blocked func(string) bool, now time.Time) (bool, error) {
-	type turn struct {
-		c       *Consumer
-		last    scripthost.Run
-		hasLast bool
-	}
-	var turns []*turn
-	for _, name := range group {
-		if !blocked(name) {
-			last, ok := latest[name]
-			turns = append(turns, &turn{c: def.Consumers[name], last: last, hasLast: ok})
+		s, err := st.Schedule(ctx, workflow, name)
+		if err != nil {
+			return did, err
 		}
-	}
-	did := false
-	for round := 0; round < runsPerPass && len(turns) > 0; round++ {
-		var stay []*turn
-		for _, tu := range turns {
-			run, ran, err := rt.tickConsumer(ctx, workflow, version, tu.c, tu.last, tu.hasLast, now)
-			did = did || ran
-			if err != nil {
-				return did, err
-			}
-			if ran && len(run.Reservations) > 0 &&
-				(run.Status == scripthost.StatusCommitted || run.Status == scripthost.StatusSkipped) {
-				tu.last, tu.hasLast = run, true
-				stay = append(stay, tu)
-			}
+		if !s.NextRunAt.IsZero() && s.NextRunAt.After(now) {
+			continue
 		}
-		turns = stay
+		if err := rt.start(ctx, workflow, version, name, scripthost.KindProducer); err != nil {
+			return did, err
+		}
+		did = true
+	}
+	for _, name := range sortedKeys(def.Consumers) {
+		if blocked(name) {
+			continue
+		}
+		last, hasLast := latest[name]
+		ran, err := rt.tickConsumer(ctx, workflow, version, def.Consumers[name], last, hasLast, now)
+		did = did || ran
+		if err != nil {
+			return did, err
+		}
 	}
 	return did, nil
 }
 
 // tickConsumer starts a run of consumer c if it has pending events newer than what it
-// last ignored, or a due wake-up, and returns the run as it left it. last is the
-// handler's newest run, if it has one.
+// last ignored, or a due wake-up, and reports whether it did. last is the handler's
+// newest run, if it has one.
 func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version int, c *Consumer,
-	last scripthost.Run, hasLast bool, now time.Time) (scripthost.Run, bool, error) {
+	last scripthost.Run, hasLast bool, now time.Time) (bool, error) {
 	st := rt.cfg.Store
 	name := c.Name
 	key := workflow + "/" + name
@@ -206,11 +157,11 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 	}
 	newest, err := rt.newestPending(ctx, workflow, c.Subscribe, scan)
 	if err != nil {
-		return scripthost.Run{}, false, err
+		return false, err
 	}
 	hs, err := st.HandlerState(ctx, workflow, name)
 	if err != nil {
-		return scripthost.Run{}, false, err
+		return false, err
 	}
 	// A wake-up is due once its time has come, unless a run started since then
 	// (a wake-up time in the past that a commit kept is not a new request).
@@ -219,17 +170,17 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 		wake = false
 	}
 	if !wake && newest <= idleAt {
-		return scripthost.Run{}, false, nil
+		return false, nil
 	}
 	run, err := rt.startRunWith(ctx, workflow, version, name, scripthost.KindConsumer, hs)
 	if err != nil {
-		return run, true, err
+		return true, err
 	}
 	// A run that reserved nothing (or was skipped by its guard) leaves the pending
 	// events as they were: wait for a newer event or a wake-up before trying again.
 	if len(run.Reservations) == 0 {
 		if newest, err = rt.newestPending(ctx, workflow, c.Subscribe, pendingScan); err != nil {
-			return run, true, err
+			return true, err
 		}
 		rt.mu.Lock()
 		rt.idle[key] = newest
@@ -239,7 +190,7 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 		delete(rt.idle, key)
 		rt.mu.Unlock()
 	}
-	return run, true, nil
+	return true, nil
 }
 
 // acquire takes one of the Concurrency slots, waiting for one to be free.
@@ -250,82 +201,6 @@ func (rt *Runtime) acquire(ctx context.Context) (func(), error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-}
-
-// parallel runs jobs, each holding a slot, and reports whether any did something.
-func (rt *Runtime) parallel(ctx context.Context, jobs []func() (bool, error)) (bool, error) {
-	did := make([]bool, len(jobs))
-	errs := make([]error, len(jobs))
-	run := func(i int) {
-		release, err := rt.acquire(ctx)
-		if err != nil {
-			errs[i] = err
-			return
-		}
-		defer release()
-		did[i], errs[i] = jobs[i]()
-	}
-	if len(jobs) == 1 {
-		run(0)
-	} else {
-		var wg sync.WaitGroup
-		for i := range jobs {
-			wg.Go(func() { run(i) })
-		}
-		wg.Wait()
-	}
-	moved := false
-	for _, d := range did {
-		moved = moved || d
-	}
-	return moved, errors.Join(errs...)
-}
-
-// consumerGroups partitions the consumers into groups that share no subscribed topic,
-// each group and the groups in name order.
-func consumerGroups(def *Definition) [][]string {
-	names := sortedKeys(def.Consumers)
-	group := map[string]int{} // topic → group index
-	var groups [][]string
-	for _, name := range names {
-		// Every group this consumer touches merges into the first of them.
-		target := -1
-		for _, t := range def.Consumers[name].Subscribe {
-			g, ok := group[t]
-			if !ok {
-				continue
-			}
-			if target < 0 {
-				target = g
-				continue
-			}
-			if g != target {
-				groups[target] = append(groups[target], groups[g]...)
-				groups[g] = nil
-				for topic, gi := range group {
-					if gi == g {
-						group[topic] = target
-					}
-				}
-			}
-		}
-		if target < 0 {
-			target = len(groups)
-			groups = append(groups, nil)
-		}
-		groups[target] = append(groups[target], name)
-		for _, t := range def.Consumers[name].Subscribe {
-			group[t] = target
-		}
-	}
-	var out [][]string
-	for _, g := range groups {
-		if len(g) > 0 {
-			sort.Strings(g)
-			out = append(out, g)
-		}
-	}
-	return out
 }
 
 // pendingScan bounds how many pending events per topic are read to find the newest.
@@ -357,14 +232,14 @@ func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[stri
 		if r.NotBefore.After(now) {
 			continue
 		}
-		ok, err := rt.autoRetry(ctx, def, r)
+		ok, byPolicy, err := rt.retryPlan(ctx, def, r)
 		if err != nil {
 			return did, err
 		}
 		if !ok {
 			continue
 		}
-		next, err := rt.cfg.Store.CreateRetryRun(ctx, r.ID, 0)
+		next, err := rt.createRetry(ctx, r, byPolicy)
 		if ledger.IsIllegalTransition(err) {
 			continue
 		}
@@ -383,22 +258,30 @@ func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[stri
 // its NotBefore has come: runs paused by a network error (up to TransientRetries),
 // runs whose mutation was found not to have happened by reconciliation or a person,
 // and failed runs of handlers whose onError strategy is retry (up to maxRetries). A
-// run whose mutation outcome is unknown is never retried.
+// run whose mutation outcome is unknown is never retried, and neither is a retry whose
+// onRetry failed.
 func (rt *Runtime) autoRetry(ctx context.Context, def *Definition, r scripthost.Run) (bool, error) {
+	ok, _, err := rt.retryPlan(ctx, def, r)
+	return ok, err
+}
+
+// retryPlan is autoRetry that also reports whether the retry is the onError policy's
+// (and so runs onRetry first).
+func (rt *Runtime) retryPlan(ctx context.Context, def *Definition, r scripthost.Run) (retry, byPolicy bool, err error) {
 	if r.Status != scripthost.StatusPausedTransient && !r.Status.Failed() {
-		return false, nil
+		return false, false, nil
 	}
 	lc, ok := lifecycleOf(def, r.Handler)
 	if !ok {
-		return false, nil
+		return false, false, nil
 	}
 	m, err := rt.cfg.Store.RunMutation(ctx, r.ID)
 	hasMutation := err == nil
 	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
-		return false, err
+		return false, false, err
 	}
 	if hasMutation && m.Status.Unknown() {
-		return false, nil // reconciled or resolved by a person
+		return false, false, nil // reconciled or resolved by a person
 	}
 	switch {
 	case r.Status == scripthost.StatusPausedTransient && r.Attempt <= rt.cfg.TransientRetries:
@@ -406,10 +289,12 @@ func (rt *Runtime) autoRetry(ctx context.Context, def *Definition, r scripthost.
 		// The side effect is known not to have happened, and the handler did
 		// nothing wrong: prepare again with the released events.
 	case r.Status.Failed() && lc.OnError.Strategy == "retry" && r.Attempt <= lc.OnError.MaxRetries:
+		failed, err := rt.onRetryFailed(ctx, r.ID)
+		return !failed && err == nil, true, err
 	default:
-		return false, nil
+		return false, false, nil
 	}
-	return true, nil
+	return true, false, nil
 }
 
 // failedOutsideScript reports whether a failed mutation was settled by reconciliation

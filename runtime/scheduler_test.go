@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -59,35 +58,21 @@ func (g *gate) tool() *hostfuncs.Tool {
 
 func (g *gate) max() int { g.mu.Lock(); defer g.mu.Unlock(); return g.maxSeen }
 
-// gatedWorkflow has one consumer per entry of topics, named c0, c1, …, subscribed to
-// that topic; each prepare takes one event and passes the gate.
-func gatedWorkflow(topics ...string) string {
-	var sb strings.Builder
-	seen := map[string]bool{}
-	var all []string
-	for _, t := range topics {
-		if !seen[t] {
-			seen[t] = true
-			all = append(all, fmt.Sprintf("%q", t))
-		}
-	}
-	fmt.Fprintf(&sb, "export default { topics: [%s], consumers: {\n", strings.Join(all, ", "))
-	for i, t := range topics {
-		fmt.Fprintf(&sb, `  c%d: { subscribe: [%q], async prepare() {
-    const e = await Topics.peek({ topic: %q, limit: 1 });
+// gatedWorkflow has one consumer whose prepare takes one event of topic "a" and
+// passes the gate.
+const gatedWorkflow = `export default { topics: ['a'], consumers: {
+  c: { subscribe: ['a'], async prepare() {
+    const e = await Topics.peek({ topic: 'a', limit: 1 });
     if (!e.length) return null;
     await Gate.enter({});
-    return { reservations: [{ topic: %q, ids: [e[0].id] }] };
+    return { reservations: [{ topic: 'a', ids: [e[0].id] }] };
   } },
-`, i, t, t, t)
-	}
-	sb.WriteString("} };\n")
-	return sb.String()
-}
+} };
+`
 
-// gatedRuntime stores the workflow "w" and one event per topic, on a runtime bounded
-// to concurrency runs at once.
-func gatedRuntime(t *testing.T, concurrency int, g *gate, topics ...string) (*runtime.Runtime, *sqlite.Store) {
+// gatedRuntime stores the workflows w0, w1, … and one event for each, on a runtime
+// bounded to concurrency runs at once.
+func gatedRuntime(t *testing.T, concurrency int, g *gate, workflows int) (*runtime.Runtime, *sqlite.Store, []string) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), sqlite.Options{})
@@ -105,72 +90,49 @@ func gatedRuntime(t *testing.T, concurrency int, g *gate, topics ...string) (*ru
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(ctx) })
-	if _, err := rt.LoadWorkflow(ctx, "w", "w.js", []byte(gatedWorkflow(topics...))); err != nil {
-		t.Fatal(err)
-	}
-	for i, topic := range topics {
-		if _, err := st.Publish(ctx, ledger.NewEvent{Workflow: "w", Topic: topic, MessageID: fmt.Sprint(i), Payload: json.RawMessage(`{}`)}); err != nil {
+	var names []string
+	for i := range workflows {
+		name := fmt.Sprintf("w%d", i)
+		names = append(names, name)
+		if _, err := rt.LoadWorkflow(ctx, name, name+".js", []byte(gatedWorkflow)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Publish(ctx, ledger.NewEvent{Workflow: name, Topic: "a", MessageID: "0", Payload: json.RawMessage(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return rt, st
+	return rt, st, names
 }
 
 func TestRunsInParallel(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		concurrency int
-		topics      []string
+		workflows   int
 		want        int // most runs inside the gate at once
 	}{
-		{"independent consumers run at once", 0, []string{"a", "b", "c"}, 3},
-		{"consumers of one topic take turns", 0, []string{"a", "a"}, 1},
-		{"Concurrency bounds the runs at once", 2, []string{"a", "b", "c", "d"}, 2},
+		{"workflows run at once", 0, 3, 3},
+		{"Concurrency bounds the runs at once", 2, 4, 2},
+		{"Concurrency 1 runs one at a time", 1, 2, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			patience := 5 * time.Second
-			if tc.want < len(tc.topics) {
-				// The gate can never fill: wait long enough for a wrongly parallel run
+			if tc.want < tc.workflows {
+				// The gate can never fill: wait long enough for a run beyond the bound
 				// to arrive, then let each call go.
 				patience = 300 * time.Millisecond
 			}
-			g := newGate(len(tc.topics), patience)
-			rt, st := gatedRuntime(t, tc.concurrency, g, tc.topics...)
-			if err := rt.RunOnce(context.Background(), []string{"w"}); err != nil {
+			g := newGate(tc.workflows, patience)
+			rt, st, names := gatedRuntime(t, tc.concurrency, g, tc.workflows)
+			if err := rt.RunOnce(context.Background(), names); err != nil {
 				t.Fatal(err)
 			}
 			if got := g.max(); got != tc.want {
 				t.Errorf("got %d runs inside the gate at once, want %d", got, tc.want)
 			}
-			pending, err := st.Events(context.Background(), ledger.EventFilter{Workflow: "w", Status: scripthost.EventPending})
+			pending, err := st.Events(context.Background(), ledger.EventFilter{Status: scripthost.EventPending})
 			if err != nil || len(pending) != 0 {
 				t.Errorf("got %d events pending (err %v), want none", len(pending), err)
-			}
-		})
-	}
-}
-
-func TestConsumerGroups(t *testing.T) {
-	def := func(subs map[string][]string) *runtime.Definition {
-		d := &runtime.Definition{Consumers: map[string]*runtime.Consumer{}}
-		for name, topics := range subs {
-			d.Consumers[name] = &runtime.Consumer{Name: name, Subscribe: topics}
-		}
-		return d
-	}
-	for _, tc := range []struct {
-		name string
-		subs map[string][]string
-		want [][]string
-	}{
-		{"disjoint", map[string][]string{"a": {"x"}, "b": {"y"}}, [][]string{{"a"}, {"b"}}},
-		{"shared topic", map[string][]string{"a": {"x"}, "b": {"x"}, "c": {"z"}}, [][]string{{"a", "b"}, {"c"}}},
-		{"chain merges groups", map[string][]string{"a": {"x"}, "b": {"y"}, "c": {"x", "y"}}, [][]string{{"a", "b", "c"}}},
-		{"no topics", map[string][]string{"a": nil, "b": nil}, [][]string{{"a"}, {"b"}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := runtime.ConsumerGroups(def(tc.subs)); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -180,10 +142,10 @@ func TestConsumerGroups(t *testing.T) {
 // runtime is consumed at once.
 func TestPublishWakesRun(t *testing.T) {
 	g := newGate(1, time.Second)
-	rt, st := gatedRuntime(t, 0, g, "a")
+	rt, st, _ := gatedRuntime(t, 0, g, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx, []string{"w"}, time.Hour) }()
+	go func() { done <- rt.Run(ctx, []string{"w0"}, time.Hour) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -193,7 +155,7 @@ func TestPublishWakesRun(t *testing.T) {
 	waitConsumed := func(id string) {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			evs, err := st.Events(context.Background(), ledger.EventFilter{Workflow: "w", Topic: "a"})
+			evs, err := st.Events(context.Background(), ledger.EventFilter{Workflow: "w0", Topic: "a"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +170,7 @@ func TestPublishWakesRun(t *testing.T) {
 	waitConsumed("0") // the first pass
 	// Let the loop go idle for its hour-long poll, then publish.
 	time.Sleep(200 * time.Millisecond)
-	if _, err := rt.Publish(ctx, ledger.NewEvent{Workflow: "w", Topic: "a", MessageID: "late", Payload: json.RawMessage(`{}`)}); err != nil {
+	if _, err := rt.Publish(ctx, ledger.NewEvent{Workflow: "w0", Topic: "a", MessageID: "late", Payload: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	waitConsumed("late")

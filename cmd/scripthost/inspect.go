@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/runtime"
 )
@@ -97,8 +98,12 @@ func newRunsCmd(g *globals) *cobra.Command {
 				if f.Newest {
 					slices.Reverse(runs)
 				}
-				return list(g, asJSON, runs, "ID\tWORKFLOW\tHANDLER\tPHASE\tSTATUS\tATTEMPT\tERROR", func(r scripthost.Run) []string {
-					return []string{r.ID, r.Workflow, r.Handler, string(r.Phase), string(r.Status), fmt.Sprint(r.Attempt), oneLine(r.Error, 80)}
+				return list(g, asJSON, runs, "ID\tWORKFLOW\tHANDLER\tPHASE\tSTATUS\tATTEMPT\tNEXT\tERROR", func(r scripthost.Run) []string {
+					next := "-"
+					if !r.NotBefore.IsZero() && !r.Status.Final() {
+						next = r.NotBefore.Format(time.RFC3339)
+					}
+					return []string{r.ID, r.Workflow, r.Handler, string(r.Phase), string(r.Status), fmt.Sprint(r.Attempt), next, oneLine(r.Error, 80)}
 				})
 			})
 		},
@@ -130,22 +135,28 @@ func newest[T any](items []T, n int) []T {
 	return items
 }
 
-// runDetail is what `show` prints: the run, its mutation and its snapshots.
+// runDetail is what `show` prints: the run, its mutation, its snapshots and its
+// lifecycle log.
 type runDetail struct {
-	Run       scripthost.Run     `json:"run"`
-	Mutation  *mutationView      `json:"mutation,omitempty"`
-	Snapshots []ledger.Snapshot  `json:"snapshots"`
-	Events    []scripthost.Event `json:"events,omitempty"`
+	Run       scripthost.Run          `json:"run"`
+	Mutation  *mutationView           `json:"mutation,omitempty"`
+	Snapshots []ledger.Snapshot       `json:"snapshots"`
+	Lifecycle []ledger.LifecycleEvent `json:"lifecycle"`
 	// Warnings are what the run did that had no effect (a tool call after the
 	// mutation); they do not change its status.
 	Warnings []runtime.Warning `json:"warnings,omitempty"`
 }
 
 func newShowCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var events, asJSON bool
+	cmd := &cobra.Command{
 		Use:   "show RUN_ID",
-		Short: "Show one run as JSON: its fields, its mutation and the snapshot of each phase",
-		Args:  cobra.ExactArgs(1),
+		Short: "Show one run as JSON: its fields, its mutation, the snapshot of each phase and its lifecycle events",
+		Long: `Show one run as JSON. With --events, print only the run's lifecycle events, one a
+line (phase_started, phase_completed, phase_failed, guard_skipped, retry_scheduled,
+retry_started, paused, resumed, mutation_recorded, mutation_outcome, reconcile_attempt,
+resolved, committed); add --json for JSON lines.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			store, err := g.openStore(ctx)
@@ -157,7 +168,20 @@ func newShowCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d := runDetail{Run: run}
+			lifecycle, err := store.LifecycleEvents(ctx, ledger.LifecycleFilter{RunID: run.ID})
+			if err != nil {
+				return err
+			}
+			if events {
+				return printEvents(g.Stdout, run, lifecycle, asJSON)
+			}
+			if asJSON {
+				return usagef("--json goes with --events (show prints JSON already)")
+			}
+			d := runDetail{Run: run, Lifecycle: lifecycle}
+			if d.Lifecycle == nil {
+				d.Lifecycle = []ledger.LifecycleEvent{}
+			}
 			if m, err := store.RunMutation(ctx, run.ID); err == nil {
 				v := viewMutation(m)
 				d.Mutation = &v
@@ -171,6 +195,9 @@ func newShowCmd(g *globals) *cobra.Command {
 			return printJSON(g.Stdout, d)
 		},
 	}
+	cmd.Flags().BoolVar(&events, "events", false, "print the run's lifecycle events")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "with --events: JSON lines")
+	return cmd
 }
 
 // mutationView is the JSON shape of a mutation in listings: the tool as one name.
@@ -365,7 +392,7 @@ func newResolveCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer store.Close()
-			m, err := store.Resolve(cmd.Context(), args[0], r)
+			m, err := hostfuncs.Resolve(cmd.Context(), store, args[0], r)
 			if err != nil {
 				return err
 			}
@@ -414,7 +441,7 @@ again at prepare.`,
 							src.ID, v.Version, src.Workflow, src.Handler, ledger.ErrNotFound)
 					}
 				}
-				r, err := store.CreateRetryRun(ctx, src.ID, v.Version)
+				r, err := store.CreateRetryRun(ctx, src.ID, ledger.RetryRun{Version: v.Version})
 				if err != nil {
 					return err
 				}

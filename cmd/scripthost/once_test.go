@@ -104,7 +104,7 @@ func TestSecondMutationIsAWarning(t *testing.T) {
 	db := filepath.Join(dir, "l.db")
 	wf := jobWorkflow(t, dir, map[string]string{"MUTATE": "await Files.write({ path: 'out/again', content: 'x' });"})
 	code, _, stderr := runCLI(t, "--db", db, "run", wf, "--once")
-	if code != 0 || !strings.Contains(stderr, "warning: jobs/work") || !strings.Contains(stderr, "second mutation") {
+	if code != 0 || !strings.Contains(stderr, "warning: jobs/work") || !strings.Contains(stderr, "Only one mutation allowed per mutate phase") {
 		t.Fatalf("got exit %d %q, want 0 and a warning about the second mutation", code, stderr)
 	}
 	runs, _ := openLedger(t, db).Runs(context.Background(), ledger.RunFilter{Handler: "work"})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -36,6 +37,7 @@ type runFlags struct {
 	poll      time.Duration
 	timeout   time.Duration
 	verbose   bool
+	jsonl     bool
 	allow     []string
 	reconcile hostfuncs.ReconcilePolicy
 	// concurrency bounds the runs driven at once (0: runtime.DefaultConcurrency).
@@ -70,6 +72,7 @@ within D.`,
 	cmd.Flags().DurationVar(&f.poll, "poll", 250*time.Millisecond, "how often to look for work when idle")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "wall-clock limit of one handler invocation (default 5s)")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "log every tool call and mutation to stderr")
+	cmd.Flags().BoolVar(&f.jsonl, "jsonl", false, "write the runs' lifecycle events to stdout as JSON lines (console output goes to stderr)")
 	cmd.Flags().StringSliceVar(&f.allow, "allow", nil, "programs plan.run_command may run (repeatable; none by default)")
 	cmd.Flags().IntVar(&f.reconcile.MaxAttempts, "reconcile-attempts", 5, "reconcile attempts for an uncertain mutation before a person must resolve it")
 	cmd.Flags().DurationVar(&f.reconcile.BaseDelay, "reconcile-delay", time.Second, "wait after the first undecided reconcile attempt (doubles each time)")
@@ -79,7 +82,8 @@ within D.`,
 }
 
 // buildHost opens the ledger and wires a host with the workspace and HTTP tools.
-func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, timeout time.Duration, verbose bool, allow []string, reconcile hostfuncs.ReconcilePolicy, concurrency int) (*host.Host, ledger.Store, error) {
+func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, timeout time.Duration, verbose bool, allow []string,
+	reconcile hostfuncs.ReconcilePolicy, concurrency int, console io.Writer) (*host.Host, ledger.Store, error) {
 	if concurrency < 0 {
 		return nil, nil, usagef("--concurrency must be 0 (the default) or more, got %d", concurrency)
 	}
@@ -121,7 +125,7 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 		CommandOptions: command.Config{Unsafe: g.UnsafeCommands, Hide: g.ledgerFiles()},
 		OnConsole: func(run scripthost.Run, lines []sandbox.ConsoleLine) {
 			for _, l := range lines {
-				fmt.Fprintf(g.Stdout, "[%s/%s] %s\n", run.Workflow, run.Handler, redactor.Redact(l.Text))
+				fmt.Fprintf(console, "[%s/%s] %s\n", run.Workflow, run.Handler, redactor.Redact(l.Text))
 			}
 		},
 	})
@@ -147,7 +151,7 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 	return h, store, nil
 }
 
-func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) error {
+func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (err error) {
 	if f.name != "" && len(paths) > 1 {
 		return usagef("--name names one workflow, got %d files", len(paths))
 	}
@@ -169,7 +173,11 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) e
 		return err
 	}
 	defer unlock()
-	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile, f.concurrency)
+	console := g.Stdout
+	if f.jsonl {
+		console = g.Stderr
+	}
+	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile, f.concurrency, console)
 	if err != nil {
 		if errors.Is(statErr, fs.ErrNotExist) {
 			// No lock file is left beside a file that turned out not to be a ledger.
@@ -195,6 +203,17 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) e
 			return err
 		}
 		fmt.Fprintf(g.Stderr, "workflow %s version %d (%s)\n", v.Workflow, v.Version, p)
+	}
+	if f.jsonl {
+		stream, err := startEventStream(ctx, store, g.Stdout, f.poll)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := stream.close(ctx); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
 	}
 	if !f.once {
 		if f.wait != 0 {

@@ -259,7 +259,7 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 		}
 		h.header.Set(name, v)
 	}
-	if err := h.urlFieldsInBody(c.RepeatInBody); err != nil {
+	if err := h.placeFields(c.RepeatInBody); err != nil {
 		return nil, err
 	}
 	if c.Reconcile != nil {
@@ -367,9 +367,9 @@ func (h *httpTool) headerTemplate(name, value string, props []string, keyAllowed
 	return nil
 }
 
-// urlFieldsInBody records the fields the URL takes, which the body leaves out (as it
+// placeFields records the fields the URL takes, which the body leaves out (as it
 // does the headers' fields) unless repeat lists them.
-func (h *httpTool) urlFieldsInBody(repeat []string) error {
+func (h *httpTool) placeFields(repeat []string) error {
 	for _, f := range h.url.fields() {
 		h.placed[f] = true
 	}

@@ -20,7 +20,7 @@ type Toolchain struct {
 	Name string
 	// Pinned is the compiler version the committed modules were built with: only a
 	// build by this version is expected to give the same bytes.
-	Pinned string
+	Pinned  string
 	version func(context.Context) (string, error)
 }
 

@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"BeginMutation", testBeginMutation},
 		{"ApplyMutation", testApplyMutation},
 		{"FailMutation", testFailMutation},
+		{"FailMutationToNext", testFailMutationToNext},
 		{"MarkNeedsReconcile", testMarkNeedsReconcile},
 		{"MarkIndeterminate", testMarkIndeterminate},
 		{"Resolve", testResolve},
@@ -51,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"ExecutionIDsUnique", testExecutionIDsUnique},
 		{"ReconcileQueries", testReconcileQueries},
 		{"Concurrency", testConcurrency},
+		{"LifecycleEvents", testLifecycleEvents},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,7 +21,7 @@ func testRetryRun(f *fixture) {
 		f.with("after the mutation: "+tc.stage+" "+string(tc.stop), func(f *fixture) {
 			b := f.consumer(tc.stage)
 			src := must(f.s.SetRunStatus(f.ctx, b.run.ID, ledger.StatusChange{Status: tc.stop, Error: "next threw"}))(f.t)
-			r := must(f.s.CreateRetryRun(f.ctx, src.ID, 0))(f.t)
+			r := must(f.s.CreateRetryRun(f.ctx, src.ID, ledger.RetryRun{}))(f.t)
 			if r.ID == src.ID || r.Phase != scripthost.RunEmitting || r.Status != scripthost.StatusActive || r.Attempt != 2 ||
 				r.RetryOf != src.ID || r.Workflow != src.Workflow || r.Handler != src.Handler || r.Version != src.Version {
 				f.t.Fatalf("got %+v, want attempt 2 of %s at emitting", r, src.ID)
@@ -35,7 +35,7 @@ func testRetryRun(f *fixture) {
 				f.t.Errorf("source: got status %s, want %s kept", got.Status, tc.stop)
 			}
 			before := f.dump()
-			_, err := f.s.CreateRetryRun(f.ctx, src.ID, 0)
+			_, err := f.s.CreateRetryRun(f.ctx, src.ID, ledger.RetryRun{})
 			f.refused(before, err, nil)
 
 			must(f.s.CommitConsumer(f.ctx, r.ID, ledger.Commit{State: json.RawMessage(`{"ok":1}`)}))(f.t)
@@ -44,7 +44,7 @@ func testRetryRun(f *fixture) {
 	}
 	f.with("before the mutation", func(f *fixture) {
 		b := f.finished(scripthost.MutationFailed)
-		r := must(f.s.CreateRetryRun(f.ctx, b.run.ID, 0))(f.t)
+		r := must(f.s.CreateRetryRun(f.ctx, b.run.ID, ledger.RetryRun{}))(f.t)
 		if r.Phase != scripthost.RunPending || r.Status != scripthost.StatusActive || r.Attempt != 2 || r.RetryOf != b.run.ID ||
 			string(r.InputState) != string(b.run.InputState) || len(r.Prepared) != 0 || len(r.Reservations) != 0 || r.Outcome != nil {
 			f.t.Fatalf("got %+v, want a fresh pending attempt 2 with the input state", r)
@@ -56,10 +56,30 @@ func testRetryRun(f *fixture) {
 		f.wantEvents(b.events, scripthost.EventReserved, r.ID)
 		// A retry of the retry counts on.
 		must(f.s.SetRunStatus(f.ctx, r.ID, ledger.StatusChange{Status: scripthost.StatusPausedTransient}))(f.t)
-		r3 := must(f.s.CreateRetryRun(f.ctx, r.ID, 0))(f.t)
+		r3 := must(f.s.CreateRetryRun(f.ctx, r.ID, ledger.RetryRun{State: json.RawMessage(`{"tries":2}`)}))(f.t)
 		if r3.Attempt != 3 || r3.RetryOf != r.ID {
 			f.t.Errorf("got attempt %d of %s, want 3 of %s", r3.Attempt, r3.RetryOf, r.ID)
 		}
+		// The state onRetry returned is the retry's input state, and it is stored.
+		if got := must(f.s.Run(f.ctx, r3.ID))(f.t); string(got.InputState) != `{"tries":2}` {
+			f.t.Errorf("got input state %s, want the retry state", got.InputState)
+		}
+	})
+	f.with("created failed", func(f *fixture) {
+		b := f.finished(scripthost.MutationFailed)
+		fail := &ledger.StatusChange{Status: scripthost.StatusFailedLogic, Error: "onRetry broke", ErrorClass: scripthost.ClassLogic}
+		r := must(f.s.CreateRetryRun(f.ctx, b.run.ID, ledger.RetryRun{Failed: fail}))(f.t)
+		got := must(f.s.Run(f.ctx, r.ID))(f.t)
+		if got.Status != scripthost.StatusFailedLogic || got.Error != "onRetry broke" || got.ErrorClass != scripthost.ClassLogic ||
+			got.Attempt != 2 || got.RetryOf != b.run.ID {
+			f.t.Errorf("got %+v, want attempt 2 failed:logic with the error", got)
+		}
+		f.wantEvents(b.events, scripthost.EventPending, "")
+		// Only a failed status is accepted.
+		c := f.finished(scripthost.MutationFailed)
+		before := f.dump()
+		_, err := f.s.CreateRetryRun(f.ctx, c.run.ID, ledger.RetryRun{Failed: &ledger.StatusChange{Status: scripthost.StatusActive}})
+		f.refused(before, err, nil)
 	})
 	refusals := []struct {
 		name  string
@@ -83,13 +103,13 @@ func testRetryRun(f *fixture) {
 		f.with("refused: "+tc.name, func(f *fixture) {
 			id := tc.build(f)
 			before := f.dump()
-			_, err := f.s.CreateRetryRun(f.ctx, id, 0)
+			_, err := f.s.CreateRetryRun(f.ctx, id, ledger.RetryRun{})
 			f.refused(before, err, nil)
 		})
 	}
 	f.with("unknown run", func(f *fixture) {
 		before := f.dump()
-		_, err := f.s.CreateRetryRun(f.ctx, "no-such-run", 0)
+		_, err := f.s.CreateRetryRun(f.ctx, "no-such-run", ledger.RetryRun{})
 		f.refused(before, err, ledger.ErrNotFound)
 	})
 	f.with("runs the newest version unless pinned", func(f *fixture) {
@@ -98,14 +118,14 @@ func testRetryRun(f *fixture) {
 		}
 		b := f.finished(scripthost.MutationFailed) // a run of version 1
 		before := f.dump()
-		_, err := f.s.CreateRetryRun(f.ctx, b.run.ID, 9)
+		_, err := f.s.CreateRetryRun(f.ctx, b.run.ID, ledger.RetryRun{Version: 9})
 		f.refused(before, err, ledger.ErrNotFound)
-		r := must(f.s.CreateRetryRun(f.ctx, b.run.ID, 0))(f.t)
+		r := must(f.s.CreateRetryRun(f.ctx, b.run.ID, ledger.RetryRun{}))(f.t)
 		if r.Version != 3 {
 			f.t.Errorf("default: got version %d, want the newest (3)", r.Version)
 		}
 		must(f.s.SetRunStatus(f.ctx, r.ID, ledger.StatusChange{Status: scripthost.StatusFailedLogic}))(f.t)
-		if r2 := must(f.s.CreateRetryRun(f.ctx, r.ID, 2))(f.t); r2.Version != 2 {
+		if r2 := must(f.s.CreateRetryRun(f.ctx, r.ID, ledger.RetryRun{Version: 2}))(f.t); r2.Version != 2 {
 			f.t.Errorf("pinned: got version %d, want 2", r2.Version)
 		}
 	})
@@ -232,7 +252,7 @@ func testCommitProducer(f *fixture) {
 
 func testRecover(f *fixture) {
 	want := map[string]bool{}
-	for _, stage := range []string{stPending, stPrepared, stInFlight, stNeedsReconcile, stMutated, stEmitting} {
+	for _, stage := range []string{stPending, stPrepared, stInFlight, stMutated, stEmitting} {
 		want[f.consumer(stage).run.ID] = true
 	}
 	want[f.producer(true).ID] = true
@@ -244,7 +264,9 @@ func testRecover(f *fixture) {
 	}
 	plan := must(f.s.BeginMutation(f.ctx, ledger.NewMutation{Namespace: "Cmd", Method: "run", IdempotencyKey: "plan-step"}))(f.t)
 	inFlight[plan.ID] = true
-	// Not to be recovered: paused, failed, skipped, committed runs.
+	// Not to be recovered: paused, failed, skipped, committed runs. A run waiting for
+	// its next reconcile attempt is paused; DueReconciles hands its mutation over.
+	f.consumer(stNeedsReconcile)
 	f.consumer(stIndeterminate)
 	f.consumer(stCommitted)
 	f.finished(scripthost.MutationFailed)

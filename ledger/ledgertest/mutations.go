@@ -172,6 +172,50 @@ func testFailMutation(f *fixture) {
 	}
 }
 
+func testFailMutationToNext(f *fixture) {
+	for _, release := range []bool{false, true} {
+		f.with(fmt.Sprintf("release %v", release), func(f *fixture) {
+			b := f.consumer(stInFlight)
+			cause := scripthost.Errorf(scripthost.ClassLogic, "card_declined", "card declined")
+			m := must(f.s.FailMutationToNext(f.ctx, b.mut.ID, cause, release))(f.t)
+			if m.Status != scripthost.MutationFailed || m.ErrorClass != scripthost.ClassLogic {
+				f.t.Errorf("got %s %s, want failed logic", m.Status, m.ErrorClass)
+			}
+			r := must(f.s.Run(f.ctx, b.run.ID))(f.t)
+			want := scripthost.Outcome{Status: scripthost.OutcomeFailed,
+				Error: &scripthost.OutcomeError{Class: scripthost.ClassLogic, Code: "card_declined", Message: "card declined"}}
+			if r.Phase != scripthost.RunMutated || r.Status != scripthost.StatusActive || r.Outcome == nil ||
+				r.Outcome.Status != want.Status || r.Outcome.Error == nil || *r.Outcome.Error != *want.Error {
+				f.t.Fatalf("run: got %s/%s outcome %+v, want mutated/active with %+v", r.Phase, r.Status, r.Outcome, want)
+			}
+			if release {
+				f.wantEvents(b.events, scripthost.EventPending, "")
+			} else {
+				f.wantEvents(b.events, scripthost.EventReserved, b.run.ID)
+			}
+			if n := must(f.s.FailureCount(f.ctx, b.mut.InputHash))(f.t); n != 1 {
+				f.t.Errorf("failure count: got %d, want 1", n)
+			}
+			// next runs and commits; only the events still reserved are consumed.
+			must(f.s.AdvancePhase(f.ctx, b.run.ID, scripthost.RunMutated, scripthost.RunEmitting))(f.t)
+			must(f.s.CommitConsumer(f.ctx, b.run.ID, ledger.Commit{State: json.RawMessage(`{}`)}))(f.t)
+			if release {
+				f.wantEvents(b.events, scripthost.EventPending, "")
+			} else {
+				f.wantEvents(b.events, scripthost.EventConsumed, b.run.ID)
+			}
+		})
+	}
+	for _, st := range finalMutationStatuses {
+		f.with("refused from "+string(st), func(f *fixture) {
+			b := f.finished(st)
+			before := f.dump()
+			_, err := f.s.FailMutationToNext(f.ctx, b.mut.ID, scripthost.LogicError("late"), false)
+			f.refused(before, err, nil)
+		})
+	}
+}
+
 func testMarkNeedsReconcile(f *fixture) {
 	for _, stage := range []string{stInFlight, stNeedsReconcile} {
 		f.with("from "+stage, func(f *fixture) {
@@ -184,8 +228,12 @@ func testMarkNeedsReconcile(f *fixture) {
 					f.t.Errorf("got %s attempts %d next %v %q, want needs_reconcile 3 %v", x.Status, x.ReconcileAttempts, x.NextReconcileAt, x.Error, next)
 				}
 			}
-			if r := must(f.s.Run(f.ctx, b.run.ID))(f.t); r.Status != scripthost.StatusActive || r.Phase != scripthost.RunMutating {
-				f.t.Errorf("run: got %s/%s, want mutating/active", r.Phase, r.Status)
+			// The run waits for the next attempt, visibly: paused for reconciliation,
+			// with the reason and the time of the next attempt.
+			if r := must(f.s.Run(f.ctx, b.run.ID))(f.t); r.Status != scripthost.StatusPausedReconciliation ||
+				r.Phase != scripthost.RunMutating || !r.NotBefore.Equal(next) || r.Error != "still unknown" {
+				f.t.Errorf("run: got %s/%s not before %v %q, want mutating/paused:reconciliation not before %v with the reason",
+					r.Phase, r.Status, r.NotBefore, r.Error, next)
 			}
 			f.wantEvents(b.events, scripthost.EventReserved, b.run.ID)
 		})

@@ -165,7 +165,7 @@ func testDispositionUnknown(f *fixture) {
 				_, _ = f.s.SkipRun(f.ctx, b.run.ID, "guard")
 				f.wantEvents(b.events, scripthost.EventReserved, b.run.ID)
 				before := f.dump()
-				_, err = f.s.CreateRetryRun(f.ctx, b.run.ID, 0)
+				_, err = f.s.CreateRetryRun(f.ctx, b.run.ID, ledger.RetryRun{})
 				f.refused(before, err, nil)
 				before = f.dump()
 				_, err = f.s.SkipRun(f.ctx, b.run.ID, "guard")
@@ -235,7 +235,7 @@ func testSetRunStatusRefused(f *fixture) {
 		{"resume a retried run", func(f *fixture) string {
 			b := f.consumer(stPrepared)
 			must(f.s.SetRunStatus(f.ctx, b.run.ID, ledger.StatusChange{Status: scripthost.StatusPausedTransient}))(f.t)
-			must(f.s.CreateRetryRun(f.ctx, b.run.ID, 0))(f.t)
+			must(f.s.CreateRetryRun(f.ctx, b.run.ID, ledger.RetryRun{}))(f.t)
 			return b.run.ID
 		}, scripthost.StatusActive},
 	}

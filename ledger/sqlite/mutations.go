@@ -100,6 +100,7 @@ func (s *Store) saveMutation(ctx context.Context, tx *wtx, m scripthost.Mutation
 	if err != nil {
 		return s.dbErr("update mutation", err)
 	}
+	tx.noteMutation(m.ID, m.RunID)
 	return nil
 }
 
@@ -153,6 +154,7 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 		if err != nil {
 			return s.dbErr("begin mutation", err)
 		}
+		tx.noteMutation(m.ID, m.RunID)
 		return nil
 	})
 	if err != nil {
@@ -250,6 +252,32 @@ func (s *Store) ApplyMutation(ctx context.Context, mutationID string, result jso
 // FailMutation marks the mutation failed, releases its run's events and gives the run
 // the status of the cause's class.
 func (s *Store) FailMutation(ctx context.Context, mutationID string, cause *scripthost.Error) (scripthost.Mutation, error) {
+	return s.failMutation(ctx, mutationID, cause, func(ctx context.Context, tx *wtx, runID string, now time.Time) error {
+		return s.failRun(ctx, tx, runID, cause.Class.Info().Status, cause.Error(), cause.Class, now)
+	})
+}
+
+// FailMutationToNext marks the mutation failed and moves its run on to next with the
+// failure as its outcome, releasing the run's events first when release is set.
+func (s *Store) FailMutationToNext(ctx context.Context, mutationID string, cause *scripthost.Error, release bool) (scripthost.Mutation, error) {
+	return s.failMutation(ctx, mutationID, cause, func(ctx context.Context, tx *wtx, runID string, now time.Time) error {
+		if release {
+			if err := s.setRunEvents(ctx, tx, runID, scripthost.EventPending); err != nil {
+				return err
+			}
+		}
+		msg := cause.Message
+		if msg == "" {
+			msg = cause.Error()
+		}
+		return s.applyRun(ctx, tx, runID, scripthost.Outcome{Status: scripthost.OutcomeFailed,
+			Error: &scripthost.OutcomeError{Class: cause.Class, Code: cause.Code, Message: msg}}, now)
+	})
+}
+
+// failMutation records a definite failure of the mutation and lets then move its run.
+func (s *Store) failMutation(ctx context.Context, mutationID string, cause *scripthost.Error,
+	then func(ctx context.Context, tx *wtx, runID string, now time.Time) error) (scripthost.Mutation, error) {
 	if cause == nil {
 		return scripthost.Mutation{}, fmt.Errorf("sqlite: fail mutation %s: a cause is required", mutationID)
 	}
@@ -265,7 +293,7 @@ func (s *Store) FailMutation(ctx context.Context, mutationID string, cause *scri
 			return err
 		}
 		if m.RunID != "" {
-			if err := s.failRun(ctx, tx, m.RunID, cause.Class.Info().Status, cause.Error(), cause.Class, now); err != nil {
+			if err := then(ctx, tx, m.RunID, now); err != nil {
 				return err
 			}
 		}
@@ -275,7 +303,8 @@ func (s *Store) FailMutation(ctx context.Context, mutationID string, cause *scri
 	return out, err
 }
 
-// MarkNeedsReconcile records a reconcile attempt that could not decide.
+// MarkNeedsReconcile records a reconcile attempt that could not decide; the run waits
+// in paused:reconciliation until the next attempt.
 func (s *Store) MarkNeedsReconcile(ctx context.Context, mutationID string, attempts int, next time.Time, reason string) (scripthost.Mutation, error) {
 	var out scripthost.Mutation
 	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx *wtx) error {
@@ -284,10 +313,23 @@ func (s *Store) MarkNeedsReconcile(ctx context.Context, mutationID string, attem
 		if err != nil {
 			return err
 		}
+		now := s.now()
 		m.Status, m.ReconcileAttempts, m.NextReconcileAt = scripthost.MutationNeedsReconcile, attempts, norm(next)
-		m.Error, m.UpdatedAt = reason, s.now()
+		m.Error, m.UpdatedAt = reason, now
 		out = m
-		return s.saveMutation(ctx, tx, m)
+		if err := s.saveMutation(ctx, tx, m); err != nil {
+			return err
+		}
+		if m.RunID == "" {
+			return nil
+		}
+		rec, err := s.getRun(ctx, tx, m.RunID)
+		if err != nil {
+			return err
+		}
+		rec.Status, rec.Error, rec.ErrorClass, rec.NotBefore = scripthost.StatusPausedReconciliation, reason, "", norm(next)
+		rec.UpdatedAt = now
+		return s.saveRun(ctx, tx, rec)
 	})
 	return out, err
 }

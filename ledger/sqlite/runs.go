@@ -129,6 +129,7 @@ func (s *Store) insertRun(ctx context.Context, tx *wtx, rec runRec) error {
 	if err != nil {
 		return s.dbErr("create run", err)
 	}
+	tx.noteRun(rec.ID, true)
 	return s.snapshot(ctx, tx, rec.Run)
 }
 
@@ -149,6 +150,7 @@ func (s *Store) saveRun(ctx context.Context, tx *wtx, rec runRec) error {
 	if err != nil {
 		return s.dbErr("update run", err)
 	}
+	tx.noteRun(rec.ID, false)
 	return s.snapshot(ctx, tx, rec.Run)
 }
 

@@ -143,7 +143,11 @@ func (s *Store) SkipRun(ctx context.Context, runID string, reason string) (scrip
 // again. A run whose mutation outcome is unknown cannot be retried. The retry runs the
 // given version of the workflow (0: the newest), so a fix stored since is the code that
 // runs.
-func (s *Store) CreateRetryRun(ctx context.Context, runID string, version int) (scripthost.Run, error) {
+func (s *Store) CreateRetryRun(ctx context.Context, runID string, retry ledger.RetryRun) (scripthost.Run, error) {
+	if err := checkJSON("retry state", retry.State); err != nil {
+		return scripthost.Run{}, err
+	}
+	version := retry.Version
 	var out runRec
 	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
 		src, err := s.getRun(ctx, tx, runID)
@@ -173,10 +177,20 @@ func (s *Store) CreateRetryRun(ctx context.Context, runID string, version int) (
 			RetryOf: src.ID, Attempt: src.Attempt + 1, InputState: src.InputState,
 			CreatedAt: now, UpdatedAt: now,
 		}}
+		if len(retry.State) > 0 {
+			rec.InputState = retry.State
+		}
+		if f := retry.Failed; f != nil {
+			if !f.Status.Failed() {
+				return refuse("run", runID, src.Status, "retry", "a retry is created failed, not %s", f.Status)
+			}
+			rec.Status, rec.Error, rec.ErrorClass = f.Status, f.Error, f.ErrorClass
+		}
 		fromEmitting := src.Kind == scripthost.KindConsumer && (src.RetryFromEmitting || st == afterMutation)
 		if fromEmitting {
 			rec.Phase = scripthost.RunEmitting
 			rec.Prepared, rec.Reservations, rec.Outcome, rec.WakeAt = src.Prepared, src.Reservations, src.Outcome, src.WakeAt
+			rec.RetryFromEmitting = retry.Failed != nil
 		}
 		if err := s.insertRun(ctx, tx, rec); err != nil {
 			return err

@@ -103,6 +103,8 @@ func (c *stmtCache) close() error {
 type wtx struct {
 	*sqlx.Tx
 	c *stmtCache
+	// touched, when set, records what the write changed (see withEvents).
+	touched *touched
 }
 
 func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {

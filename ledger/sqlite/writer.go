@@ -64,6 +64,7 @@ func (s *Store) mustWriteRedo(ctx context.Context, fn writeFunc) error {
 
 func (s *Store) submit(req *writeReq) error {
 	ctx := req.ctx
+	req.fn = s.withEvents(ctx, req.fn)
 	if s.opts.DisableGroupCommit {
 		return s.writeOne(ctx, req)
 	}

@@ -421,7 +421,7 @@
           const n = v.length;
           if (n > maxElems) refuse('structuredClone of an array of length', n);
           out = new Array(n);
-          jobs.push(['props', v, out, depth]);
+          jobs.push(['array', v, out, depth]);
           break;
         }
         case '[object Object]': out = {}; jobs.push(['props', v, out, depth]); break;
@@ -441,7 +441,13 @@
     const result = clone(value, 0);
     while (jobs.length > 0) {
       const [kind, src, dst, depth] = jobs.pop();
-      if (kind === 'props') {
+      if (kind === 'array') {
+        // By index: an array's keys() would allocate a string per element.
+        for (let i = 0, n = src.length; i < n; i++) {
+          if (++count > maxElems) refuse('structuredClone', 'more than ' + maxElems + ' values');
+          if (i in src) dst[i] = clone(src[i], depth + 1);
+        }
+      } else if (kind === 'props') {
         for (const k of keys(src)) {
           if (++count > maxElems) refuse('structuredClone', 'more than ' + maxElems + ' values');
           dst[k] = clone(src[k], depth + 1);

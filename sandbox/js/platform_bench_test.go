@@ -12,9 +12,7 @@ import (
 )
 
 // webHandler is benchHandler plus the web platform: it builds a URL, encodes text
-// and hashes it with crypto.subtle. Compare with BenchmarkInvokePhase, which runs the
-// same phase without touching the platform: the difference is what using it costs,
-// and BenchmarkInvokePhase against main is what installing it (lazily) costs.
+// and hashes it with crypto.subtle.
 const webHandler = `async function (state) {
   let n = 0
   for (const item of state.items) n += item.size
@@ -24,17 +22,24 @@ const webHandler = `async function (state) {
   return { count: state.items.length, total: n, url: url.href, digest: digest[0] }
 }`
 
-// BenchmarkInvokePhaseWebPlatform is BenchmarkInvokePhase with a handler that uses
-// URL, TextEncoder and crypto.subtle.
-func BenchmarkInvokePhaseWebPlatform(b *testing.B) {
+// BenchmarkWebPlatform runs one prepare phase twice in one run: "unused" is
+// BenchmarkInvokePhase's handler, which reads no web global (so it pays only for the
+// lazy install), "used" builds a URL, encodes text and hashes it with crypto.subtle.
+func BenchmarkWebPlatform(b *testing.B) {
 	state := benchState(b)
-	p := load(b, js.New(js.Options{}), "wf.js", "export default { consumers: { c: { prepare: "+webHandler+" } } }")
-	inv := sandbox.Invocation{Function: "consumers.c.prepare", Phase: scripthost.PhasePrepare,
-		Globals: sandbox.Globals{State: state}, Args: []json.RawMessage{state}, Tools: sandboxtest.NewTools()}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := p.Invoke(context.Background(), inv); err != nil {
-			b.Fatal(err)
-		}
+	eng := js.New(js.Options{})
+	for _, bc := range []struct{ name, handler string }{{"unused", benchHandler}, {"used", webHandler}} {
+		p := load(b, eng, "wf.js", "export default { consumers: { c: { prepare: "+bc.handler+" } } }")
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "consumers.c.prepare",
+					Phase: scripthost.PhasePrepare, Globals: sandbox.Globals{State: state},
+					Args: []json.RawMessage{state}, Tools: sandboxtest.NewTools()})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -108,3 +108,28 @@ func TestReadmeWebPlatformExample(t *testing.T) {
 		t.Errorf("README example: got %s, want %s", got, want)
 	}
 }
+
+// TestPlatformLimits: each web API that could allocate or loop without bound is stopped
+// by the limit meant for it (with a timeout generous enough that a slow machine does
+// not end it first).
+func TestPlatformLimits(t *testing.T) {
+	tests := []struct{ name, body, limit string }{
+		{"timer flood", `for (;;) setTimeout(() => {}, 1000)`, "timers"},
+		{"TextEncoder", `return new TextEncoder().encode('x'.repeat(3 << 20)).length`, "memory"},
+		{"TextDecoder", `return new TextDecoder().decode(new Uint8Array(6 << 20)).length`, "memory"},
+		{"btoa", `return btoa('x'.repeat(5 << 20)).length`, "memory"},
+		{"structuredClone length", `const a = []; a.length = 1e9; return structuredClone(a).length`, "memory"},
+		{"structuredClone buffers", `const b = new ArrayBuffer(3 << 20); return structuredClone([b, b.slice(0), b.slice(0)]).length`, "memory"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := load(t, platformEngine, "limits.js", "export default { h: { async f() {\n"+tc.body+"\n} } }")
+			_, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "h.f", Phase: scripthost.PhaseProducer,
+				Tools: sandboxtest.NewTools(), Limits: sandbox.Limits{Timeout: time.Minute, MemoryBytes: 8 << 20}})
+			var le *sandbox.LimitError
+			if !errors.As(err, &le) || le.Limit != tc.limit {
+				t.Fatalf("got %v, want a %s LimitError", err, tc.limit)
+			}
+		})
+	}
+}

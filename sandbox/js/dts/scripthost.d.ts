@@ -10,7 +10,7 @@
 /** Any value that survives JSON: what handlers receive, return, store and publish. */
 type JSONValue = string | number | boolean | null | JSONValue[] | { [key: string]: JSONValue };
 
-/** The handler's saved state, in a producer and in a consumer's prepare phase (read-only). */
+/** The handler's saved state before the run, in every phase (read-only). */
 declare const __state__: JSONValue | undefined;
 /** What prepare returned as `data`, in the mutate and next phases (read-only). */
 declare const __prepared__: JSONValue | undefined;
@@ -21,6 +21,7 @@ declare const __mutationResult__: MutationResult;
 type MutationResult =
   | { status: 'applied'; result: JSONValue }
   | { status: 'skipped' }
+  | { status: 'failed'; error: { class: ErrorClass; code?: string; message: string } }
   | { status: 'none' };
 
 /** The class of a tool error decides what happens to the run. */
@@ -97,11 +98,13 @@ interface OnError {
   maxRetries?: number;
   backoff?: 'fixed' | 'exponential';
   delayMs?: number;
+  /** Before each retry of this policy, with no tools: returns the state the retry starts from (undefined keeps it). */
+  onRetry?(error: { class: ErrorClass; code?: string; message: string; attempt: number }, state: JSONValue | undefined): Awaitable<JSONValue | undefined | void>;
 }
 
-/** Hooks and error policy shared by producers and consumers. Hooks run with no phase: they cannot call tools. */
+/** Hooks and error policy shared by producers and consumers. Hooks run in the read-only hook phase: read tools only. */
 interface Lifecycle<S> {
-  /** false: skip this time (recorded as a skipped run). */
+  /** Must return a boolean; false: skip this time (recorded as a skipped run). */
   guard?(state: S | undefined): boolean | Promise<boolean>;
   before?(info: PhaseInfo): void | Promise<void>;
   after?(info: PhaseInfo): void | Promise<void>;
@@ -133,6 +136,8 @@ interface Consumer<S extends JSONValue = any, D extends JSONValue = any> extends
   mutate?(data: D | undefined): Awaitable<unknown>;
   /** Publish; returns the new state (undefined keeps the old one). */
   next?(data: D | undefined, result: MutationResult): Awaitable<S | undefined | void>;
+  /** Where a definite failure of the mutation goes: 'fail' (default) or on to next. */
+  onMutationFailure?: 'fail' | 'next' | { strategy: 'fail' | 'next'; events?: 'consume' | 'release' };
   schedule?: never;
   handler?: never;
 }

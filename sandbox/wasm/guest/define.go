@@ -54,6 +54,10 @@ type Consumer struct {
 	Before    string   `json:"before,omitempty"`
 	After     string   `json:"after,omitempty"`
 	OnError   *OnError `json:"onError,omitempty"`
+	// OnMutationFailure, when set, says where a definite failure of the mutation
+	// goes: to next (Strategy "next"), which sees it as an Outcome with status
+	// "failed", instead of failing the run.
+	OnMutationFailure *MutationFailure `json:"onMutationFailure,omitempty"`
 }
 
 // OnError is a handler's error policy: Strategy "fail" (the default), "retry" or
@@ -63,6 +67,44 @@ type OnError struct {
 	MaxRetries int    `json:"maxRetries,omitempty"`
 	Backoff    string `json:"backoff,omitempty"`
 	DelayMS    int    `json:"delayMs,omitempty"`
+	// OnRetry is the export name of a function run before each retry, with no
+	// tools: its arguments are the error ({class, code, message, attempt}) and the
+	// state, and it returns the state the retry starts from (Return nothing to keep
+	// it).
+	OnRetry string `json:"onRetry,omitempty"`
+}
+
+// MutationFailure is a consumer's onMutationFailure: Strategy "fail" (the default) or
+// "next"; with "next", Events "consume" (the default: consumed when the run commits)
+// or "release" (given back at once).
+type MutationFailure struct {
+	Strategy string `json:"strategy"`
+	Events   string `json:"events,omitempty"`
+}
+
+// Outcome is what next receives as __mutationResult__ (decode it with MutationResult):
+// Status "applied" (with Result), "skipped", "failed" (with Error, when the consumer
+// sends failures on to next) or "none".
+type Outcome struct {
+	Status string          `json:"status"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *OutcomeError   `json:"error,omitempty"`
+}
+
+// OutcomeError is a definite mutation failure as next sees it.
+type OutcomeError struct {
+	Class   string `json:"class"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message"`
+}
+
+// RetryError is the error onRetry receives as its first argument (decode it with Arg(0,
+// …)).
+type RetryError struct {
+	Class   string `json:"class"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message"`
+	Attempt int    `json:"attempt"`
 }
 
 var declared any

@@ -106,7 +106,7 @@ func decodeInput(kind uint32, v any) error {
 	return nil
 }
 
-// State decodes __state__ (producer, prepare) into v.
+// State decodes __state__ (the handler's state before the run, in every phase) into v.
 func State(v any) error { return decodeInput(kindState, v) }
 
 // Prepared decodes __prepared__ (mutate, next) into v.
@@ -137,7 +137,8 @@ func Raw() (state, prepared, mutationResult json.RawMessage) {
 }
 
 // Phase returns the phase the handler runs in ("producer", "prepare", "mutate",
-// "next"; "" outside a phase).
+// "next"; "hook" in a guard or a before or after hook, which may call read tools; ""
+// outside a phase, as in onRetry).
 func Phase() string {
 	var p string
 	_ = decodeInput(kindPhase, &p)

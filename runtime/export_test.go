@@ -1,4 +1,0 @@
-package runtime
-
-// ConsumerGroups exposes consumerGroups to the tests.
-var ConsumerGroups = consumerGroups
