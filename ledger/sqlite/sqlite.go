@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -228,6 +229,15 @@ func (s *Store) dbErr(op string, err error) error {
 				op, s.path, ledger.ErrLocked, s.opts.BusyTimeout, err)
 		case sqlite3.ErrNotADB, sqlite3.ErrCorrupt:
 			return fmt.Errorf("sqlite: %s %s: %w: %v", op, s.path, ledger.ErrNotLedger, err)
+		case sqlite3.ErrFull:
+			return fmt.Errorf("sqlite: %s %s: %w: %v", op, s.path, ledger.ErrNoSpace, err)
+		case sqlite3.ErrReadonly, sqlite3.ErrCantOpen:
+			return fmt.Errorf("sqlite: %s %s: %w (check the permissions of the file and its directory, and that its file system is mounted read-write): %v",
+				op, s.path, ledger.ErrReadOnly, err)
+		case sqlite3.ErrIoErr:
+			if errors.Is(se.SystemErrno, syscall.ENOSPC) {
+				return fmt.Errorf("sqlite: %s %s: %w: %v", op, s.path, ledger.ErrNoSpace, err)
+			}
 		}
 	}
 	return fmt.Errorf("sqlite: %s %s: %w", op, s.path, err)

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mattn/go-sqlite3"
+
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -199,8 +201,40 @@ func (s *Store) AppendExecution(ctx context.Context, r ledger.ExecutionRecord) e
 	}
 	return s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
 		_, err := tx.NamedExecContext(ctx, `INSERT INTO execution_log (`+executionColumns+`) VALUES (`+namedList(executionColumns)+`)`, row)
+		if isUnique(err) {
+			return fmt.Errorf("sqlite: append execution %s step %q: %w", r.ExecutionID, r.StepID, ledger.ErrExecutionExists)
+		}
 		return s.dbErr("append execution", err)
 	})
+}
+
+// isUnique reports a UNIQUE constraint violation.
+func isUnique(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
+}
+
+// ReserveExecution reserves the next execution number of planID: one more than any
+// reserved or recorded.
+func (s *Store) ReserveExecution(ctx context.Context, planID string) (int, error) {
+	if planID == "" {
+		return 0, errors.New("sqlite: reserve execution: plan id is required")
+	}
+	var n int
+	err := s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+		err := tx.GetContext(ctx, &n, `SELECT COALESCE(MAX(n), 0) + 1 FROM (
+			SELECT number AS n FROM plan_executions WHERE plan_id = ?
+			UNION ALL
+			SELECT CAST(substr(execution_id, length(plan_id) + 2) AS INTEGER) FROM execution_log
+			WHERE plan_id = ? AND substr(execution_id, 1, length(plan_id) + 1) = plan_id || '/')`, planID, planID)
+		if err != nil {
+			return s.dbErr("reserve execution", err)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO plan_executions (plan_id, number, reserved_at) VALUES (?, ?, ?)`,
+			planID, n, nanos(s.now()))
+		return s.dbErr("reserve execution", err)
+	})
+	return n, err
 }
 
 // Executions lists execution records matching f in the order they were appended.
