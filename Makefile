@@ -39,8 +39,14 @@ bench: ## benchmarks of the hot paths next to their references, then the table o
 chaos: ## shared PostgreSQL ledger: 100 kill-one-host cycles, database restarts under load (bounded)
 	SCRIPTHOST_CHAOS=1 $(GO) test -count=1 -run 'TestSharedLedgerKillOneHost|TestDatabaseChaos' -v -timeout 30m ./cmd/scripthost/
 
-soak: ## longer crash and fuzz runs (bounded)
+SIM_SEEDS ?= 100000
+soak: ## longer crash runs and the simulator over SIM_SEEDS seeds (bounded)
 	SCRIPTHOST_SOAK=1 $(GO) test -run 'Soak|Kill' -timeout 60m ./...
+	$(GO) test -run '^TestSimulate$$' -timeout 6h ./runtime -args -sim.seeds=$(SIM_SEEDS)
 
-fuzz: ## bounded fuzz runs of the encoders (FUZZTIME each, default 30s)
-	$(GO) test -run '^$$' -fuzz FuzzFormRoundTrip -fuzztime $(or $(FUZZTIME),30s) ./hostfuncs/httptool
+FUZZTIME ?= 30s
+FUZZ_TARGETS = .:FuzzCanonicalJSON sandbox/wasm:FuzzHostCall sandbox/wasm:FuzzLoad hostfuncs:FuzzValidateJSON \
+	runtime:FuzzParseDefinition hostfuncs/httptool:FuzzLoad hostfuncs/httptool:FuzzFormRoundTrip fixture:FuzzParse plan:FuzzParse plan:FuzzParseAuthorization
+fuzz: ## every fuzz target for FUZZTIME each (seed corpora in each package's testdata/fuzz)
+	@for t in $(FUZZ_TARGETS); do echo "fuzz $$t"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; done

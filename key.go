@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 )
@@ -76,7 +77,8 @@ func CanonicalJSON(raw []byte) ([]byte, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("scripthost: canonical json: %w", err)
 	}
-	if dec.More() {
+	// dec.More is false before a stray '}' or ']': only the end of input will do.
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("scripthost: canonical json: trailing data after value")
 	}
 	var buf bytes.Buffer

@@ -37,6 +37,9 @@ type Options struct {
 	// Commands, with a Workspace, registers plan.run_command allowing only these
 	// programs (looked up in PATH now), run without a shell inside the workspace.
 	Commands []command.Program
+	// CommandOptions holds the rest of the command tool's configuration (timeouts,
+	// output cap, Unsafe, Hide); its Workspace and Programs are set from above.
+	CommandOptions command.Config
 	// Limits bound every invocation (zero fields: sandbox.DefaultLimits).
 	Limits sandbox.Limits
 	// Clock defaults to time.Now.
@@ -68,6 +71,7 @@ type Host struct {
 	redactor  *hostfuncs.Redactor
 	workflows []string
 	wasm      *wasm.Engine
+	ws        *workspace.Workspace // nil without Options.Workspace
 }
 
 // New builds a Host on store. The caller keeps ownership of the store.
@@ -75,45 +79,59 @@ func New(ctx context.Context, store ledger.Store, opts Options) (*Host, error) {
 	if store == nil {
 		return nil, errors.New("host: no ledger store")
 	}
-	reg := hostfuncs.NewRegistry()
-	if opts.Redactor == nil {
-		opts.Redactor = hostfuncs.NewRedactor()
+	h := &Host{store: store, tools: hostfuncs.NewRegistry(), redactor: opts.Redactor}
+	if h.redactor == nil {
+		h.redactor = hostfuncs.NewRedactor()
 	}
+	if err := h.build(ctx, opts); err != nil {
+		// Whatever was opened before the failure is released.
+		_ = h.Close(ctx)
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *Host) build(ctx context.Context, opts Options) error {
+	reg := h.tools
 	if opts.Workspace != "" {
 		ws, err := workspace.New(opts.Workspace)
 		if err != nil {
-			return nil, fmt.Errorf("host: workspace: %w", err)
+			return fmt.Errorf("host: workspace: %w", err)
 		}
+		h.ws = ws
 		if err := reg.Register(ws.Tools()...); err != nil {
-			return nil, fmt.Errorf("host: %w", err)
+			return fmt.Errorf("host: %w", err)
 		}
 		if len(opts.Commands) > 0 {
-			runner, err := command.New(command.Config{Workspace: ws, Programs: opts.Commands})
+			cfg := opts.CommandOptions
+			cfg.Workspace, cfg.Programs = ws, opts.Commands
+			runner, err := command.New(cfg)
 			if err != nil {
-				return nil, fmt.Errorf("host: commands: %w", err)
+				return fmt.Errorf("host: commands: %w", err)
 			}
 			if err := reg.Register(runner.Tool()); err != nil {
-				return nil, fmt.Errorf("host: %w", err)
+				return fmt.Errorf("host: %w", err)
 			}
 		}
 	} else if len(opts.Commands) > 0 {
-		return nil, errors.New("host: Commands need a Workspace to run in")
+		return errors.New("host: Commands need a Workspace to run in")
 	}
 	// Wasm guests see the real clock, as scripts do; deterministic mode fixes both.
 	we, err := wasm.New(ctx, wasm.Options{CacheDir: opts.WasmCacheDir, WASI: wasm.WASIConfig{RealClock: true}})
 	if err != nil {
-		return nil, fmt.Errorf("host: wasm engine: %w", err)
+		return fmt.Errorf("host: wasm engine: %w", err)
 	}
+	h.wasm = we
 	je := js.New(js.Options{})
-	rt, err := runtime.New(runtime.Config{
-		Store:         store,
+	h.rt, err = runtime.New(runtime.Config{
+		Store:         h.store,
 		Engines:       map[string]sandbox.Engine{"js": je, "ts": je, "wasm": we},
 		Tools:         reg,
 		Clock:         opts.Clock,
 		Limits:        opts.Limits,
 		Deterministic: opts.Deterministic,
 		Reconcile:     opts.Reconcile,
-		Redactor:      opts.Redactor,
+		Redactor:      h.redactor,
 		Logger:        opts.Logger,
 		Failpoint:     opts.Failpoint,
 		OnConsole:     opts.OnConsole,
@@ -121,10 +139,9 @@ func New(ctx context.Context, store ledger.Store, opts Options) (*Host, error) {
 		Lease:         opts.Lease,
 	})
 	if err != nil {
-		_ = we.Close(ctx)
-		return nil, fmt.Errorf("host: %w", err)
+		return fmt.Errorf("host: %w", err)
 	}
-	return &Host{store: store, tools: reg, rt: rt, redactor: opts.Redactor, wasm: we}, nil
+	return nil
 }
 
 // RegisterTool adds tools scripts can call.
@@ -203,7 +220,19 @@ func (h *Host) Run(ctx context.Context, poll time.Duration) error {
 	return h.rt.Run(ctx, h.workflows, poll)
 }
 
-// Close releases the engines; it does not close the store.
+// Close releases the engines and the workspace; it does not close the store.
 func (h *Host) Close(ctx context.Context) error {
-	return errors.Join(h.rt.Close(ctx), h.wasm.Close(ctx))
+	var errs []error
+	if h.rt != nil {
+		errs = append(errs, h.rt.Close(ctx))
+	}
+	if h.wasm != nil {
+		errs = append(errs, h.wasm.Close(ctx))
+	}
+	if h.ws != nil {
+		if err := h.ws.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+			errs = append(errs, fmt.Errorf("host: close workspace: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -7,6 +7,7 @@ package hostfuncs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -88,11 +89,17 @@ type Registry struct {
 func NewRegistry() *Registry { return &Registry{tools: map[string]*Tool{}} }
 
 // Register adds tools. A tool needs a namespace and a method that are identifiers, an
-// Execute function, and a name not registered yet.
+// Execute function, and a name not registered yet. It is all or nothing: when one
+// tool is refused, none of them is added.
 func (r *Registry) Register(tools ...*Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// Every tool is checked before any is added: a failed call registers nothing.
+	batch := make(map[string]bool, len(tools))
 	for _, t := range tools {
+		if t == nil {
+			return errors.New("hostfuncs: register: nil tool")
+		}
 		if !identRE.MatchString(t.Namespace) || !identRE.MatchString(t.Method) {
 			return fmt.Errorf("hostfuncs: register %q: namespace and method must be identifiers", t.Name())
 		}
@@ -102,9 +109,12 @@ func (r *Registry) Register(tools ...*Tool) error {
 		if t.Operation != "" && !t.Operation.Valid() {
 			return fmt.Errorf("hostfuncs: register %s: unknown operation %q", t.Name(), t.Operation)
 		}
-		if _, dup := r.tools[t.Name()]; dup {
+		if _, dup := r.tools[t.Name()]; dup || batch[t.Name()] {
 			return fmt.Errorf("hostfuncs: register %s: already registered", t.Name())
 		}
+		batch[t.Name()] = true
+	}
+	for _, t := range tools {
 		r.tools[t.Name()] = t
 	}
 	return nil

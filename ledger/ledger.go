@@ -42,6 +42,14 @@ var (
 	ErrNotLedger = errors.New("ledger: not a scripthost ledger")
 	// ErrLocked: another process holds the database.
 	ErrLocked = errors.New("ledger: database is locked")
+	// ErrNoSpace: the ledger's file system is full; nothing of the refused write was
+	// stored, and writes succeed again once space is freed.
+	ErrNoSpace = errors.New("ledger: no space left for the ledger")
+	// ErrReadOnly: the ledger file or its directory cannot be written.
+	ErrReadOnly = errors.New("ledger: ledger is read-only")
+	// ErrExecutionExists: the execution log already has a record with this execution
+	// id and step.
+	ErrExecutionExists = errors.New("ledger: execution record already exists")
 	// ErrOriginConflict: a workflow name already belongs to another source file.
 	// Returned wrapped in an *OriginError.
 	ErrOriginConflict = errors.New("ledger: workflow name belongs to another source")
@@ -406,6 +414,9 @@ type Store interface {
 
 	// Execution log.
 	AppendExecution(ctx context.Context, r ExecutionRecord) error
+	// ReserveExecution reserves the next execution number of a plan (1, 2, …) in one
+	// transaction, so that executors racing on one plan never share a number.
+	ReserveExecution(ctx context.Context, planID string) (int, error)
 	Executions(ctx context.Context, f ExecutionFilter) ([]ExecutionRecord, error)
 
 	Close() error

@@ -81,12 +81,14 @@
 // are stored, streamed or printed: the credential patterns of hostfuncs.Redactor,
 // values registered as secret, and the tools' secret fields.
 //
-// Executions of a plan are numbered 1, 2, … from the execution log. The execution id
-// of a plan execution is "<plan_id>/<n>", and of one step's record in it
-// "<plan_id>/<n>/<step_id>". Ids are derived, not random, so that re-reading an
-// execution, or running the same plan on a fresh ledger, gives the same ids; they are
-// unique within a ledger because n only grows and plan and step ids cannot contain
-// '/'.
+// Executions of a plan are numbered 1, 2, … by the ledger, which reserves each number
+// in one transaction (ledger.Store.ReserveExecution), so that two executors starting
+// the same plan at once get different numbers. The execution id of a plan execution is
+// "<plan_id>/<n>", and of one step's record in it "<plan_id>/<n>/<step_id>". Ids are
+// derived, not random, so that re-reading an execution, or running the same plan on a
+// fresh ledger, gives the same ids; they are unique within a ledger because n only
+// grows, plan and step ids cannot contain '/', and the ledger refuses a second record
+// with the same id (ledger.ErrExecutionExists).
 //
 // # Mutations and resuming
 //

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,5 +213,48 @@ func TestRetryBackoff(t *testing.T) {
 	want := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 50 * time.Millisecond}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// TestConcurrentRunsGetOwnNumbers starts one plan from several executors at once on
+// one ledger: every execution gets its own number and no record id is written twice.
+func TestConcurrentRunsGetOwnNumbers(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	p := mustPlan(t, `{'plan_id':'dup','intent':'x','steps':[
+	 {'step_id':'a','tool':'run_command','arguments':{'program':'echo','args':['a']}},
+	 {'step_id':'b','tool':'run_command','arguments':{'program':'echo','args':['b']}}]}`)
+	const racers = 4
+	ids := make([]string, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		x := e.executor(Options{Events: io.Discard})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := x.Run(context.Background(), p, approved(p))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i] = res.ExecutionID
+		}()
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			t.Errorf("execution %s ran twice (ids %v)", id, ids)
+		}
+		seen[id] = true
+	}
+	recs := e.records("dup")
+	if len(recs) != 2*racers {
+		t.Errorf("got %d records, want %d", len(recs), 2*racers)
+	}
+	byID := map[string]int{}
+	for _, r := range recs {
+		if byID[r.ExecutionID]++; byID[r.ExecutionID] > 1 {
+			t.Errorf("record %s written twice", r.ExecutionID)
+		}
 	}
 }

@@ -256,17 +256,6 @@ func (e *Executor) begin(ctx context.Context, p *Plan, auth *Authorization) (*ex
 		byNumber[n] = append(byNumber[n], r)
 		latest = max(latest, n)
 	}
-	x.number = latest + 1
-	if last := byNumber[latest]; latest > 0 && !e.o.Fresh && unfinished(p, x.hash, last) {
-		x.number, x.resumed = latest, true
-		for _, r := range last {
-			x.done[r.StepID] = r
-			if !r.Success {
-				x.failed[r.StepID] = true
-			}
-		}
-	}
-	x.id = ExecutionID(p.PlanID, x.number, "")
 	muts, err := e.o.Store.Mutations(ctx, ledger.MutationFilter{Workflow: workflowName(p.PlanID)})
 	if err != nil {
 		return nil, &Error{Code: CodeInternal, Message: "read the plan's mutations", Err: err}
@@ -274,7 +263,53 @@ func (e *Executor) begin(ctx context.Context, p *Plan, auth *Authorization) (*ex
 	for _, m := range muts {
 		x.muts[m.InputHash] = append(x.muts[m.InputHash], m)
 	}
+	switch last := byNumber[latest]; {
+	case e.o.Fresh:
+	case latest > 0 && unfinished(p, x.hash, last):
+		x.number, x.resumed = latest, true
+		for _, r := range last {
+			x.done[r.StepID] = r
+			if !r.Success {
+				x.failed[r.StepID] = true
+			}
+		}
+	case e.began(p, latest+1, x.muts):
+		// The next execution called a tool and stopped before its first record.
+		x.number, x.resumed = latest+1, true
+	}
+	if !x.resumed {
+		// The number is reserved in the ledger, not derived from what was read above:
+		// two executors starting the plan at once must not both take latest+1.
+		if x.number, err = e.o.Store.ReserveExecution(ctx, p.PlanID); err != nil {
+			return nil, &Error{Code: CodeInternal, Message: "reserve an execution number", Err: err}
+		}
+	}
+	x.id = ExecutionID(p.PlanID, x.number, "")
 	return x, nil
+}
+
+// began reports whether execution n of p recorded a mutation for one of its steps.
+func (e *Executor) began(p *Plan, n int, muts map[string][]scripthost.Mutation) bool {
+	for _, s := range p.Steps {
+		ns, m := ToolName(s.Tool)
+		tool, ok := e.o.Registry.Lookup(ns, m)
+		if !ok {
+			continue
+		}
+		canon, err := scripthost.CanonicalJSON(s.args())
+		if err == nil && len(muts[stepHash(p.PlanID, n, s.StepID, tool, canon)]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// stepHash is the input hash of step stepID's mutation in execution n of plan planID.
+func stepHash(planID string, n int, stepID string, tool *hostfuncs.Tool, canon json.RawMessage) string {
+	return scripthost.InputHash(scripthost.KeyInput{
+		Workflow: workflowName(planID), Handler: stepID, Namespace: tool.Namespace, Method: tool.Method,
+		Params: canon, Scope: scope(planID, n, stepID),
+	})
 }
 
 // unfinished reports whether the records of one execution show it was interrupted:

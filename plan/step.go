@@ -75,10 +75,7 @@ func (e *Executor) step(ctx context.Context, x *execution, i int, s Step) (StepR
 		}
 	}
 	if r.op == scripthost.OpMutate {
-		r.hash = scripthost.InputHash(scripthost.KeyInput{
-			Workflow: workflowName(x.plan.PlanID), Handler: s.StepID, Namespace: tool.Namespace, Method: tool.Method,
-			Params: r.canon, Scope: scope(x.plan.PlanID, x.number, s.StepID),
-		})
+		r.hash = stepHash(x.plan.PlanID, x.number, s.StepID, tool, r.canon)
 		// An earlier, interrupted run of this execution may have called the tool.
 		out, reused, err := e.earlier(ctx, r)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"strings"
@@ -27,9 +28,24 @@ import (
 // globals are the flags and streams every subcommand shares.
 type globals struct {
 	DBPath string
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer
+	// UnsafeCommands lets run_command run without an OS sandbox when none is here.
+	UnsafeCommands bool
+	Stdin          io.Reader
+	Stdout         io.Writer
+	Stderr         io.Writer
+}
+
+// ledgerFiles are the ledger's files, which commands must not see even when the
+// ledger is kept inside the workspace.
+func (g *globals) ledgerFiles() []string {
+	if g.shared() {
+		return nil // a PostgreSQL ledger has no files here
+	}
+	abs, err := filepath.Abs(g.DBPath)
+	if err != nil {
+		return nil
+	}
+	return []string{abs, abs + "-wal", abs + "-shm", abs + "-journal", abs + ".lock"}
 }
 
 // errNoLedger: --db names a file that does not exist, and the command only reads or
@@ -103,6 +119,7 @@ func newRoot(g *globals) *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.DBPath, "db", defaultDB(),
 		"ledger: an SQLite file, or a postgres:// URL shared by several hosts (default $"+dbEnv+", else ./scripthost.db)")
+	root.PersistentFlags().BoolVar(&g.UnsafeCommands, "unsafe-commands", false, "run allowlisted commands without an OS sandbox when bubblewrap is not available (they can then read any file the host can)")
 	root.Version = version()
 	root.SetVersionTemplate("scripthost {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err, c} })
@@ -219,7 +236,7 @@ func exitCode(err error) int {
 	case errors.As(err, &ec):
 		return ec.ExitCode()
 	case errors.Is(err, ledger.ErrLocked), errors.Is(err, ledger.ErrNotLedger), errors.Is(err, ledger.ErrSchemaTooNew),
-		errors.Is(err, errNoLedger):
+		errors.Is(err, ledger.ErrNoSpace), errors.Is(err, ledger.ErrReadOnly), errors.Is(err, errNoLedger):
 		return exitLedger
 	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, ledger.ErrIllegalTransition):
 		return exitRefused

@@ -122,7 +122,8 @@ func runPlan(ctx context.Context, g *globals, f planRunFlags, path string) error
 	for _, n := range f.allowReadOnly {
 		progs = append(progs, command.Program{Name: n, ReadOnly: true})
 	}
-	cmds, err := command.New(command.Config{Workspace: ws, Programs: progs, DefaultTimeout: f.commandTimeout})
+	cmds, err := command.New(command.Config{Workspace: ws, Programs: progs, DefaultTimeout: f.commandTimeout,
+		Unsafe: g.UnsafeCommands, Hide: g.ledgerFiles()})
 	if err != nil {
 		return usagef("%v", err)
 	}

@@ -123,6 +123,8 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 		Redactor:    redactor,
 		Failpoint:   failpoint,
 		Lease:       lease,
+		// The ledger's own files stay out of the command sandbox.
+		CommandOptions: command.Config{Unsafe: g.UnsafeCommands, Hide: g.ledgerFiles()},
 		OnConsole: func(run scripthost.Run, lines []sandbox.ConsoleLine) {
 			for _, l := range lines {
 				fmt.Fprintf(console, "[%s/%s] %s\n", run.Workflow, run.Handler, redactor.Redact(l.Text))

@@ -1,7 +1,9 @@
 // Package command owns the run_command tool: it runs programs from an allowlist, with
-// arguments passed as given (no shell, no interpolation), a working directory confined
-// to the workspace, a timeout that kills the whole process group, and captured,
-// capped stdout and stderr.
+// arguments passed as given (no shell, no interpolation), inside an OS sandbox
+// (bubblewrap) where the workspace is the only writable place and nothing else of the
+// host's files, home directories or network is reachable, with a working directory
+// confined to the workspace, a timeout that kills the whole process group, and
+// captured, capped stdout and stderr.
 package command
 
 import (
@@ -37,6 +39,8 @@ type Program struct {
 	Path string
 	// ReadOnly marks calls of this program as reads (not recorded as mutations).
 	ReadOnly bool
+	// Network lets the program reach the network; without it the sandbox has none.
+	Network bool
 }
 
 // Config configures the command tool.
@@ -60,12 +64,20 @@ type Config struct {
 	// Namespace and Method name the tool; defaults "plan" and "run_command".
 	Namespace string
 	Method    string
+	// Hide names files or directories inside the workspace that commands must not
+	// see (a ledger kept there); the sandbox covers them with empty ones.
+	Hide []string
+	// Unsafe runs commands without an OS sandbox when none is available (New fails
+	// with ErrNoSandbox otherwise). Commands are then confined only by the allowlist
+	// and the working directory: an allowlisted cat can read any file the host can.
+	Unsafe bool
 }
 
 // Runner runs allowlisted commands. It is safe for concurrent use.
 type Runner struct {
 	cfg      Config
 	programs map[string]Program
+	bwrap    string // the bubblewrap program; "" when commands run unconfined
 }
 
 // New resolves every allowlisted program and returns the runner. A program that
@@ -100,6 +112,11 @@ func New(cfg Config) (*Runner, error) {
 		}
 	}
 	r := &Runner{cfg: cfg, programs: map[string]Program{}}
+	if ok, why := Sandboxed(); ok {
+		r.bwrap = bwrap.path
+	} else if !cfg.Unsafe && len(cfg.Programs) > 0 {
+		return nil, fmt.Errorf("%w: %v", ErrNoSandbox, why)
+	}
 	for _, p := range cfg.Programs {
 		if p.Name == "" || strings.ContainsAny(p.Name, "/\\") {
 			return nil, fmt.Errorf("command: program name %q: give a bare name (and a Path when it is not on PATH)", p.Name)
@@ -117,6 +134,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	return r, nil
 }
+
+// Sandboxed reports whether the runner's commands run in an OS sandbox.
+func (r *Runner) Sandboxed() bool { return r.bwrap != "" }
 
 // Programs returns the allowlisted names, sorted.
 func (r *Runner) Programs() []string {
@@ -185,6 +205,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 
 	cmd := exec.CommandContext(tctx, p.Path, req.Args...)
 	cmd.Args[0] = p.Name
+	if r.bwrap != "" {
+		cmd = exec.CommandContext(tctx, r.bwrap, r.sandboxArgs(p, dir, req.Args)...)
+	}
 	cmd.Dir = dir
 	cmd.Env = r.cfg.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

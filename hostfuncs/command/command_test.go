@@ -6,9 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +14,7 @@ import (
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
 )
 
-func newRunner(t *testing.T, cfg Config) (*Runner, string) {
+func newWorkspace(t *testing.T) *workspace.Workspace {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
@@ -27,6 +25,12 @@ func newRunner(t *testing.T, cfg Config) (*Runner, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
+	return ws
+}
+
+func newRunner(t *testing.T, cfg Config) (*Runner, string) {
+	t.Helper()
+	ws := newWorkspace(t)
 	cfg.Workspace = ws
 	if cfg.Programs == nil {
 		cfg.Programs = []Program{{Name: "echo", ReadOnly: true}, {Name: "sh"}, {Name: "false"}, {Name: "pwd", ReadOnly: true}, {Name: "seq"}}
@@ -95,9 +99,11 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	// The limit leaves the shell time to start its grandchild even on a loaded machine.
 	r, dir := newRunner(t, Config{MaxTimeout: 1500 * time.Millisecond})
 	start := time.Now()
-	// The shell starts a grandchild that would outlive it; the group kill must take it
-	// too. timeout_ms asks for more than MaxTimeout and is capped.
-	res, err := r.Run(context.Background(), Request{Program: "sh", Args: []string{"-c", "sleep 60 & echo $! > child.pid; wait"}, TimeoutMS: 60000})
+	// The shell starts a grandchild that would outlive it and writes a tick file while
+	// it lives (its pid would mean nothing outside the sandbox's pid namespace); the
+	// kill must take it too. timeout_ms asks for more than MaxTimeout and is capped.
+	res, err := r.Run(context.Background(), Request{Program: "sh", Args: []string{"-c",
+		"(while :; do echo $$ > tick.new; mv tick.new tick; sleep 0.05; done) & wait"}, TimeoutMS: 60000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,21 +113,25 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	if el := time.Since(start); el > 20*time.Second {
 		t.Errorf("got %v, want the 1.5s limit to end the command (with slack)", el)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "child.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
+	tick := filepath.Join(dir, "tick")
+	stat := func() time.Time {
+		info, err := os.Stat(tick)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.ModTime()
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("got grandchild %d alive, want it killed with the group", pid)
+	for last := stat(); ; {
+		time.Sleep(500 * time.Millisecond)
+		now := stat()
+		if now.Equal(last) {
+			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatal("got the grandchild still writing its tick file, want it killed with the command")
+		}
+		last = now
 	}
 }
 

@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"Snapshots", testSnapshots},
 		{"HandlerStateAndSchedule", testStateAndSchedule},
 		{"ExecutionLog", testExecutionLog},
+		{"ExecutionIDsUnique", testExecutionIDsUnique},
 		{"ReconcileQueries", testReconcileQueries},
 		{"Concurrency", testConcurrency},
 		{"LifecycleEvents", testLifecycleEvents},

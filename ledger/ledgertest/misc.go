@@ -2,7 +2,9 @@ package ledgertest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -181,5 +183,45 @@ func testConcurrency(f *fixture) {
 	}
 	if n := len(must(f.s.Mutations(f.ctx, ledger.MutationFilter{}))(f.t)); n != runs {
 		f.t.Errorf("got %d mutations, want %d", n, runs)
+	}
+}
+
+// testExecutionIDsUnique: a record's (execution id, step) is written once, and
+// executors racing on one plan each reserve a number of their own, after every number
+// already recorded.
+func testExecutionIDsUnique(f *fixture) {
+	rec := ledger.ExecutionRecord{ExecutionID: "dup/1/a", PlanID: "dup", StepID: "a", Seq: 1, Tool: "Files.write"}
+	if err := f.s.AppendExecution(f.ctx, rec); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.s.AppendExecution(f.ctx, rec); !errors.Is(err, ledger.ErrExecutionExists) {
+		f.t.Errorf("second record dup/1/a: got %v, want ErrExecutionExists", err)
+	}
+	if err := f.s.AppendExecution(f.ctx, ledger.ExecutionRecord{ExecutionID: "dup/7/a", PlanID: "dup", StepID: "a"}); err != nil {
+		f.t.Fatal(err)
+	}
+	const racers = 8
+	got := make([]int, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := f.s.ReserveExecution(f.ctx, "dup")
+			if err != nil {
+				f.t.Error(err)
+			}
+			got[i] = n
+		}()
+	}
+	wg.Wait()
+	sort.Ints(got)
+	for i, n := range got {
+		if n != 8+i {
+			f.t.Fatalf("got numbers %v, want 8..%d once each", got, 8+racers-1)
+		}
+	}
+	if n := must(f.s.ReserveExecution(f.ctx, "other"))(f.t); n != 1 {
+		f.t.Errorf("first number of another plan: got %d, want 1", n)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -178,7 +179,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
 	s.r = r
-	s.Store = sqlstore.New(backend{s}, r, sqlstore.Dialect{Name: "sqlite", Order: "rowid"},
+	s.Store = sqlstore.New(backend{s}, r, sqlstore.Dialect{Name: "sqlite", Order: "rowid", UniqueViolation: uniqueViolation},
 		sqlstore.Options{Clock: opts.Clock, NewID: opts.NewID})
 	if !opts.DisableGroupCommit {
 		s.committerDone = make(chan struct{})
@@ -225,6 +226,15 @@ func (s *Store) dbErr(op string, err error) error {
 				op, s.path, ledger.ErrLocked, s.opts.BusyTimeout, err)
 		case sqlite3.ErrNotADB, sqlite3.ErrCorrupt:
 			return fmt.Errorf("sqlite: %s %s: %w: %v", op, s.path, ledger.ErrNotLedger, err)
+		case sqlite3.ErrFull:
+			return fmt.Errorf("sqlite: %s %s: %w: %v", op, s.path, ledger.ErrNoSpace, err)
+		case sqlite3.ErrReadonly, sqlite3.ErrCantOpen:
+			return fmt.Errorf("sqlite: %s %s: %w (check the permissions of the file and its directory, and that its file system is mounted read-write): %v",
+				op, s.path, ledger.ErrReadOnly, err)
+		case sqlite3.ErrIoErr:
+			if errors.Is(se.SystemErrno, syscall.ENOSPC) {
+				return fmt.Errorf("sqlite: %s %s: %w: %v", op, s.path, ledger.ErrNoSpace, err)
+			}
 		}
 	}
 	return fmt.Errorf("sqlite: %s %s: %w", op, s.path, err)
@@ -250,3 +260,12 @@ func (b backend) MustWriteRedo(ctx context.Context, fn sqlstore.WriteFunc) error
 }
 
 func (b backend) DBErr(op string, err error) error { return b.s.dbErr(op, err) }
+
+// uniqueViolation reports a UNIQUE constraint violation; SQLite names no constraint.
+func uniqueViolation(err error) string {
+	var se sqlite3.Error
+	if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique {
+		return "unique"
+	}
+	return ""
+}

@@ -59,10 +59,7 @@ func (in *instance) toolMethod(t sandbox.ToolName, errorCtor goja.Value) func(go
 		}
 		input, err := in.serialize(call.Argument(0), in.lim.MaxOutputBytes, "output", "the input of "+name)
 		if err != nil {
-			if le, ok := errLimit(err); ok {
-				in.abort(le)
-			}
-			panic(err)
+			panic(in.inputError(name, err))
 		}
 		in.toolCalls++
 		out, err := in.callTool(t, input)
@@ -91,6 +88,24 @@ func (in *instance) toolMethod(t sandbox.ToolName, errorCtor goja.Value) func(go
 		}
 		return vm.ToValue(promise)
 	}
+}
+
+// inputError is what a tool method throws when its input cannot be serialized. A
+// limit ends the invocation (the throw only unwinds the script); anything else is a
+// JavaScript exception. A Go error must never be thrown as is: goja would let it
+// escape as a Go panic.
+func (in *instance) inputError(name string, err error) *goja.Object {
+	if le, ok := errLimit(err); ok {
+		in.abort(le)
+		return in.vm.NewTypeError(le.Error())
+	}
+	var ex *goja.Exception
+	if errors.As(err, &ex) {
+		if obj, ok := ex.Value().(*goja.Object); ok {
+			return obj
+		}
+	}
+	return in.vm.NewTypeError(fmt.Sprintf("the input of %s: %v", name, err))
 }
 
 // callTool runs one tool call, turning a panic into an internal error. While it runs

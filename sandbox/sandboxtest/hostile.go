@@ -42,12 +42,12 @@ func (s *suite) endlessLoop(t *testing.T) {
 }
 
 func (s *suite) recursion(t *testing.T) {
-	_, err := s.timed(t, context.Background(), Recursion, sandbox.Limits{MaxStackDepth: 200, Timeout: 2 * time.Second})
+	_, err := s.timed(t, context.Background(), Recursion, sandbox.Limits{MaxStackDepth: 200, Timeout: farTimeout})
 	wantLimit(t, err, "stack", "memory")
 }
 
 func (s *suite) memoryHog(t *testing.T) {
-	_, err := s.timed(t, context.Background(), MemoryHog, sandbox.Limits{MemoryBytes: 32 << 20, MaxMemoryPages: 512, Timeout: 5 * time.Second})
+	_, err := s.timed(t, context.Background(), MemoryHog, sandbox.Limits{MemoryBytes: 32 << 20, MaxMemoryPages: 512, Timeout: farTimeout})
 	wantLimit(t, err, "memory")
 }
 
@@ -153,11 +153,11 @@ func (s *suite) concurrentWithHostile(t *testing.T) {
 		want   []string
 	}{
 		{EndlessLoop, sandbox.Limits{Timeout: time.Second}, []string{"timeout"}},
-		{Recursion, sandbox.Limits{MaxStackDepth: 200, Timeout: 2 * time.Second}, []string{"stack", "memory"}},
+		{Recursion, sandbox.Limits{MaxStackDepth: 200, Timeout: farTimeout}, []string{"stack", "memory"}},
 		{ToolFlood, sandbox.Limits{MaxToolCalls: 100}, []string{"tool_calls"}},
 		// An engine may only see the process heap and share growth among the scripts
 		// running at the time; the long timeout leaves room for that on a loaded machine.
-		{MemoryHog, sandbox.Limits{MemoryBytes: 32 << 20, MaxMemoryPages: 512, Timeout: 30 * time.Second}, []string{"memory"}},
+		{MemoryHog, sandbox.Limits{MemoryBytes: 32 << 20, MaxMemoryPages: 512, Timeout: farTimeout}, []string{"memory"}},
 	}
 	for i := 0; i < len(hostile); i++ {
 		if c, ok := s.modules(hostile[i].name); ok && c.Skip != "" {

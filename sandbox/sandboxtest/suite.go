@@ -13,6 +13,11 @@ import (
 	"github.com/scripthost/scripthost/sandbox"
 )
 
+// farTimeout is the Timeout of a case that tests another limit: far enough that the
+// limit under test ends the invocation first on any machine, however loaded, so that
+// the result does not depend on the machine's speed.
+const farTimeout = 2 * time.Minute
+
 // slack is how long past a limit an engine may take to report it. It is a liveness
 // bound for shared, race-instrumented CI machines, not a performance assertion.
 const slack = 10 * time.Second

@@ -282,6 +282,12 @@ func instrument(code []byte) ([]byte, error) {
 			_, _ = r.u32()
 			body = append(body, code[r.off:sec.end]...)
 			out = appendSection(out, sectionGlobal, append(body, newGlobal...))
+		case sectionMemory:
+			body, err := dropMemoryMax(code[sec.off:sec.end])
+			if err != nil {
+				return nil, fmt.Errorf("memory section: %w", err)
+			}
+			out = appendSection(out, sectionMemory, body)
 		case sectionCode:
 			body, err := instrumentCode(&reader{b: code[:sec.end], off: sec.off}, prologue(counter))
 			if err != nil {
@@ -296,6 +302,38 @@ func instrument(code []byte) ([]byte, error) {
 		out = appendSection(out, sectionGlobal, append(appendU32(nil, 1), newGlobal...))
 	}
 	return out, nil
+}
+
+// dropMemoryMax rewrites a memory section so that its memory declares no maximum.
+// wazero refuses a memory.grow past the declared maximum (or past the runtime's page
+// limit) without asking the allocator, so the engine could not tell a guest that died
+// of a refused growth from any other trap. Without a declared maximum every growth up
+// to 4 GiB reaches linearMemory.Reallocate, which enforces the smaller of the declared
+// maximum and the invocation's cap and records the refusal. A shared memory (which
+// needs its maximum) is left alone.
+func dropMemoryMax(sec []byte) ([]byte, error) {
+	r := &reader{b: sec}
+	n, err := r.u32()
+	if err != nil || n != 1 {
+		return sec, err
+	}
+	flags, err := r.byte()
+	if err != nil {
+		return nil, err
+	}
+	if flags != 0x01 {
+		return sec, nil
+	}
+	minPages, err := r.u32()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.u32(); err != nil {
+		return nil, err
+	}
+	out := append(appendU32(nil, 1), 0x00)
+	out = appendU32(out, minPages)
+	return append(out, sec[r.off:]...), nil
 }
 
 // prologue is the countdown described on instrument, for the global at index g:

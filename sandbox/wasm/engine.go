@@ -108,7 +108,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	cfg := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
-		WithMemoryLimitPages(e.limits.MaxMemoryPages).
+		// The page cap is enforced by linearMemory, which sees every growth up to
+		// the 4 GiB that wazero allows (see dropMemoryMax).
+		WithMemoryLimitPages(maxPages).
 		WithCompilationCache(e.cache)
 	e.runtime = wazero.NewRuntimeWithConfig(ctx, cfg)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.runtime); err != nil {

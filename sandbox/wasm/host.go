@@ -274,10 +274,11 @@ type failure struct {
 // fail(ptr, len): ends the invocation with the guest's error. Does not return.
 func (c *call) fail(_ context.Context, m api.Module, stack []uint64) {
 	ptr, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
-	if n > maxFailBytes {
-		n = maxFailBytes
-	}
 	b := c.guestBytes(m, "fail", "error", ptr, n)
+	if n > maxFailBytes {
+		c.stop((&sandbox.LimitError{Limit: "output",
+			Detail: fmt.Sprintf("%s: fail: error of %d bytes, limit %d", c.fn, n, maxFailBytes)}).AsError())
+	}
 	var f failure
 	if err := json.Unmarshal(b, &f); err != nil || f.Message == "" && f.Call == 0 {
 		f = failure{Message: string(b)}

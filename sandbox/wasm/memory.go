@@ -7,9 +7,24 @@ import "github.com/tetratelabs/wazero/experimental"
 // guest that dies after running out of memory is reported as a memory limit rather
 // than as a trap.
 type linearMemory struct {
-	buf     []byte
-	limit   uint64 // bytes
-	refused uint64 // the largest size refused, 0 when none
+	buf      []byte
+	limit    uint64 // bytes
+	declared bool   // limit is the module's declared maximum, below the cap
+	refused  uint64 // the largest size refused, 0 when none
+}
+
+// maxPages is the most a 32-bit linear memory can hold: 4 GiB.
+const maxPages = 1 << 16
+
+// newLinearMemory returns the memory of one instance of a module with info, under
+// capPages. The module's declared maximum, which the engine removed from the binary
+// it compiled, is enforced here.
+func newLinearMemory(info moduleInfo, capPages uint32) *linearMemory {
+	m := &linearMemory{limit: uint64(capPages) << 16}
+	if info.hasMax && info.memMax < capPages {
+		m.limit, m.declared = uint64(info.memMax)<<16, true
+	}
+	return m
 }
 
 var _ experimental.LinearMemory = (*linearMemory)(nil)

@@ -29,7 +29,7 @@ func (p *Program) run(ctx context.Context, c *call, before func(context.Context,
 	defer cancel()
 
 	c.console = &console{max: c.limits.MaxConsoleBytes}
-	c.mem = &linearMemory{limit: uint64(c.limits.MaxMemoryPages) << 16}
+	c.mem = newLinearMemory(p.info, c.limits.MaxMemoryPages)
 	stdout := &stream{c: c.console, level: "log"}
 	stderr := &stream{c: c.console, level: "error", keep: true}
 	ctx = context.WithValue(ctx, callKey{}, c)
@@ -170,6 +170,9 @@ func (p *Program) runtimeLimit(c *call, where, how string) error {
 	head := string(c.console.head)
 	var detail string
 	switch {
+	case c.mem.refused > 0 && c.mem.declared:
+		detail = fmt.Sprintf("%s %s after the guest asked for %d bytes of linear memory; the module declares a maximum of %d pages (%s)",
+			where, how, c.mem.refused, p.info.memMax, pagesString(p.info.memMax))
 	case c.mem.refused > 0:
 		detail = fmt.Sprintf("%s %s after the guest asked for %d bytes of linear memory; the cap is %d pages (%s)",
 			where, how, c.mem.refused, c.limits.MaxMemoryPages, pagesString(c.limits.MaxMemoryPages))

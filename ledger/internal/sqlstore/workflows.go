@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/scripthost/scripthost/ledger"
@@ -206,8 +207,68 @@ func (s *Store) AppendExecution(ctx context.Context, r ledger.ExecutionRecord) e
 	}
 	return s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		_, err := tx.NamedExecContext(ctx, `INSERT INTO execution_log (`+executionColumns+`) VALUES (`+namedList(executionColumns)+`)`, row)
+		if s.d.UniqueViolation(err) != "" {
+			return fmt.Errorf("%s: append execution %s step %q: %w", s.name, r.ExecutionID, r.StepID, ledger.ErrExecutionExists)
+		}
 		return s.dbErr("append execution", err)
 	})
+}
+
+// ReserveExecution reserves the next execution number of planID: one more than any
+// reserved or recorded. Writers racing on one plan take the next free number: a
+// number another transaction reserved first is skipped.
+func (s *Store) ReserveExecution(ctx context.Context, planID string) (int, error) {
+	if planID == "" {
+		return 0, fmt.Errorf("%s: reserve execution: plan id is required", s.name)
+	}
+	var n int
+	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
+		var reserved []int
+		if err := tx.SelectContext(ctx, &reserved, `SELECT number FROM plan_executions WHERE plan_id = ?`, planID); err != nil {
+			return s.dbErr("reserve execution", err)
+		}
+		var ids []string
+		if err := tx.SelectContext(ctx, &ids, `SELECT execution_id FROM execution_log WHERE plan_id = ?`, planID); err != nil {
+			return s.dbErr("reserve execution", err)
+		}
+		n = 0
+		for _, r := range reserved {
+			n = max(n, r)
+		}
+		for _, id := range ids {
+			n = max(n, executionNumber(planID, id))
+		}
+		for {
+			n++
+			res, err := tx.ExecContext(ctx, `INSERT INTO plan_executions (plan_id, number, reserved_at) VALUES (?, ?, ?)
+				ON CONFLICT DO NOTHING`, planID, n, nanos(s.now()))
+			if err != nil {
+				return s.dbErr("reserve execution", err)
+			}
+			if k, err := res.RowsAffected(); err != nil || k == 1 {
+				return s.dbErr("reserve execution", err)
+			}
+		}
+	})
+	return n, err
+}
+
+// executionNumber is the number in an execution id "PLAN/N…" of planID (the leading
+// digits after the slash), or 0.
+func executionNumber(planID, id string) int {
+	rest, ok := strings.CutPrefix(id, planID+"/")
+	if !ok {
+		return 0
+	}
+	end := 0
+	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+		end++
+	}
+	n, err := strconv.Atoi(rest[:end])
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // Executions lists execution records matching f in the order they were appended.
