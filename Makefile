@@ -44,6 +44,7 @@ soak: ## longer crash runs and the simulator over SIM_SEEDS seeds (bounded)
 	SCRIPTHOST_SOAK=1 $(GO) test -run 'Soak|Kill' -timeout 60m ./...
 	$(GO) test -run '^TestSimulate$$' -timeout 6h ./runtime -args -sim.seeds=$(SIM_SEEDS)
 
+# FUZZTIME is a duration (30s) or a count of inputs (10000x).
 FUZZTIME ?= 30s
 FUZZ_TARGETS = .:FuzzCanonicalJSON sandbox/wasm:FuzzHostCall sandbox/wasm:FuzzLoad hostfuncs:FuzzValidateJSON \
 	runtime:FuzzParseDefinition hostfuncs/httptool:FuzzLoad hostfuncs/httptool:FuzzFormRoundTrip fixture:FuzzParse plan:FuzzParse plan:FuzzParseAuthorization

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -99,6 +100,11 @@ func validateValue(sch *jsonschema.Schema, v any) ([]string, error) {
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
+			// The validator lists unknown properties in map order; sorted, the same
+			// input always gets the same message.
+			if ap, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
+				sort.Strings(ap.Properties)
+			}
 			out = append(out, pointer(e.InstanceLocation)+": "+e.ErrorKind.LocalizedString(printer))
 			return
 		}
