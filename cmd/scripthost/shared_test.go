@@ -163,6 +163,9 @@ func TestSharedLedgerKillOneHost(t *testing.T) {
 	// Calls time out within the lease TTL, as a shared ledger requires.
 	const ttl = "1s"
 	e := newSharedEnv(t, svc, "tools.json", charges, "500ms")
+	// One invocation may make at most 1000 tool calls: 100 cycles need more charges
+	// than one producer run can publish.
+	seedInChunks(t, e.wf, 500)
 	bin := crashBinary(t)
 
 	hosts := []*child{startShared(t, bin, e, "host-0", "", ttl), startShared(t, bin, e, "host-1", "", ttl)}

@@ -38,6 +38,20 @@ var rows = []row{
 	{"durable mutation, 16 concurrent runs (≥ 8,000/s)", "sqlite", "BenchmarkMutation/runs=16", "mutations/s", true, 8000},
 	{"end-to-end consumer run, sequential (≥ 600/s)", "runtime", "BenchmarkConsumerRun/workflows=1", "runs/s", true, 600},
 	{"end-to-end consumer run, 16 workflows (≥ 2,000/s)", "runtime", "BenchmarkConsumerRun/workflows=16", "runs/s", true, 2000},
+	{"PostgreSQL durable mutations, 1 host × 16 runs, vs SQLite × 16", "postgres", "BenchmarkMutation/hosts=1", "mutations/s", true, 0},
+	{"PostgreSQL durable mutations, 4 hosts × 16 runs, vs SQLite × 16", "postgres", "BenchmarkMutation/hosts=4", "mutations/s", true, 0},
+	{"PostgreSQL consumer runs, 1 host × 16 runs, vs SQLite × 16", "runtime", "BenchmarkHosts/postgres/hosts=1", "runs/s", true, 0},
+	{"PostgreSQL consumer runs, 4 hosts × 16 runs, vs SQLite × 16", "runtime", "BenchmarkHosts/postgres/hosts=4", "runs/s", true, 0},
+}
+
+// against sets rate rows against another benchmark of the same run (row key →
+// "pkg/Name/side"): the ratio is the row's rate over the other's. They report, with
+// no target: PostgreSQL pays a network round trip and a WAL flush per commit.
+var against = map[string]string{
+	"postgres/BenchmarkMutation/hosts=1":      "sqlite/BenchmarkMutation/runs=16/scripthost",
+	"postgres/BenchmarkMutation/hosts=4":      "sqlite/BenchmarkMutation/runs=16/scripthost",
+	"runtime/BenchmarkHosts/postgres/hosts=1": "runtime/BenchmarkHosts/sqlite/hosts=1",
+	"runtime/BenchmarkHosts/postgres/hosts=4": "runtime/BenchmarkHosts/sqlite/hosts=1",
 }
 
 // absolute holds targets on the subject's own time per unit, in ns.
@@ -48,6 +62,10 @@ var absolute = map[string]float64{
 
 // result is what one benchmark line reported: metric → value.
 type result map[string]float64
+
+// skipKey is where read files the reason a benchmark gave for skipping itself (as
+// "--- SKIP: BenchmarkName: reason" on stdout; go test prints no skip in bench mode).
+const skipKey = "skip: "
 
 func main() {
 	results, failed, err := read(os.Stdin, os.Stdout)
@@ -67,6 +85,7 @@ func main() {
 // keyed by "pkg/Name/side" with the -N suffix removed.
 func read(in io.Reader, echo io.Writer) (map[string]result, bool, error) {
 	results := map[string]result{}
+	skips := map[string]string{}
 	failed := false
 	pkg := ""
 	sc := bufio.NewScanner(in)
@@ -76,6 +95,12 @@ func read(in io.Reader, echo io.Writer) (map[string]result, bool, error) {
 		fmt.Fprintln(echo, line)
 		if strings.HasPrefix(line, "FAIL") || strings.HasPrefix(line, "--- FAIL") || strings.HasPrefix(line, "panic:") {
 			failed = true
+		}
+		if rest, ok := strings.CutPrefix(line, "--- SKIP: Benchmark"); ok {
+			if name, reason, ok := strings.Cut(rest, ": "); ok {
+				skips[pkg+"/Benchmark"+name] = reason
+			}
+			continue
 		}
 		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
 			pkg = p[strings.LastIndex(p, "/")+1:]
@@ -101,6 +126,11 @@ func read(in io.Reader, echo io.Writer) (map[string]result, bool, error) {
 		}
 		results[pkg+"/"+name] = r
 	}
+	for name, reason := range skips {
+		if _, ran := results[name]; !ran {
+			results[skipKey+name] = result{reason: 0}
+		}
+	}
 	return results, failed, sc.Err()
 }
 
@@ -115,8 +145,16 @@ func table(results map[string]result) string {
 		if !ok {
 			subj, ok = results[key]
 		}
+		other := against[key]
+		if other != "" {
+			ref = results[other]
+		}
 		if !ok {
-			fmt.Fprintf(&sb, "| %s | not run | | | | |\n", r.work)
+			why := ""
+			for reason := range results[skipKey+key] {
+				why = ": " + reason
+			}
+			fmt.Fprintf(&sb, "| %s | not run%s | | | | |\n", r.work, why)
 			continue
 		}
 		ns := subj[r.unit]
@@ -138,6 +176,12 @@ func table(results map[string]result) string {
 			ratio = fmt.Sprintf("%.2f×", x)
 		}
 		switch {
+		case other != "":
+			rate := subj[r.unit]
+			ratio = fmt.Sprintf("%.0f %s", rate, r.unit)
+			if refRate := ref[r.unit]; refRate > 0 {
+				ratio = fmt.Sprintf("%.2f× (%.0f vs %.0f %s)", rate/refRate, rate, refRate, r.unit)
+			}
 		case r.rate:
 			rate := subj[r.unit]
 			target = fmt.Sprintf("≥ %.0f %s", r.limit, r.unit)
