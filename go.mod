@@ -33,3 +33,5 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.44.0 // indirect
 )
+
+replace github.com/dop251/goja => ./third_party/goja
