@@ -8,11 +8,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dop251/goja"
+
 	"github.com/scripthost/scripthost/sandbox"
 )
 
-// The memory watcher is an approximation: goja allocates on the shared Go heap and
-// Go cannot say which goroutine allocated what. While invocations run, one goroutine
+// The memory watcher is an approximation (limitStrings, below, is the exact part):
+// goja allocates on the shared Go heap and Go cannot say which goroutine allocated
+// what. While invocations run, one goroutine
 // samples the heap every watchPeriod. It looks at the live heap as of the last
 // garbage collection, so that garbage is not mistaken for growth, and forces a
 // collection when more than the smallest running budget has been allocated since the
@@ -197,4 +200,21 @@ func kill(e *memEntry) {
 	if e != nil {
 		e.abort(&sandbox.LimitError{Limit: "memory", Detail: e.detail})
 	}
+}
+
+// limitStrings refuses, before it allocates, a string built by +, += or a template
+// literal that is longer than a quarter of the budget in UTF-16 code units (half the
+// budget in bytes for a string outside Latin-1, a quarter for ASCII): the invocation
+// is interrupted with a "memory" LimitError. The watcher only sees an allocation after
+// it happened, and a concatenation doubles a string in one step, so a string-doubling
+// script would be seen at a budget's worth of strings only once its next doubling, to
+// twice that, had been made. With this limit the strings such a script builds, and
+// keeps, total at most the budget. The built-ins that build a string in one call are
+// guarded in prelude.js.
+func limitStrings(vm *goja.Runtime, budget int64, abort func(error)) {
+	limit := budget / 4
+	vm.SetMaxStringLength(int(limit), func(n int) {
+		abort(&sandbox.LimitError{Limit: "memory",
+			Detail: fmt.Sprintf("a string of %d characters exceeds the memory budget of %d MiB (at most %d characters)", n, budget>>20, limit)})
+	})
 }

@@ -2444,6 +2444,18 @@ func (r *Runtime) SetParserOptions(opts ...parser.Option) {
 	r.parserOptions = opts
 }
 
+// SetMaxStringLength sets the longest string, in UTF-16 code units, that the +
+// operator, += and template literals may build; 0 (the default) means no limit. A
+// longer one is refused before it is allocated: tooLong, if not nil, is called with
+// the length asked for, then a RangeError "Invalid string length" is thrown. A single
+// concatenation is the one step in which a script can double its memory use without
+// calling a built-in, so an embedder that budgets memory needs to refuse it before
+// the allocation rather than notice it after. (scripthost patch.)
+func (r *Runtime) SetMaxStringLength(max int, tooLong func(length int)) {
+	r.vm.maxStringLength = max
+	r.vm.stringTooLong = tooLong
+}
+
 // SetMaxCallStackSize sets the maximum function call depth. When exceeded, a *StackOverflowError is thrown and
 // returned by RunProgram or by a Callable call. This is useful to prevent memory exhaustion caused by an
 // infinite recursion. The default value is math.MaxInt32.

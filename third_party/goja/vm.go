@@ -374,6 +374,12 @@ type vm struct {
 
 	maxCallStackSize int
 
+	// maxStringLength, when positive, is the longest string + and template
+	// literals may build; stringTooLong is told before the RangeError is thrown.
+	// (scripthost patch: see SetMaxStringLength.)
+	maxStringLength int
+	stringTooLong   func(length int)
+
 	stashAllocs int
 
 	interrupted   uint32
@@ -1279,6 +1285,7 @@ func (_add) exec(vm *vm) {
 		if !isRightString {
 			rightString = right.toString()
 		}
+		vm.checkStringLength(leftString.Length() + rightString.Length())
 		ret = leftString.Concat(rightString)
 	} else {
 		switch left := left.(type) {
@@ -5285,6 +5292,7 @@ func (n concatStrings) exec(vm *vm) {
 		}
 	}
 
+	vm.checkStringLength(length)
 	vm.sp -= int(n) - 1
 	if allAscii {
 		var buf strings.Builder
@@ -5988,5 +5996,17 @@ func (y *yieldMarker) String() string {
 		return "await"
 	default:
 		return "unknown"
+	}
+}
+
+// checkStringLength throws a RangeError, as engines do past their maximum string
+// length, when a string of length code units would exceed maxStringLength. It is
+// called before the string is allocated. (scripthost patch.)
+func (vm *vm) checkStringLength(length int) {
+	if vm.maxStringLength > 0 && length > vm.maxStringLength {
+		if vm.stringTooLong != nil {
+			vm.stringTooLong(length)
+		}
+		panic(vm.r.newError(vm.r.getRangeError(), "Invalid string length"))
 	}
 }
