@@ -165,6 +165,9 @@ func table(results map[string]result) string {
 			if res == nil {
 				return "—"
 			}
+			if other != "" {
+				return fmt.Sprintf("%.0f %s", res[r.unit], r.unit)
+			}
 			u := nsUnit(res)
 			if r.unit == "ns/op" {
 				u = "ns/op"
@@ -178,9 +181,8 @@ func table(results map[string]result) string {
 		switch {
 		case other != "":
 			rate := subj[r.unit]
-			ratio = fmt.Sprintf("%.0f %s", rate, r.unit)
 			if refRate := ref[r.unit]; refRate > 0 {
-				ratio = fmt.Sprintf("%.2f× (%.0f vs %.0f %s)", rate/refRate, rate, refRate, r.unit)
+				ratio = fmt.Sprintf("%.2f×", rate/refRate)
 			}
 		case r.rate:
 			rate := subj[r.unit]
