@@ -94,7 +94,7 @@ func TestStringDoublingBounded(t *testing.T) {
 						case <-stop:
 							return
 						default:
-							time.Sleep(50 * time.Microsecond)
+							time.Sleep(100 * time.Microsecond)
 						}
 					}
 				})
