@@ -49,7 +49,7 @@ func dbosRuns(b *testing.B, goroutines int) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(8)
+	db.SetMaxOpenConns(8) // as DBOS sets its own SQLite pool
 	var mode, syncMode string
 	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		b.Fatal(err)
