@@ -42,6 +42,8 @@ var rows = []row{
 	{"PostgreSQL durable mutations, 4 hosts × 16 runs, vs SQLite × 16", "postgres", "BenchmarkMutation/hosts=4", "mutations/s", true, 0},
 	{"PostgreSQL consumer runs, 1 host × 16 runs, vs SQLite × 16", "runtime", "BenchmarkHosts/postgres/hosts=1", "runs/s", true, 0},
 	{"PostgreSQL consumer runs, 4 hosts × 16 runs, vs SQLite × 16", "runtime", "BenchmarkHosts/postgres/hosts=4", "runs/s", true, 0},
+	{"end-to-end consumer run vs DBOS 1-step workflow, SQLite FULL, sequential", "bench", "BenchmarkDBOS/workflows=1", "ns/run", false, 1 / 3.5},
+	{"end-to-end consumer run vs DBOS 1-step workflow, SQLite FULL, 16 at once", "bench", "BenchmarkDBOS/workflows=16", "ns/run", false, 1 / 3.5},
 }
 
 // against sets rate rows against another benchmark of the same run (row key →
@@ -190,7 +192,7 @@ func table(results map[string]result) string {
 			met = yes(rate >= r.limit)
 			ratio += fmt.Sprintf(" (%.0f %s)", rate, r.unit)
 		case r.limit > 0:
-			target = fmt.Sprintf("≤ %.1f×", r.limit)
+			target = "≤ " + strconv.FormatFloat(r.limit, 'g', 2, 64) + "×"
 			met = yes(subj["x_ref"] <= r.limit)
 		case absolute[key] > 0:
 			target = "≤ " + duration(absolute[key])
