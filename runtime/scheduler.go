@@ -458,6 +458,11 @@ func (rt *Runtime) RunUntil(ctx context.Context, stop <-chan struct{}, workflows
 		failures := 0
 		for {
 			select {
+			case <-stop: // before any other ready case: no new pass once stopped
+				return nil
+			default:
+			}
+			select {
 			case <-ctx.Done():
 				return nil
 			case <-stop:
