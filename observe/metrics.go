@@ -31,7 +31,7 @@ type metrics struct {
 	commitBatch   prometheus.Histogram
 }
 
-func newMetrics(reg *prometheus.Registry, store ledger.Store) *metrics {
+func newMetrics(reg *prometheus.Registry, indeterminate func() float64) *metrics {
 	wh := []string{"workflow", "handler"}
 	m := &metrics{
 		runsStarted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "scripthost_runs_started_total",
@@ -54,18 +54,10 @@ func newMetrics(reg *prometheus.Registry, store ledger.Store) *metrics {
 		commitBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "scripthost_ledger_commit_batch_size",
 			Help: "Writes carried by one ledger commit (group commit).", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}}),
 	}
-	indeterminate := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scripthost_mutations_indeterminate",
-		Help: "Mutations whose outcome is unknown and that wait for a person."}, func() float64 {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		ms, err := store.Mutations(ctx, ledger.MutationFilter{Status: scripthost.MutationIndeterminate})
-		if err != nil {
-			return -1
-		}
-		return float64(len(ms))
-	})
+	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scripthost_mutations_indeterminate",
+		Help: "Mutations whose outcome is unknown and that wait for a person."}, indeterminate)
 	reg.MustRegister(m.runsStarted, m.runsCommitted, m.runsFailed, m.phaseSeconds, m.toolSeconds, m.mutations,
-		m.reconciles, m.commitSeconds, m.commitBatch, indeterminate,
+		m.reconciles, m.commitSeconds, m.commitBatch, gauge,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -81,8 +73,12 @@ type follower struct {
 	runs  map[string]scripthost.Run // run id → run, for its labels
 }
 
-// start skips what the log already holds: counters count what this process sees.
-func (f *follower) start(ctx context.Context) error {
+// start follows store, skipping what its log already holds: counters count what
+// this process sees.
+func (f *follower) start(ctx context.Context, store ledger.Store) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.store = store
 	for {
 		evs, err := f.store.LifecycleEvents(ctx, ledger.LifecycleFilter{AfterSeq: f.after, Limit: 1000})
 		if err != nil {
@@ -99,6 +95,9 @@ func (f *follower) start(ctx context.Context) error {
 func (f *follower) poll(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.store == nil {
+		return nil
+	}
 	for {
 		evs, err := f.store.LifecycleEvents(ctx, ledger.LifecycleFilter{AfterSeq: f.after, Limit: 1000})
 		if err != nil || len(evs) == 0 {
@@ -162,4 +161,22 @@ func (f *follower) tool(ctx context.Context, ev ledger.LifecycleEvent) string {
 		return ""
 	}
 	return m.Tool()
+}
+
+// indeterminate counts the mutations waiting for a person (-1 when the ledger cannot
+// be read; 0 before Follow).
+func (f *follower) indeterminate() float64 {
+	f.mu.Lock()
+	store := f.store
+	f.mu.Unlock()
+	if store == nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ms, err := store.Mutations(ctx, ledger.MutationFilter{Status: scripthost.MutationIndeterminate})
+	if err != nil {
+		return -1
+	}
+	return float64(len(ms))
 }

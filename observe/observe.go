@@ -40,8 +40,9 @@ type Observer struct {
 	follow *follower
 }
 
-// New returns an Observer of the host driving store.
-func New(store ledger.Store, opts Options) *Observer {
+// New returns an Observer. Its run counters and the indeterminate gauge read the
+// ledger once Follow is called.
+func New(opts Options) *Observer {
 	if opts.Tracer == nil {
 		opts.Tracer = noop.NewTracerProvider()
 	}
@@ -52,10 +53,10 @@ func New(store ledger.Store, opts Options) *Observer {
 		opts.SlowCall = 5 * time.Second
 	}
 	reg := prometheus.NewRegistry()
-	m := newMetrics(reg, store)
-	return &Observer{reg: reg, m: m, tracer: opts.Tracer.Tracer("github.com/scripthost/scripthost"),
-		logger: opts.Logger, slow: opts.SlowCall,
-		follow: &follower{store: store, m: m, logger: opts.Logger, runs: map[string]scripthost.Run{}}}
+	f := &follower{logger: opts.Logger, runs: map[string]scripthost.Run{}}
+	f.m = newMetrics(reg, f.indeterminate)
+	return &Observer{reg: reg, m: f.m, tracer: opts.Tracer.Tracer("github.com/scripthost/scripthost"),
+		logger: opts.Logger, slow: opts.SlowCall, follow: f}
 }
 
 // Handler serves the metrics in the Prometheus text format; every scrape first reads
@@ -70,10 +71,10 @@ func (o *Observer) Handler() http.Handler {
 	})
 }
 
-// Follow counts the run outcomes the lifecycle log records from now on, reading it
-// every poll interval until ctx is done.
-func (o *Observer) Follow(ctx context.Context, poll time.Duration) error {
-	if err := o.follow.start(ctx); err != nil {
+// Follow counts the run outcomes store's lifecycle log records from now on, reading
+// it every poll interval until ctx is done.
+func (o *Observer) Follow(ctx context.Context, store ledger.Store, poll time.Duration) error {
+	if err := o.follow.start(ctx, store); err != nil {
 		return err
 	}
 	go func() {
