@@ -72,9 +72,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	ui, _ := fs.Sub(uiFS, "ui")
 	s.mux.Handle("GET /", http.FileServerFS(ui))
-	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+	noRoute := func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s (see docs/openapi.yaml)", r.Method, r.URL.Path))
-	})
+	}
+	s.mux.HandleFunc("GET /api/", noRoute)
+	s.mux.HandleFunc("POST /api/", noRoute)
 	return s, nil
 }
 
