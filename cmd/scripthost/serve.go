@@ -179,28 +179,40 @@ func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) err
 	go func() { served <- hs.Serve(ln) }()
 
 	var runErr error
-	select {
-	case <-ctx.Done():
-		logger.Info("stopping: no new work; waiting for the phases under way", "grace", f.grace)
-		close(stop)
-		grace := time.NewTimer(f.grace)
+	running := true
+wait:
+	for {
 		select {
+		case <-ctx.Done():
+			if !running {
+				break wait
+			}
+			logger.Info("stopping: no new work; waiting for the phases under way", "grace", f.grace)
+			close(stop)
+			grace := time.NewTimer(f.grace)
+			select {
+			case runErr = <-ran:
+				grace.Stop()
+			case <-grace.C:
+				logger.Warn("grace period over: cancelling what is left; the next start picks it up")
+				cancelRun()
+				runErr = <-ran
+			}
+			break wait
 		case runErr = <-ran:
-			grace.Stop()
-		case <-grace.C:
-			logger.Warn("grace period over: cancelling what is left; the next start picks it up")
+			// Without workflows the host has nothing to run: serve the ledger alone.
+			running = false
+			if runErr != nil {
+				break wait
+			}
+		case err := <-served:
+			close(stop)
 			cancelRun()
-			runErr = <-ran
+			if running {
+				<-ran
+			}
+			return fmt.Errorf("serve: %w", err)
 		}
-	case runErr = <-ran:
-		if runErr == nil {
-			runErr = errors.New("serve: the host stopped")
-		}
-	case err := <-served:
-		close(stop)
-		cancelRun()
-		<-ran
-		return fmt.Errorf("serve: %w", err)
 	}
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()

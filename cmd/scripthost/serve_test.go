@@ -340,3 +340,41 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestServeRefusesRemoteWithoutTLS checks that a non-loopback address needs TLS or
+// --allow-remote, and that a missing token is generated once, printed, kept beside the
+// ledger and used again on the next start.
+func TestServeRefusesRemoteWithoutTLS(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	code, _, errOut := cli(t, "", "--db", db, "serve", "--listen", "0.0.0.0:0")
+	if code != 2 || !strings.Contains(errOut, "--allow-remote") {
+		t.Errorf("non-loopback without TLS: got exit %d, %q; want 2 naming --tls-cert and --allow-remote", code, errOut)
+	}
+	code, _, errOut = cli(t, "", "--db", db, "serve", "--token", "short")
+	if code != 2 || !strings.Contains(errOut, "at least 16") {
+		t.Errorf("short token: got exit %d, %q", code, errOut)
+	}
+	code, _, errOut = cli(t, "", "--db", db, "--log-format", "yaml", "runs")
+	if code != 2 || !strings.Contains(errOut, "--log-format") {
+		t.Errorf("--log-format yaml: got exit %d, %q", code, errOut)
+	}
+
+	t.Setenv(serveTokenEnv, "")
+	s := startServe(t, db)
+	m := regexp.MustCompile(`saved in (\S+) \(log in with it\):\n([0-9a-f]{48})\n`).FindStringSubmatch(s.stderr.String())
+	if m == nil || m[1] != db+".token" {
+		t.Fatalf("no generated token printed:\n%s", s.stderr.String())
+	}
+	token := m[2]
+	if code, body := s.call("GET", "/api/v1/workflows", token, nil); code != http.StatusOK {
+		t.Errorf("the generated token: got %d: %s", code, body)
+	}
+	s.close()
+	s2 := startServe(t, db)
+	if strings.Contains(s2.stderr.String(), "generated") {
+		t.Error("the second start generated another token")
+	}
+	if code, _ := s2.call("GET", "/api/v1/runs", token, nil); code != http.StatusOK {
+		t.Errorf("the saved token on the second start: got %d", code)
+	}
+}

@@ -176,6 +176,9 @@ function phasesOf(lifecycle) {
   for (const ev of lifecycle) {
     const d = ev.data || {};
     if (ev.type === "phase_started") {
+      // A phase without its own completion event (mutate ends with its mutation's
+      // outcome) ends where the next one starts.
+      if (cur && cur.result === "running") { cur.end = ev.at; cur.result = "done"; }
       cur = { phase: d.phase, start: ev.at, end: null, result: "running", events: [] };
       out.push(cur);
     } else if (cur && (ev.type === "phase_completed" || ev.type === "phase_failed") && d.phase === cur.phase) {
