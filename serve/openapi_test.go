@@ -17,7 +17,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		OpenAPI string                                `yaml:"openapi"`
+		OpenAPI string                               `yaml:"openapi"`
 		Paths   map[string]map[string]map[string]any `yaml:"paths"`
 	}
 	if err := yaml.Unmarshal(b, &doc); err != nil {

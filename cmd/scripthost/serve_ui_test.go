@@ -27,6 +27,9 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
+	if os.Getenv("SCRIPTHOST_REQUIRE_BROWSER") != "" {
+		t.Fatal("no chromium on PATH, and SCRIPTHOST_REQUIRE_BROWSER is set")
+	}
 	t.Skip("skipped: no chromium on PATH (apt-get install chromium; .ci/run installs it)")
 	return ""
 }
