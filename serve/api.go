@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,7 +96,7 @@ func (s *Server) workflows(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return fmt.Errorf("serve: workflow %s version %d: %w", wf.Name, n, err)
 			}
-			for _, name := range sortedKeys(def.Producers) {
+			for _, name := range slices.Sorted(maps.Keys(def.Producers)) {
 				p := def.Producers[name]
 				o.Handlers = append(o.Handlers, handler{Name: name, Kind: scripthost.KindProducer, Schedule: p.Schedule.String(), Publishes: p.Publishes})
 				sch, err := s.cfg.Store.Schedule(ctx, wf.Name, name)
@@ -105,7 +106,7 @@ func (s *Server) workflows(w http.ResponseWriter, r *http.Request) error {
 					return err
 				}
 			}
-			for _, name := range sortedKeys(def.Consumers) {
+			for _, name := range slices.Sorted(maps.Keys(def.Consumers)) {
 				c := def.Consumers[name]
 				o.Handlers = append(o.Handlers, handler{Name: name, Kind: scripthost.KindConsumer, Subscribe: c.Subscribe, Publishes: c.Publishes})
 			}
@@ -114,15 +115,6 @@ func (s *Server) workflows(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // query reads the listing parameters every list endpoint shares.
