@@ -121,3 +121,68 @@ func runBin(t *testing.T, bin string, args ...string) (string, string, int) {
 	}
 	return out.String(), errb.String(), 0
 }
+
+// TestServeSIGTERMGraceOver sends SIGTERM while the charge is at a slow service, with a
+// grace period shorter than the call: the process cancels the phase and still exits 0,
+// leaving the mutation recorded; the next start settles it from the ledger and the
+// service, and the charge is made exactly once.
+func TestServeSIGTERMGraceOver(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	bin := crashBinary(t)
+	svc := fakesvc.New()
+	defer svc.Close()
+	// The service takes a second before it applies a charge and a second before it
+	// answers; a client gone before the first second leaves nothing applied.
+	svc.SetLatency(time.Second)
+	e := newHTTPEnv(t, svc.URL(), "tools.json", 1, "20s")
+
+	var stderr lockedBuffer
+	cmd := exec.Command(bin, "--db", e.db, "serve", e.wf, "--tools", e.tools, "--workspace", e.dir,
+		"--listen", "127.0.0.1:0", "--token", testServeToken, "--poll", "50ms", "--grace", "300ms", "--timeout", "20s")
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	waitFor(t, func() bool { return len(svc.Requests()) > 0 })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve after SIGTERM and the grace period: %v, want exit 0:\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not exit:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "grace period over") {
+		t.Errorf("no line saying the grace period ran out:\n%s", stderr.String())
+	}
+	if ms := e.mutations(); len(ms) != 1 {
+		t.Fatalf("after the cut: got %d mutations, want the one recorded before the call", len(ms))
+	}
+
+	out, errOut, code := runBin(t, bin, "--db", e.db, "run", e.wf, "--once", "--tools", e.tools, "--workspace", e.dir)
+	if code != 0 {
+		t.Fatalf("restart: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if runs := e.consumerRuns(); runs[len(runs)-1].Status != scripthost.StatusCommitted || e.events()["ch-1"] != scripthost.EventConsumed {
+		t.Errorf("after the restart the charge is not done: runs %+v", runs)
+	}
+	if svc.Total() != 1 {
+		t.Errorf("the service applied %d charges, want 1", svc.Total())
+	}
+	for _, m := range e.mutations() {
+		if n := svc.Applies(m.IdempotencyKey); n > 1 {
+			t.Errorf("mutation %s (%s) applied %d times", m.ID, m.Status, n)
+		}
+	}
+}
