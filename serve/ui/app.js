@@ -109,7 +109,7 @@ function filters(fields, onchange) {
   for (const [name, options] of fields) {
     const el = options
       ? h("select", { name }, h("option", { value: "" }, "any"), options.map((o) => h("option", { value: o }, o)))
-      : h("input", { name, size: 14 });
+      : h("input", { name, size: 14, placeholder: name === "since" || name === "until" ? "2026-01-02T15:04:05Z" : null });
     el.value = params.get(name) || "";
     el.addEventListener("change", onchange);
     inputs[name] = el;
