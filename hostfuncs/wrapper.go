@@ -251,7 +251,7 @@ func (w *ToolWrapper) Call(ctx context.Context, namespace, method string, input 
 		return nil, w.refuse(err, ended, nil)
 	}
 	secrets := callSecrets(value, tool.SecretFields)
-	op := classify(tool, input)
+	op := Classify(tool, input)
 
 	w.mu.Lock()
 	ended = w.phase == scripthost.PhaseMutate && w.mutated
@@ -301,17 +301,6 @@ func (w *ToolWrapper) Dropped() []error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]error(nil), w.dropped...)
-}
-
-// classify runs the tool's predicate; a panicking predicate makes the call a mutation,
-// the strictest classification.
-func classify(t *Tool, input json.RawMessage) (op scripthost.Operation) {
-	defer func() {
-		if recover() != nil {
-			op = scripthost.OpMutate
-		}
-	}()
-	return t.Classify(input)
 }
 
 // validateInput parses input (empty means null) and checks it against the tool's
