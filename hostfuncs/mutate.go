@@ -203,3 +203,8 @@ func containsString(list []string, s string) bool {
 	}
 	return false
 }
+
+// CallSecrets returns the string values of a decoded input's secret fields: those
+// named in fields and those whose key looks secret, longest first. They are removed
+// from whatever is stored or shown of the call.
+func CallSecrets(v any, fields []string) []string { return callSecrets(v, fields) }

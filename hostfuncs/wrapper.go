@@ -306,6 +306,13 @@ func (w *ToolWrapper) Dropped() []error {
 // validateInput parses input (empty means null) and checks it against the tool's
 // input schema. It returns the input and its decoded value.
 func (w *ToolWrapper) validateInput(t *Tool, input json.RawMessage) (json.RawMessage, any, error) {
+	return ValidateInput(t, input)
+}
+
+// ValidateInput parses input (empty means null) and checks it against the tool's input
+// schema: an invalid_input logic error lists every problem. It returns the input and
+// its decoded value. Every caller of a tool validates through it.
+func ValidateInput(t *Tool, input json.RawMessage) (json.RawMessage, any, error) {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("null")
 	}
@@ -343,6 +350,16 @@ func joinProblems(p []string) string {
 
 // checkOutput validates a successful result against the tool's output schema.
 func (w *ToolWrapper) checkOutput(t *Tool, out json.RawMessage) error {
+	err := CheckOutput(t, out)
+	if err != nil {
+		w.log.Warn("tool output invalid", "tool", t.Name(), "error", w.redactor.Redact(err.Error()))
+	}
+	return err
+}
+
+// CheckOutput validates a successful result against the tool's output schema
+// (code invalid_output).
+func CheckOutput(t *Tool, out json.RawMessage) error {
 	if len(t.OutputSchema) == 0 {
 		return nil
 	}
@@ -358,9 +375,6 @@ func (w *ToolWrapper) checkOutput(t *Tool, out json.RawMessage) error {
 	if err == nil && len(problems) > 0 {
 		err = &scripthost.Error{Class: scripthost.ClassLogic, Code: CodeInvalidOutput, Op: t.Name(),
 			Message: "output does not match the tool's schema: " + joinProblems(problems)}
-	}
-	if err != nil {
-		w.log.Warn("tool output invalid", "tool", t.Name(), "error", w.redactor.Redact(err.Error()))
 	}
 	return err
 }
