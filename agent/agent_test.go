@@ -290,7 +290,9 @@ func TestApprovalDeniedGoesBackToTheModel(t *testing.T) {
 		done("gave up deleting"),
 	))
 	os.WriteFile(filepath.Join(e.dir, "keep.txt"), []byte("k"), 0o644)
-	x := e.executor(func(o *Options) { o.Approvals = Approvals{FileDelete: Prompt, NonInteractivePolicy: NonInteractiveFail} })
+	x := e.executor(func(o *Options) {
+		o.Approvals = Approvals{FileDelete: Prompt, NonInteractivePolicy: NonInteractiveFail}
+	})
 	res := e.run(x, `{"goal": "g", "steps": [{"id": "s", "title": "S"}]}`)
 	wantStatus(t, res, StatusPaused, CodeApprovalPending)
 	if err := Decide(context.Background(), e.store, res.Session, "s/1/1", false, "bob"); err != nil {

@@ -50,7 +50,7 @@ func (e *Executor) mutate(ctx context.Context, r *stepRun, b bound, rec ledger.A
 	params := e.o.Redactor.RedactJSON(canon)
 	out, err := hostfuncs.Effect{
 		Store: e.o.Store, Registry: e.o.Registry, Tool: b.tool, Input: input,
-		Record: ledger.NewMutation{Workflow: Workflow(r.session), Handler: r.step.ID, Params: params, InputHash: hash},
+		Record:  ledger.NewMutation{Workflow: Workflow(r.session), Handler: r.step.ID, Params: params, InputHash: hash},
 		Secrets: secrets, Policy: hostfuncs.ReconcilePolicy{MaxAttempts: 1, Redactor: e.o.Redactor}, Clock: e.o.Clock,
 		Cause: func(err error) *scripthost.Error {
 			c := asError(err)
@@ -134,4 +134,3 @@ func asError(err error) *scripthost.Error {
 	}
 	return &scripthost.Error{Class: scripthost.ClassOf(err), Message: err.Error()}
 }
-
