@@ -581,3 +581,21 @@ func TestRefusesRemoteModelServers(t *testing.T) {
 		t.Errorf("allowed host: got %v", err)
 	}
 }
+
+func TestTaskErrorsNameTheLine(t *testing.T) {
+	for _, tc := range []struct{ name, file, src, want string }{
+		{"unknown key", "t.yaml", "goal: g\nsteps:\n  - id: s\n    title: S\n    bogus: 1\n", "line 5: /steps/0: additional properties 'bogus'"},
+		{"wrong type", "t.yaml", "goal: g\nturn_limit: many\nsteps: [{id: s, title: S}]\n", "line 2: /turn_limit"},
+		{"missing", "t.yaml", "goal: g\n", "missing property 'steps'"},
+		{"cycle", "t.yaml", "goal: g\nsteps: [{id: a, title: A, depends_on: [b]}, {id: b, title: B, depends_on: [a]}]\n", "form a cycle"},
+		{"unknown dependency", "t.json", `{"goal": "g", "steps": [{"id": "a", "title": "A", "depends_on": ["z"]}]}`, `unknown step "z"`},
+		{"yaml syntax", "t.yaml", "goal: [g\nsteps: 1\n", "yaml: line"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseTask(tc.file, []byte(tc.src))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.file) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

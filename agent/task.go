@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"gopkg.in/yaml.v3"
 
 	"github.com/scripthost/scripthost/internal/yamlerr"
@@ -140,8 +141,13 @@ func ParseTask(name string, raw []byte) (*Task, error) {
 		}
 		var problems []string
 		for _, leaf := range leaves(ve) {
+			loc := leaf.InstanceLocation
+			if ap, ok := leaf.ErrorKind.(*kind.AdditionalProperties); ok && len(ap.Properties) > 0 {
+				// Point at the first unknown key, not at its object.
+				loc = append(append([]string(nil), loc...), ap.Properties[0])
+			}
 			where := "/" + strings.Join(leaf.InstanceLocation, "/")
-			if line := lineOf(&root, leaf.InstanceLocation); line > 0 {
+			if line := lineOf(&root, loc); line > 0 {
 				where = fmt.Sprintf("line %d: %s", line, where)
 			}
 			problems = append(problems, fmt.Sprintf("%s: %s", where, leaf.ErrorKind.LocalizedString(printer)))
