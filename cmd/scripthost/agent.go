@@ -30,11 +30,11 @@ const (
 
 type agentFlags struct {
 	model, modelName, workspace, config string
-	allowHosts, allow, allowReadOnly     []string
-	jsonl, verbose, interactive          bool
-	fileWrite, fileDelete, terminal      string
-	nonInteractive                       string
-	secretEnv                            []string
+	allowHosts, allow, allowReadOnly    []string
+	jsonl, verbose, interactive         bool
+	fileWrite, fileDelete, terminal     string
+	nonInteractive                      string
+	secretEnv                           []string
 }
 
 func (f *agentFlags) register(c *cobra.Command) {
