@@ -62,6 +62,16 @@ type callOutcome struct {
 // in call order.
 func (e *Executor) runCalls(ctx context.Context, r *stepRun, calls []pendingCall) (callsOutcome, error) {
 	outs := make([]callOutcome, len(calls))
+	recorded, err := e.sessions.AgentToolCalls(ctx, r.session)
+	if err != nil {
+		return callsOutcome{}, fmt.Errorf("agent: %w", err)
+	}
+	r.prior = map[string]ledger.AgentToolCall{}
+	for _, c := range recorded {
+		if c.StepID == r.step.ID && c.Turn == r.turn {
+			r.prior[c.CallID] = c
+		}
+	}
 	var out callsOutcome
 	for i := 0; i < len(calls); {
 		j := i
@@ -168,10 +178,8 @@ func (e *Executor) call(ctx context.Context, r *stepRun, c pendingCall) (callOut
 	began := e.o.Clock()
 	rec := ledger.AgentToolCall{Session: r.session, CallID: c.callID, StepID: r.step.ID, Turn: r.turn, Seq: c.seq,
 		Tool: c.Name, Status: CallRequested}
-	if prior, ok, err := e.prior(ctx, r.session, c.callID); err != nil {
-		return callOutcome{}, err
-	} else if ok {
-		rec = prior
+	if prior, ok := r.prior[c.callID]; ok {
+		rec = prior // an interrupted run got this far with the call
 	}
 	if json.Valid([]byte(c.Arguments)) {
 		rec.Arguments = e.o.Redactor.RedactJSON(json.RawMessage(c.Arguments))
@@ -216,20 +224,6 @@ func (e *Executor) call(ctx context.Context, r *stepRun, c pendingCall) (callOut
 		return e.settle(ctx, r, rec, o, began)
 	}
 	return e.mutate(ctx, r, b, rec, input, value, began)
-}
-
-// prior returns the ledger's record of a call, if any.
-func (e *Executor) prior(ctx context.Context, session, id string) (ledger.AgentToolCall, bool, error) {
-	calls, err := e.sessions.AgentToolCalls(ctx, session)
-	if err != nil {
-		return ledger.AgentToolCall{}, false, fmt.Errorf("agent: %w", err)
-	}
-	for _, c := range calls {
-		if c.CallID == id {
-			return c, true, nil
-		}
-	}
-	return ledger.AgentToolCall{}, false, nil
 }
 
 // settle records a finished call and emits its result.

@@ -19,6 +19,8 @@ type stepRun struct {
 	st      *state
 	conv    []Message
 	turn    int
+	// prior holds the ledger's records of the current turn's calls when they run.
+	prior map[string]ledger.AgentToolCall
 }
 
 // fail ends the step with code and message.

@@ -38,12 +38,17 @@ var rows = []row{
 	{"durable mutation, 16 concurrent runs (≥ 8,000/s)", "sqlite", "BenchmarkMutation/runs=16", "mutations/s", true, 8000},
 	{"end-to-end consumer run, sequential (≥ 600/s)", "runtime", "BenchmarkConsumerRun/workflows=1", "runs/s", true, 600},
 	{"end-to-end consumer run, 16 workflows (≥ 2,000/s)", "runtime", "BenchmarkConsumerRun/workflows=16", "runs/s", true, 2000},
+	{"agent step, model answering at once (ns/step ≤ 5 ms), vs one turn record", "agent", "BenchmarkAgentStep", "ns/step", false, 0},
+	{"agent read-only tool dispatch (ns/call ≤ 1 ms), vs a direct call", "agent", "BenchmarkAgentToolDispatch", "ns/call", false, 0},
+	{"agent turn with a durable file write, vs the write alone", "agent", "BenchmarkAgentDurableTurn", "ns/turn", false, 0},
 }
 
 // absolute holds targets on the subject's own time per unit, in ns.
 var absolute = map[string]float64{
-	"wasm/BenchmarkToolCall":     1000,
-	"wasm/BenchmarkGoGuestPhase": 1e6,
+	"wasm/BenchmarkToolCall":           1000,
+	"wasm/BenchmarkGoGuestPhase":       1e6,
+	"agent/BenchmarkAgentStep":         5e6,
+	"agent/BenchmarkAgentToolDispatch": 1e6,
 }
 
 // result is what one benchmark line reported: metric → value.
