@@ -41,6 +41,8 @@ var rows = []row{
 	{"agent step, model answering at once (ns/step ≤ 5 ms), vs one turn record", "agent", "BenchmarkAgentStep", "ns/step", false, 0},
 	{"agent read-only tool dispatch (ns/call ≤ 1 ms), vs a direct call", "agent", "BenchmarkAgentToolDispatch", "ns/call", false, 0},
 	{"agent turn with a durable file write, vs the write alone", "agent", "BenchmarkAgentDurableTurn", "ns/turn", false, 0},
+	{"end-to-end consumer run vs DBOS 1-step workflow, SQLite FULL, sequential", "bench", "BenchmarkDBOS/workflows=1", "ns/run", false, 1 / 3.5},
+	{"end-to-end consumer run vs DBOS 1-step workflow, SQLite FULL, 16 at once", "bench", "BenchmarkDBOS/workflows=16", "ns/run", false, 1 / 3.5},
 }
 
 // absolute holds targets on the subject's own time per unit, in ns.
@@ -149,7 +151,7 @@ func table(results map[string]result) string {
 			met = yes(rate >= r.limit)
 			ratio += fmt.Sprintf(" (%.0f %s)", rate, r.unit)
 		case r.limit > 0:
-			target = fmt.Sprintf("≤ %.1f×", r.limit)
+			target = "≤ " + strconv.FormatFloat(r.limit, 'g', 2, 64) + "×"
 			met = yes(subj["x_ref"] <= r.limit)
 		case absolute[key] > 0:
 			target = "≤ " + duration(absolute[key])
