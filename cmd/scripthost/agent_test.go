@@ -196,3 +196,36 @@ func TestAgentCLIExitCodesAndJSONL(t *testing.T) {
 		t.Fatalf("remote model: exit %d: %s", code, out)
 	}
 }
+
+// TestAgentInteractivePromptAndConfig: the config file sets file writes to prompt; in
+// --interactive mode the terminal shows the call with a preview, v shows it again, a
+// approves.
+func TestAgentInteractivePromptAndConfig(t *testing.T) {
+	a := newAgentCLI(t,
+		fakemodel.Answer{Calls: []fakemodel.Call{agentCall("write_file", map[string]string{"path": "notes.txt", "content": "first line\nsecond line\n"})}},
+		fakemodel.Answer{Calls: []fakemodel.Call{agentCall(agent.CompleteTool, map[string]string{"summary": "wrote"})}},
+	)
+	os.MkdirAll(filepath.Join(a.ws, ".scripthost"), 0o755)
+	os.WriteFile(filepath.Join(a.ws, ".scripthost", "agent.yaml"), []byte("approvals:\n  file_write: prompt\n"), 0o644)
+	task := a.task("goal: g\nsteps: [{id: s, title: S, produces: [notes.txt]}]\n")
+	cmd := exec.Command(a.bin, "--db", a.db, "agent", "run", task, "--workspace", a.ws, "--interactive")
+	cmd.Env = append(os.Environ(), modelURLEnv+"="+a.srv.URL)
+	cmd.Stdin = strings.NewReader("v\na\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{"s wants write_file (file_write)", "notes.txt:\nfirst line\nsecond line", "[a]pprove, [d]eny, [v]iew, [s]kip step?", "session "} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(a.ws, "notes.txt")); !strings.HasPrefix(string(b), "first line") {
+		t.Fatalf("notes.txt: got %q", b)
+	}
+	os.WriteFile(filepath.Join(a.ws, ".scripthost", "agent.yaml"), []byte("approvals:\n  file_write: sometimes\n"), 0o644)
+	code, o := a.run("", "run", task, "--workspace", a.ws)
+	if code == 0 || !strings.Contains(o, `file_write: "sometimes" is not prompt, auto or deny`) {
+		t.Fatalf("bad config: exit %d: %s", code, o)
+	}
+}
