@@ -212,6 +212,7 @@ func (e *Executor) call(ctx context.Context, r *stepRun, c pendingCall) (callOut
 			return failWith(err.Error())
 		}
 		rec.Status, rec.Result = CallDone, e.o.Redactor.RedactJSON(out)
+		rec.Volatile = true // a read runs again if a crash loses its record
 		return e.settle(ctx, r, rec, o, began)
 	}
 

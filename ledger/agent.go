@@ -77,4 +77,8 @@ type AgentToolCall struct {
 	Decision   string    `json:"decision,omitempty"`
 	DurationMS int64     `json:"duration_ms"`
 	UpdatedAt  time.Time `json:"updated_at"`
+	// Volatile marks a record a crash may lose because losing it costs nothing (a
+	// read-only call, which runs again): it is committed without waiting for the disk
+	// and made durable by the next write that waits.
+	Volatile bool `json:"-"`
 }

@@ -165,7 +165,11 @@ func (s *Store) PutAgentToolCall(ctx context.Context, c ledger.AgentToolCall) er
 		}
 	}
 	now := nanos(s.now())
-	return s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
+	write := s.mustWrite
+	if c.Volatile {
+		write = s.mustWriteRedo
+	}
+	return write(ctx, func(ctx context.Context, tx Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE agent_tool_calls SET step_id = ?, turn = ?, seq = ?, tool = ?, arguments = ?,
 			status = ?, result = ?, error = ?, mutation_id = ?, decision = ?, duration_ms = ?, updated_at = ?
 			WHERE session_id = ? AND call_id = ?`,
