@@ -599,3 +599,25 @@ func TestTaskErrorsNameTheLine(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeAfterAcceptedCompletion: a session stopped after complete_step was accepted
+// but before the step's status was saved finishes the step without asking the model.
+func TestResumeAfterAcceptedCompletion(t *testing.T) {
+	e := newEnv(t, fakemodel.New(done("all done")))
+	x := e.executor(nil)
+	res := e.run(x, `{"goal": "g", "steps": [{"id": "s", "title": "S"}]}`)
+	wantStatus(t, res, StatusCompleted, "")
+	// Put the stored state back to where a crash before the save would leave it.
+	as := e.store.(ledger.AgentStore)
+	if err := as.UpdateAgentSession(context.Background(), res.Session, StatusRunning, json.RawMessage(`{"steps":{"s":{"id":"s","status":"running"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := x.Resume(context.Background(), res.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, StatusCompleted, "")
+	if e.srv.Count() != 1 || res.Steps[0].Summary != "all done" {
+		t.Fatalf("got %d requests, summary %q; want 1, all done", e.srv.Count(), res.Steps[0].Summary)
+	}
+}

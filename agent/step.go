@@ -21,6 +21,9 @@ type stepRun struct {
 	turn    int
 	// prior holds the ledger's records of the current turn's calls when they run.
 	prior map[string]ledger.AgentToolCall
+	// completed is the summary of an accepted complete_step found by rebuild: the step
+	// was complete when the process stopped.
+	completed *string
 }
 
 // fail ends the step with code and message.
@@ -56,6 +59,13 @@ func (e *Executor) runStep(ctx context.Context, session string, t *Task, s Step,
 	limit := firstPositive(s.TurnLimit, t.TurnLimit, DefaultTurnLimit)
 	budget := mergeBudget(t.Budget, s.Budget)
 	for {
+		if r.completed != nil && len(pending) == 0 {
+			// Accepted before the process stopped: not asked again.
+			res.Status, res.Summary, res.Turns = StatusCompleted, e.o.Redactor.Redact(*r.completed), r.turn
+			e.sink.emit(Event{Type: EventStepComplete, Time: e.o.Clock(), Session: session, Step: s.ID, Turn: r.turn,
+				Tokens: &res.Usage, Message: res.Summary})
+			return "", nil
+		}
 		if len(pending) > 0 {
 			out, err := e.runCalls(ctx, r, pending)
 			if err != nil {
@@ -228,6 +238,13 @@ func (e *Executor) rebuild(ctx context.Context, r *stepRun) ([]pendingCall, erro
 		}
 		pending = nil
 		for _, pc := range callsOf(r.step.ID, t.Turn, resp.Message) {
+			if c, ok := done[pc.callID]; ok && c.Tool == CompleteTool && c.Status == CallDone {
+				var in struct {
+					Summary string `json:"summary"`
+				}
+				_ = json.Unmarshal([]byte(pc.Arguments), &in)
+				r.completed = &in.Summary
+			}
 			if c, ok := done[pc.callID]; ok && finished(c.Status) {
 				r.conv = append(r.conv, Message{Role: "tool", ToolCallID: pc.ID, Content: e.content(c)})
 				continue
