@@ -82,9 +82,10 @@ func BenchmarkAgentStep(b *testing.B) {
 
 // BenchmarkAgentToolDispatch is the cost per read-only tool call through the executor
 // (validation, classification, the call's ledger record, the result back into the
-// conversation), 20 calls in one answer, against calling the tool directly.
+// conversation), 100 calls in one answer so that the step around them is amortized,
+// against calling the tool directly.
 func BenchmarkAgentToolDispatch(b *testing.B) {
-	const n = 20
+	const n = 100
 	calls := func() []ToolCall {
 		out := make([]ToolCall, n)
 		for i := range out {
