@@ -372,7 +372,7 @@ func TestJSONLEvents(t *testing.T) {
 	res := e.run(e.executor(func(o *Options) { o.Progress = &progress }), oneStep)
 	wantStatus(t, res, StatusCompleted, "")
 	got := e.eventTypes()
-	for _, want := range []string{EventSessionStart, EventStepStart, EventModelRequest, EventToolCall, EventApprovalDecided, EventToolResult, EventStepComplete, EventSessionEnd} {
+	for _, want := range []string{EventSessionStart, EventStepStart, EventModelRequest, EventModelResponse, EventToolCall, EventApprovalDecided, EventToolResult, EventStepComplete, EventSessionEnd} {
 		if !slices.Contains(got, want) {
 			t.Errorf("events: got %v, want %s", got, want)
 		}
@@ -386,7 +386,7 @@ func TestJSONLEvents(t *testing.T) {
 		if ev.Type == EventToolResult && ev.Tool == "write_file" && (ev.Step != "greet" || ev.Turn != 1 || ev.Call != "greet/1/1") {
 			t.Fatalf("tool_result fields: %s", l)
 		}
-		if ev.Type == EventStepComplete && (ev.Tokens == nil || ev.Tokens.Total() == 0) {
+		if (ev.Type == EventStepComplete || ev.Type == EventModelResponse) && (ev.Tokens == nil || ev.Tokens.Total() == 0) {
 			t.Fatalf("step_complete without tokens: %s", l)
 		}
 	}

@@ -13,6 +13,7 @@ const (
 	EventSessionStart      = "session_start"
 	EventStepStart         = "step_start"
 	EventModelRequest      = "model_request"
+	EventModelResponse     = "model_response"
 	EventModelRetry        = "model_retry"
 	EventContextTrimmed    = "context_trimmed"
 	EventToolCall          = "tool_call"

@@ -141,6 +141,8 @@ func (e *Executor) runStep(ctx context.Context, session string, t *Task, s Step,
 		}
 		res.Usage.add(resp.Usage)
 		st.Usage.add(resp.Usage)
+		e.sink.emit(Event{Type: EventModelResponse, Time: e.o.Clock(), Session: session, Step: s.ID, Turn: r.turn,
+			Tokens: &resp.Usage, DurationMS: e.o.Clock().Sub(began).Milliseconds(), Attempt: retries + 1})
 		res.Turns = r.turn
 		r.conv = append(r.conv, resp.Message)
 		if len(resp.Message.ToolCalls) == 0 {
