@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,6 +90,12 @@ func (a *agentCLI) task(body string) string {
 // and before its outcome was recorded; resume reconciles the edit from the file, never
 // applies it twice and never sends a finished model turn again.
 func TestAgentCrashResumeFileTool(t *testing.T) {
+	for _, point := range []string{"tool:before-execute", "tool:after-execute"} {
+		t.Run(point, func(t *testing.T) { testAgentCrashResumeFileTool(t, point) })
+	}
+}
+
+func testAgentCrashResumeFileTool(t *testing.T, point string) {
 	a := newAgentCLI(t,
 		fakemodel.Answer{Calls: []fakemodel.Call{agentCall("modify_file", map[string]any{"path": "conf.txt",
 			"edits": []map[string]string{{"search": "count=1", "replace": "count=2"}}})}},
@@ -96,7 +103,7 @@ func TestAgentCrashResumeFileTool(t *testing.T) {
 	)
 	os.WriteFile(filepath.Join(a.ws, "conf.txt"), []byte("count=1\n"), 0o644)
 	task := a.task("goal: bump\nsteps: [{id: bump, title: Bump the count}]\n")
-	code, out := a.run("tool:after-execute", "run", task, "--workspace", a.ws)
+	code, out := a.run(point, "run", task, "--workspace", a.ws)
 	if code != -int(syscall.SIGKILL) || a.srv.Count() != 1 {
 		t.Fatalf("first run: exit %d after %d requests, want SIGKILL after 1: %s", code, a.srv.Count(), out)
 	}
@@ -117,8 +124,18 @@ func TestAgentCrashResumeFileTool(t *testing.T) {
 	}
 	defer store.Close()
 	muts, _ := store.Mutations(context.Background(), ledger.MutationFilter{Workflow: agent.Workflow(sess)})
-	if len(muts) != 1 || muts[0].Status != scripthost.MutationApplied {
-		t.Fatalf("mutations: got %+v, want one applied (reconciled)", muts)
+	// Killed after the edit: reconciled as applied, not run again. Killed before it:
+	// reconciled as not done, then run once with the next key.
+	want := []scripthost.MutationStatus{scripthost.MutationApplied}
+	if point == "tool:before-execute" {
+		want = []scripthost.MutationStatus{scripthost.MutationFailed, scripthost.MutationApplied}
+	}
+	var got []scripthost.MutationStatus
+	for _, m := range muts {
+		got = append(got, m.Status)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("mutations: got %v, want %v", got, want)
 	}
 	// The second request carries the reconciled result of the first turn's call.
 	last := a.srv.Requests()[1]
