@@ -372,6 +372,9 @@ func TestJSONLEvents(t *testing.T) {
 	res := e.run(e.executor(func(o *Options) { o.Progress = &progress }), oneStep)
 	wantStatus(t, res, StatusCompleted, "")
 	got := e.eventTypes()
+	if !strings.Contains(strings.Join(got, ","), "session_start,stage,stage,step_start") || !strings.Contains(strings.Join(got, ","), "step_complete,stage,session_end") {
+		t.Errorf("lifecycle: got %v, want enter and execute before the steps, exit after", got)
+	}
 	for _, want := range []string{EventSessionStart, EventStepStart, EventModelRequest, EventModelResponse, EventToolCall, EventApprovalDecided, EventToolResult, EventStepComplete, EventSessionEnd} {
 		if !slices.Contains(got, want) {
 			t.Errorf("events: got %v, want %s", got, want)

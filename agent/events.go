@@ -11,6 +11,7 @@ import (
 // Event types of the JSONL stream.
 const (
 	EventSessionStart      = "session_start"
+	EventStage             = "stage" // status enter, execute or exit
 	EventStepStart         = "step_start"
 	EventModelRequest      = "model_request"
 	EventModelResponse     = "model_response"

@@ -209,6 +209,7 @@ func (e *Executor) Run(ctx context.Context, name string, t *Task) (Result, error
 		return Result{}, fmt.Errorf("agent: %w", err)
 	}
 	e.sink.emit(Event{Type: EventSessionStart, Time: e.o.Clock(), Session: id, Message: t.Goal})
+	e.sink.emit(Event{Type: EventStage, Time: e.o.Clock(), Session: id, Status: "enter", Message: fmt.Sprintf("task %s validated: %d steps", name, len(t.Steps))})
 	return e.execute(ctx, id, t, st)
 }
 
@@ -228,6 +229,7 @@ func (e *Executor) Resume(ctx context.Context, id string) (Result, error) {
 		return Result{}, fmt.Errorf("agent: resume %s: stored state is unreadable", id)
 	}
 	e.sink.emit(Event{Type: EventSessionStart, Time: e.o.Clock(), Session: id, Status: "resumed", Message: t.Goal})
+	e.sink.emit(Event{Type: EventStage, Time: e.o.Clock(), Session: id, Status: "enter", Message: fmt.Sprintf("task %s loaded from the ledger: %d steps", sess.Task, len(t.Steps))})
 	return e.execute(ctx, id, &t, st)
 }
 
@@ -251,6 +253,7 @@ func (e *Executor) execute(ctx context.Context, id string, t *Task, st *state) (
 		return Result{}, err
 	}
 	res := Result{Session: id}
+	e.sink.emit(Event{Type: EventStage, Time: e.o.Clock(), Session: id, Status: "execute"})
 	for _, s := range order {
 		sr := st.Steps[s.ID]
 		if sr == nil {
@@ -286,6 +289,7 @@ func (e *Executor) execute(ctx context.Context, id string, t *Task, st *state) (
 			res.Status, res.Code, res.Message = StatusPaused, CodeApprovalPending, paused
 			e.finish(&res, t, st)
 			e.sink.emit(Event{Type: EventSessionPaused, Time: e.o.Clock(), Session: id, Step: s.ID, Code: res.Code, Message: paused})
+			e.sink.emit(Event{Type: EventStage, Time: e.o.Clock(), Session: id, Status: "exit", Code: res.Code, Tokens: &res.Usage})
 			return res, e.save(ctx, id, StatusPaused, st)
 		}
 	}
@@ -294,6 +298,7 @@ func (e *Executor) execute(ctx context.Context, id string, t *Task, st *state) (
 	if res.Code != "" {
 		res.Status = StatusFailed
 	}
+	e.sink.emit(Event{Type: EventStage, Time: e.o.Clock(), Session: id, Status: "exit", Code: res.Code, Tokens: &res.Usage})
 	e.sink.emit(Event{Type: EventSessionEnd, Time: e.o.Clock(), Session: id, Status: res.Status, Code: res.Code, Tokens: &res.Usage})
 	return res, e.save(ctx, id, res.Status, st)
 }

@@ -200,7 +200,7 @@ func TestAgentCLIExitCodesAndJSONL(t *testing.T) {
 			types = append(types, ev.Type)
 		}
 	}
-	if !strings.Contains(strings.Join(types, ","), "step_start,model_request,model_response,model_request,model_response,step_failed,session_end") {
+	if !strings.Contains(strings.Join(types, ","), "step_start,model_request,model_response,model_request,model_response,step_failed,stage,session_end") {
 		t.Fatalf("events: got %v", types)
 	}
 	bad := a.task("goal: g\nsteps:\n  - id: s\n    title: S\n    depends_on: [nope]\n    bogus: 1\n")
