@@ -42,6 +42,9 @@ var rows = []row{
 	{"PostgreSQL durable mutations, 4 hosts × 16 runs, vs SQLite × 16", "postgres", "BenchmarkMutation/hosts=4", "mutations/s", true, 0},
 	{"PostgreSQL consumer runs, 1 host × 16 runs, vs SQLite × 16", "runtime", "BenchmarkHosts/postgres/hosts=1", "runs/s", true, 0},
 	{"PostgreSQL consumer runs, 4 hosts × 16 runs, vs SQLite × 16", "runtime", "BenchmarkHosts/postgres/hosts=4", "runs/s", true, 0},
+	{"agent step, model answering at once (ns/step ≤ 5 ms), vs one turn record", "agent", "BenchmarkAgentStep", "ns/step", false, 0},
+	{"agent read-only tool dispatch (ns/call ≤ 1 ms), vs a direct call", "agent", "BenchmarkAgentToolDispatch", "ns/call", false, 0},
+	{"agent turn with a durable file write, vs the write alone", "agent", "BenchmarkAgentDurableTurn", "ns/turn", false, 0},
 	{"end-to-end consumer run vs DBOS 1-step workflow, SQLite FULL, sequential", "bench", "BenchmarkDBOS/workflows=1", "ns/run", false, 1 / 3.5},
 	{"end-to-end consumer run vs DBOS 1-step workflow, SQLite FULL, 16 at once", "bench", "BenchmarkDBOS/workflows=16", "ns/run", false, 1 / 3.5},
 }
@@ -58,8 +61,10 @@ var against = map[string]string{
 
 // absolute holds targets on the subject's own time per unit, in ns.
 var absolute = map[string]float64{
-	"wasm/BenchmarkToolCall":     1000,
-	"wasm/BenchmarkGoGuestPhase": 1e6,
+	"wasm/BenchmarkToolCall":           1000,
+	"wasm/BenchmarkGoGuestPhase":       1e6,
+	"agent/BenchmarkAgentStep":         5e6,
+	"agent/BenchmarkAgentToolDispatch": 1e6,
 }
 
 // result is what one benchmark line reported: metric → value.
