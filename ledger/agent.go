@@ -20,6 +20,8 @@ type AgentStore interface {
 	CreateAgentSession(ctx context.Context, s AgentSession) error
 	// AgentSession returns a session, or ErrNotFound.
 	AgentSession(ctx context.Context, id string) (AgentSession, error)
+	// AgentSessions lists the sessions matching f, newest first.
+	AgentSessions(ctx context.Context, f AgentSessionFilter) ([]AgentSession, error)
 	// UpdateAgentSession sets a session's status and state.
 	UpdateAgentSession(ctx context.Context, id, status string, state json.RawMessage) error
 	// AppendAgentTurn records a finished model turn; ErrTurnExists when the session
@@ -43,6 +45,13 @@ type AgentSession struct {
 	State     json.RawMessage `json:"state,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// AgentSessionFilter selects sessions; zero fields match everything.
+type AgentSessionFilter struct {
+	Status string
+	// Limit keeps the newest Limit sessions; 0 keeps all.
+	Limit int
 }
 
 // AgentTurn is one model request and its answer.

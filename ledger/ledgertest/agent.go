@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/scripthost/scripthost/ledger"
@@ -83,5 +84,58 @@ func testAgentSessions(f *fixture) {
 	}
 	if other, err := as.AgentToolCalls(ctx, id+"-other"); err != nil || len(other) != 0 {
 		t.Fatalf("another session's calls: got %v, %v", other, err)
+	}
+}
+
+// testAgentSessionList: sessions list newest first, filtered by status, the newest
+// Limit of them.
+func testAgentSessionList(f *fixture) {
+	t, ctx := f.t, f.ctx
+	as := f.s.(ledger.AgentStore)
+	ids := func(ss []ledger.AgentSession) string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.ID+":"+s.Status)
+		}
+		return strings.Join(out, ",")
+	}
+	if got, err := as.AgentSessions(ctx, ledger.AgentSessionFilter{}); err != nil || len(got) != 0 {
+		t.Fatalf("empty ledger: got %v, %v", got, err)
+	}
+	// The ids sort in creation order, so that two sessions created within one clock
+	// tick still list in a known order.
+	for _, s := range []struct{ id, status string }{{"s1", "running"}, {"s2", "paused"}, {"s3", "completed"}, {"s4", "paused"}} {
+		if err := as.CreateAgentSession(ctx, ledger.AgentSession{ID: s.id, Task: "t.yaml", Spec: json.RawMessage(`{}`), Status: s.status}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := as.UpdateAgentSession(ctx, "s1", "failed", json.RawMessage(`{"usage":{"prompt_tokens":3}}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		f    ledger.AgentSessionFilter
+		want string
+	}{
+		{ledger.AgentSessionFilter{}, "s4:paused,s3:completed,s2:paused,s1:failed"},
+		{ledger.AgentSessionFilter{Status: "paused"}, "s4:paused,s2:paused"},
+		{ledger.AgentSessionFilter{Status: "failed"}, "s1:failed"},
+		{ledger.AgentSessionFilter{Status: "running"}, ""},
+		{ledger.AgentSessionFilter{Limit: 2}, "s4:paused,s3:completed"},
+		{ledger.AgentSessionFilter{Status: "paused", Limit: 1}, "s4:paused"},
+	} {
+		got, err := as.AgentSessions(ctx, c.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids(got) != c.want {
+			t.Errorf("AgentSessions(%+v): got %q, want %q", c.f, ids(got), c.want)
+		}
+	}
+	got, _ := as.AgentSessions(ctx, ledger.AgentSessionFilter{Status: "failed"})
+	if len(got) == 1 && (string(got[0].State) != `{"usage":{"prompt_tokens":3}}` || got[0].Task != "t.yaml" || got[0].CreatedAt.IsZero()) {
+		t.Errorf("listed session: got %+v", got[0])
+	}
+	if _, err := as.AgentSessions(ctx, ledger.AgentSessionFilter{Limit: -1}); err == nil {
+		t.Error("negative limit: got nil error")
 	}
 }

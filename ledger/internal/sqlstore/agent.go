@@ -54,8 +54,39 @@ func (s *Store) AgentSession(ctx context.Context, id string) (ledger.AgentSessio
 	if err != nil {
 		return ledger.AgentSession{}, s.dbErr("read agent session", err)
 	}
+	return r.session(), nil
+}
+
+// AgentSessions lists the sessions matching f, newest first.
+func (s *Store) AgentSessions(ctx context.Context, f ledger.AgentSessionFilter) ([]ledger.AgentSession, error) {
+	if f.Limit < 0 {
+		return nil, fmt.Errorf("%s: list agent sessions: limit %d is negative", s.name, f.Limit)
+	}
+	q := `SELECT id, task, spec, status, state, created_at, updated_at FROM agent_sessions`
+	var args []any
+	if f.Status != "" {
+		q += ` WHERE status = ?`
+		args = append(args, f.Status)
+	}
+	q += ` ORDER BY created_at DESC, id DESC`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	var rows []agentSessionRow
+	if err := s.r.SelectContext(ctx, &rows, q, args...); err != nil {
+		return nil, s.dbErr("list agent sessions", err)
+	}
+	out := make([]ledger.AgentSession, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.session())
+	}
+	return out, nil
+}
+
+func (r agentSessionRow) session() ledger.AgentSession {
 	return ledger.AgentSession{ID: r.ID, Task: r.Task, Spec: r.Spec.msg(), Status: r.Status, State: r.State.msg(),
-		CreatedAt: r.CreatedAt.Time(), UpdatedAt: r.UpdatedAt.Time()}, nil
+		CreatedAt: r.CreatedAt.Time(), UpdatedAt: r.UpdatedAt.Time()}
 }
 
 // UpdateAgentSession sets a session's status and state.
