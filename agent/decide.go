@@ -2,11 +2,16 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
 )
+
+// ErrNotPending: the call is not waiting for a decision (it was decided already, or
+// never needed one).
+var ErrNotPending = errors.New("agent: call not waiting for approval")
 
 // Decide records a person's decision on a call that waits for approval; Resume then
 // continues from that call without asking the model again. Approving a call whose
@@ -26,7 +31,7 @@ func Decide(ctx context.Context, store ledger.Store, session, call string, appro
 			continue
 		}
 		if c.Status != CallPendingApproval {
-			return fmt.Errorf("agent: call %s of session %s is %s, not waiting for approval", call, session, c.Status)
+			return fmt.Errorf("%w: call %s of session %s is %s", ErrNotPending, call, session, c.Status)
 		}
 		if c.MutationID != "" {
 			m, err := store.Mutation(ctx, c.MutationID)

@@ -43,6 +43,10 @@ func routes(s *Server) []route {
 		{"GET", "/api/v1/events", s.events},
 		{"GET", "/api/v1/executions", s.executions},
 		{"GET", "/api/v1/executions/{plan}/{n}", s.execution},
+		{"GET", "/api/v1/agent/sessions", s.agentSessions},
+		{"GET", "/api/v1/agent/sessions/{id}", s.agentSession},
+		{"POST", "/api/v1/agent/sessions/{id}/approve", s.decide(true)},
+		{"POST", "/api/v1/agent/sessions/{id}/deny", s.decide(false)},
 		{"GET", "/api/v1/actions", s.actions},
 	}
 }

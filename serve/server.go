@@ -1,6 +1,6 @@
 // Package serve is the HTTP side of `scripthost serve`: a JSON API over the ledger
 // (the shapes of the CLI's --json output, from internal/view), the operator actions
-// (resolve, pause, resume, retry), each recorded with who did it, the embedded web UI
+// (resolve, pause, resume, retry, approve and deny an agent's tool call), each recorded with who did it, the embedded web UI
 // and the metrics. Every /api and /metrics request needs the bearer token.
 package serve
 
@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/scripthost/scripthost/agent"
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -131,7 +132,7 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, ledger.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, ledger.ErrIllegalTransition), errors.Is(err, ledger.ErrEventUnavailable):
+	case errors.Is(err, ledger.ErrIllegalTransition), errors.Is(err, ledger.ErrEventUnavailable), errors.Is(err, agent.ErrNotPending):
 		return http.StatusConflict
 	}
 	return http.StatusInternalServerError

@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -136,7 +138,44 @@ func agentCmd(g *globals) *cobra.Command {
 		},
 	}
 	show.Flags().BoolVar(&asJSON, "json", false, "print the session, turns and calls as JSON")
-	c.AddCommand(run, resume, decide(true), decide(false), show)
+	var lf struct {
+		status string
+		limit  int
+		asJSON bool
+	}
+	list := &cobra.Command{
+		Use: "list", Short: "List agent sessions, newest first", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if lf.status != "" && !slices.Contains(agent.SessionStatuses, lf.status) {
+				return usagef("--status %q: want one of %s", lf.status, strings.Join(agent.SessionStatuses, ", "))
+			}
+			if lf.limit < 0 {
+				return usagef("--limit %d: want 0 (all) or more", lf.limit)
+			}
+			store, err := g.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			ss, err := store.(ledger.AgentStore).AgentSessions(cmd.Context(), ledger.AgentSessionFilter{Status: lf.status, Limit: lf.limit})
+			if err != nil {
+				return err
+			}
+			if lf.asJSON {
+				enc := json.NewEncoder(g.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(ss)
+			}
+			for _, s := range ss {
+				fmt.Fprintf(g.Stdout, "%s  %-9s  %s  %s\n", s.ID, s.Status, s.CreatedAt.Format(time.RFC3339), s.Task)
+			}
+			return nil
+		},
+	}
+	list.Flags().StringVar(&lf.status, "status", "", "only sessions with this status ("+strings.Join(agent.SessionStatuses, ", ")+")")
+	list.Flags().IntVar(&lf.limit, "limit", 0, "the newest N sessions (0: all)")
+	list.Flags().BoolVar(&lf.asJSON, "json", false, "print the sessions as JSON")
+	c.AddCommand(run, resume, decide(true), decide(false), show, list)
 	return c
 }
 
@@ -282,23 +321,16 @@ func (p *terminalPrompter) Ask(_ context.Context, c agent.PendingCall) (agent.An
 }
 
 func showSession(ctx context.Context, w io.Writer, as ledger.AgentStore, id string, asJSON bool) error {
-	sess, err := as.AgentSession(ctx, id)
-	if err != nil {
-		return err
-	}
-	turns, err := as.AgentTurns(ctx, id)
-	if err != nil {
-		return err
-	}
-	calls, err := as.AgentToolCalls(ctx, id)
+	tr, err := agent.LoadTranscript(ctx, as, id)
 	if err != nil {
 		return err
 	}
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"session": sess, "turns": turns, "calls": calls})
+		return enc.Encode(tr)
 	}
+	sess, turns, calls := tr.Session, tr.Turns, tr.Calls
 	fmt.Fprintf(w, "session %s  task %s  %s\n", sess.ID, sess.Task, sess.Status)
 	byTurn := map[string][]ledger.AgentToolCall{}
 	for _, c := range calls {
@@ -339,6 +371,6 @@ func showSession(ctx context.Context, w io.Writer, as ledger.AgentStore, id stri
 			}
 		}
 	}
-	fmt.Fprintf(w, "\nstate %s\n", sess.State)
+	fmt.Fprintf(w, "\ntokens %d prompt + %d completion\nstate %s\n", tr.Usage.PromptTokens, tr.Usage.CompletionTokens, sess.State)
 	return nil
 }
