@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/agent"
 	"github.com/scripthost/scripthost/internal/fakesvc"
 )
 
@@ -51,7 +53,8 @@ func artifacts(t *testing.T) string {
 // TestServeUI drives the web UI in headless Chromium: log in with the token, find the
 // paused run in the runs list, open its timeline, resolve its indeterminate mutation as
 // applied through the confirmation, and check that the ledger recorded the resolution
-// and the run went on to commit. Every page is saved as a screenshot.
+// and the run went on to commit; then open an agent session and approve its pending
+// tool call through the confirmation. Every page is saved as a screenshot.
 func TestServeUI(t *testing.T) {
 	browser := chromium(t)
 	t.Setenv(tokenEnv, e2eToken)
@@ -62,6 +65,7 @@ func TestServeUI(t *testing.T) {
 		t.Fatalf("plan run: exit %d: %s", code, errOut)
 	}
 	run := e.consumerRuns()[0]
+	agentRun := newPendingAgent(t, e.db)
 	s := startServe(t, e.db, e.wf, "--tools", e.tools, "--workspace", e.dir, "--token", testServeToken)
 
 	opts := []chromedp.ExecAllocatorOption{
@@ -162,6 +166,35 @@ func TestServeUI(t *testing.T) {
 	step("the action is recorded with who did it", chromedp.Text(`#actions tbody tr td:nth-child(4)`, &who, chromedp.ByQuery))
 	if who != "dana" {
 		t.Errorf("actions page: by %q, want dana", who)
+	}
+
+	// An agent session waits for approval of a file write: approve it through the
+	// confirmation on the session page; the ledger records the decision and who made it.
+	sessRow := `#sessions tr[data-session="` + agentRun.session + `"]`
+	callRow := `#pending tr[data-call="` + agentRun.call + `"]`
+	var tokens string
+	step("open the agent session",
+		chromedp.Navigate(s.base+"/#/agents"),
+		chromedp.WaitVisible(sessRow+` a`, chromedp.ByQuery),
+		shot("agents"),
+		chromedp.Click(sessRow+` a`, chromedp.ByQuery),
+		chromedp.WaitVisible(callRow+` button.approve`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#steps .turn[data-turn="notes/1"] tr[data-call="`+agentRun.call+`"]`, chromedp.ByQuery),
+		chromedp.Text(`#session-status`, &status, chromedp.ByQuery),
+		chromedp.Text(`#session-tokens`, &tokens, chromedp.ByQuery),
+		shot("agent"))
+	if status != "paused" || strings.HasPrefix(tokens, "0 + ") {
+		t.Errorf("agent session page: status %q tokens %q, want paused with the turn's tokens", status, tokens)
+	}
+	step("approve the pending call",
+		chromedp.Click(callRow+` button.approve`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#modal-confirm`, chromedp.ByQuery),
+		shot("agent-confirm"),
+		chromedp.Click(`#modal-confirm`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(`#pending`, chromedp.ByQuery),
+		shot("agent-approved"))
+	if c := agentRun.callRecord(t); c.Status != agent.CallApproved || c.Decision != "approved by dana" {
+		t.Errorf("agent call after the UI approved it: %s (%s)", c.Status, c.Decision)
 	}
 	t.Logf("screenshots in %s", dir)
 }

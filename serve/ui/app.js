@@ -329,6 +329,99 @@ async function planPage(id) {
   } catch (e) { fail(e); }
 }
 
+const sessionStatuses = ["running", "paused", "completed", "failed"];
+
+function tokens(u) { return u ? (u.prompt_tokens || 0) + " + " + (u.completion_tokens || 0) : "-"; }
+
+function agentsPage() {
+  const tbody = h("tbody");
+  let f;
+  const render = async () => {
+    const q = f.query();
+    history.replaceState(null, "", "#/agents" + (q ? "?" + q : ""));
+    const ss = await api("/agent/sessions?limit=200&" + q);
+    tbody.replaceChildren(...ss.map((x) => {
+      const st = x.state || {};
+      const steps = Object.values(st.steps || {});
+      return h("tr", { "data-session": x.id },
+        h("td", {}, h("a", { href: "#/agent/" + encodeURIComponent(x.id), class: "mono" }, x.id)), h("td", {}, x.task),
+        h("td", {}, status(x.status)), h("td", {}, steps.filter((s) => s.status === "completed").length + " / " + steps.length),
+        h("td", {}, tokens(st.usage)), h("td", {}, time(x.created_at)), h("td", {}, time(x.updated_at)));
+    }));
+  };
+  f = filters([["status", sessionStatuses]], render);
+  page("Agent sessions", f.form, h("table", { id: "sessions" },
+    h("thead", {}, h("tr", {}, ["Session", "Task", "Status", "Steps done", "Tokens (prompt + completion)", "Started", "Updated"].map((x) => h("th", {}, x)))), tbody));
+  live(render);
+}
+
+// decideCall approves or denies a call that waits for approval, after a confirmation.
+async function decideCall(sessionID, c, approve, render) {
+  const verb = approve ? "approve" : "deny";
+  const text = approve
+    ? "Approve " + c.tool + " (call " + c.call_id + ")? It runs when the session resumes (scripthost agent resume " + sessionID + ")."
+    : "Deny " + c.tool + " (call " + c.call_id + ")? It never runs; the model is told so when the session resumes.";
+  if (!(await confirmAction(text, h("div", {}, h("h3", {}, "arguments"), json(c.arguments))))) return;
+  try {
+    await api("/agent/sessions/" + encodeURIComponent(sessionID) + "/" + verb, { method: "POST", body: { call: c.call_id, by: operatorName() } });
+    await render();
+  } catch (e) { fail(e); }
+}
+
+function callRow(sessionID, c, render) {
+  const pending = c.status === "pending_approval";
+  const out = c.error || (c.result !== undefined ? JSON.stringify(c.result) : "");
+  return h("tr", { "data-call": c.call_id },
+    h("td", { class: "mono" }, c.call_id), h("td", {}, c.tool), h("td", { class: "mono" }, JSON.stringify(c.arguments ?? null)),
+    h("td", {}, status(c.status)), h("td", { class: "decision" }, c.decision || ""),
+    h("td", { class: c.error ? "error mono" : "mono" }, out.length > 300 ? out.slice(0, 300) + "…" : out),
+    h("td", {}, c.duration_ms + " ms"),
+    h("td", {}, pending && [
+      h("button", { class: "approve primary", onclick: () => decideCall(sessionID, c, true, render) }, "Approve"), " ",
+      h("button", { class: "deny", onclick: () => decideCall(sessionID, c, false, render) }, "Deny")]));
+}
+
+async function agentPage(id) {
+  const render = async () => {
+    const tr = await api("/agent/sessions/" + encodeURIComponent(id));
+    const x = tr.session, st = x.state || {};
+    // The steps in the task's order.
+    const order = ((x.spec || {}).steps || []).map((s) => s.id);
+    const steps = Object.values(st.steps || {}).sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
+    const pending = tr.calls.filter((c) => c.status === "pending_approval");
+    const byTurn = {};
+    for (const c of tr.calls) (byTurn[c.step_id + "/" + c.turn] ||= []).push(c);
+    const turnsByStep = {};
+    for (const t of tr.turns) (turnsByStep[t.step_id] ||= []).push(t);
+    const stepCards = steps.map((s) => h("div", { class: "card step", "data-step": s.id },
+      h("h2", {}, "step " + s.id + " ", status(s.status), " ",
+        h("span", { class: "muted" }, s.turns + " turns · " + tokens(s.usage) + " tokens · " + s.duration_ms + " ms")),
+      s.summary && h("p", {}, s.summary),
+      s.error && h("p", { class: "error" }, (s.code ? s.code + ": " : "") + s.error),
+      (turnsByStep[s.id] || []).map((t) => {
+        let said = "";
+        try { said = ((t.response || {}).message || {}).content || ""; } catch (e) { said = ""; }
+        const calls = byTurn[t.step_id + "/" + t.turn] || [];
+        return h("div", { class: "turn", "data-turn": t.step_id + "/" + t.turn },
+          h("h3", {}, "turn " + t.turn + " ", h("span", { class: "muted" },
+            time(t.started_at) + " · " + t.duration_ms + " ms · " + t.prompt_tokens + " + " + t.completion_tokens + " tokens" + (t.retries ? " · " + t.retries + " retries" : ""))),
+          said && h("p", { class: "said" }, said),
+          calls.length ? table(["Call", "Tool", "Arguments", "Status", "Decision", "Result", "Took", ""], calls.map((c) => callRow(x.id, c, render))) : null);
+      })));
+    page("Agent session " + x.id,
+      h("div", { class: "card" }, h("dl", { class: "kv" },
+        h("dt", {}, "task"), h("dd", {}, x.task), h("dt", {}, "status"), h("dd", { id: "session-status" }, status(x.status)),
+        h("dt", {}, "tokens"), h("dd", { id: "session-tokens" }, tokens(tr.usage) + " (prompt + completion)"),
+        h("dt", {}, "started"), h("dd", {}, time(x.created_at)), h("dt", {}, "updated"), h("dd", {}, time(x.updated_at)))),
+      pending.length ? h("div", { class: "card", id: "pending" }, h("h2", {}, "Waiting for approval"),
+        h("p", { class: "muted" }, "Approve or deny each call, then resume the session: scripthost agent resume " + x.id),
+        table(["Call", "Tool", "Arguments", "Status", "Decision", "Result", "Took", ""], pending.map((c) => callRow(x.id, c, render)))) : null,
+      h("h2", {}, "Steps"), h("div", { id: "steps" }, stepCards),
+      h("h2", {}, "Task"), json(x.spec));
+  };
+  try { await render(); } catch (e) { fail(e); }
+}
+
 async function actionsPage() {
   try {
     const xs = await api("/actions?limit=500");
@@ -352,6 +445,8 @@ function route() {
     case "workflows": return workflowsPage();
     case "plans": return plansPage();
     case "plan": return planPage(parts.slice(1).join("/"));
+    case "agents": return agentsPage();
+    case "agent": return agentPage(decodeURIComponent(parts[1]));
     case "actions": return actionsPage();
     case "login": return login();
     default: return runsPage();
