@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/agent"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/ledger/postgres"
 	"github.com/scripthost/scripthost/ledger/sqlite"
@@ -267,7 +268,7 @@ func exitCode(err error) int {
 	case errors.Is(err, ledger.ErrLocked), errors.Is(err, ledger.ErrNotLedger), errors.Is(err, ledger.ErrSchemaTooNew),
 		errors.Is(err, ledger.ErrNoSpace), errors.Is(err, ledger.ErrReadOnly), errors.Is(err, errNoLedger):
 		return exitLedger
-	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, ledger.ErrIllegalTransition):
+	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, ledger.ErrIllegalTransition), errors.Is(err, agent.ErrNotPending):
 		return exitRefused
 	case errors.As(err, &se):
 		return scripthost.ExitCode(err)

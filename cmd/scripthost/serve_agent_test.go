@@ -134,6 +134,9 @@ func TestServeAgentAPI(t *testing.T) {
 	}
 	// Decided once: a second decision is refused and changes nothing.
 	s.want("POST", "/api/v1/agent/sessions/"+p.session+"/deny", map[string]string{"call": p.call, "by": "frank"}, http.StatusConflict, nil)
+	if code, _, errOut := cli(t, "", "--db", db, "agent", "deny", p.session, p.call); code != exitRefused || !strings.Contains(errOut, "is approved") {
+		t.Errorf("agent deny of the approved call: exit %d, want %d: %s", code, exitRefused, errOut)
+	}
 	if c := p.callRecord(t); c.Status != agent.CallApproved {
 		t.Errorf("ledger after the refused deny: %s (%s)", c.Status, c.Decision)
 	}
