@@ -194,9 +194,22 @@ func (w *walker) define(n *sitter.Node, typ, kind string) bool {
 	return true
 }
 
-// declaration widens a spec or declarator to the declaration around it when it is
-// that declaration's only one, so that the span covers "type T …" or "const x = …".
+// declaration widens a definition to the whole of it as written: a spec or
+// declarator to the declaration around it when it is that declaration's only one (so
+// that the span covers "type T …" or "const x = …"), and a definition to the export
+// statement or decorators wrapping it.
 func declaration(n *sitter.Node) *sitter.Node {
+	n = single(n)
+	if p := n.Parent(); p != nil {
+		switch p.Type() {
+		case "export_statement", "decorated_definition":
+			return p
+		}
+	}
+	return n
+}
+
+func single(n *sitter.Node) *sitter.Node {
 	switch n.Type() {
 	case "type_spec", "type_alias", "const_spec", "var_spec", "variable_declarator":
 	default:
