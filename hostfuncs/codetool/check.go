@@ -164,7 +164,7 @@ func (t *Tools) exec(ctx context.Context, op, abs, dir, checker, prog string, ar
 	case "go build":
 		res.Diagnostics = goBuildDiagnostics(stdout.Bytes(), rel)
 	case "go vet":
-		res.Diagnostics = goVetDiagnostics(stderr.Bytes(), rel)
+		res.Diagnostics = goVetDiagnostics(append(stdout.Bytes(), stderr.Bytes()...), rel)
 	case "cargo check":
 		res.Diagnostics = cargoDiagnostics(stdout.Bytes(), rel)
 	default:
@@ -276,7 +276,7 @@ func goTypesCode(msg string) string {
 	return "compile"
 }
 
-// goVetDiagnostics reads go vet -json: JSON objects {package: {analyzer: [{posn,
+// goVetDiagnostics reads go vet -json (stdout since Go 1.25, stderr before): JSON objects {package: {analyzer: [{posn,
 // message}]}} between "# package" lines.
 func goVetDiagnostics(out []byte, rel func(string) string) []Diagnostic {
 	diags := []Diagnostic{}
