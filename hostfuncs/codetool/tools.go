@@ -270,3 +270,38 @@ func hashOf(b []byte) string {
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
+
+// IndexExists reports whether the index file has been built.
+func (t *Tools) IndexExists() bool {
+	return codegraph.Exists(t.cfg.Workspace.Dir(), t.cfg.Index)
+}
+
+// Defined reports whether symbol (a name or Type.name) is defined in file, or
+// anywhere in the workspace when file is "", refreshing the index first.
+func (t *Tools) Defined(ctx context.Context, file, symbol string) (bool, error) {
+	const op = "symbol_exists"
+	g, err := t.graph(ctx)
+	if err != nil {
+		return false, internal(op, err)
+	}
+	var syms []codegraph.Symbol
+	if file == "" {
+		if _, err := g.Index(ctx); err != nil {
+			return false, internal(op, err)
+		}
+		syms, err = g.Definitions(ctx, symbol)
+	} else {
+		var p string
+		if p, err = t.source(op, file); err != nil {
+			return false, err
+		}
+		if _, err := g.Refresh(ctx, p); err != nil {
+			return false, internal(op, err)
+		}
+		syms, err = g.DefinitionsIn(ctx, p, symbol)
+	}
+	if err != nil {
+		return false, internal(op, err)
+	}
+	return len(syms) > 0, nil
+}
