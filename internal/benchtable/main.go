@@ -38,12 +38,18 @@ var rows = []row{
 	{"durable mutation, 16 concurrent runs (≥ 8,000/s)", "sqlite", "BenchmarkMutation/runs=16", "mutations/s", true, 8000},
 	{"end-to-end consumer run, sequential (≥ 600/s)", "runtime", "BenchmarkConsumerRun/workflows=1", "runs/s", true, 600},
 	{"end-to-end consumer run, 16 workflows (≥ 2,000/s)", "runtime", "BenchmarkConsumerRun/workflows=16", "runs/s", true, 2000},
+	{"code index of this repository from scratch, vs reading and hashing it (≤ 10 s)", "codegraph", "BenchmarkIndexRepo", "ns/index", false, 0},
+	{"code index refresh of one changed file, vs parsing it (≤ 50 ms)", "codegraph", "BenchmarkRefreshOneFile", "ns/refresh", false, 0},
+	{"symbol query, vs the smallest SQLite query (≤ 5 ms)", "codegraph", "BenchmarkSymbolQuery", "ns/query", false, 0},
 }
 
 // absolute holds targets on the subject's own time per unit, in ns.
 var absolute = map[string]float64{
-	"wasm/BenchmarkToolCall":     1000,
-	"wasm/BenchmarkGoGuestPhase": 1e6,
+	"wasm/BenchmarkToolCall":            1000,
+	"wasm/BenchmarkGoGuestPhase":        1e6,
+	"codegraph/BenchmarkIndexRepo":      10e9,
+	"codegraph/BenchmarkRefreshOneFile": 50e6,
+	"codegraph/BenchmarkSymbolQuery":    5e6,
 }
 
 // result is what one benchmark line reported: metric → value.
