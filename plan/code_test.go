@@ -7,12 +7,15 @@ import (
 	"errors"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/scripthost/scripthost"
 
 	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/hostfuncs/codetool"
@@ -207,5 +210,49 @@ func TestStepTimesNeverGoBackwards(t *testing.T) {
 			}
 			prevEnd = r.EndedAt
 		}
+	}
+}
+
+// TestSpliceCrashReconciled kills a real child process with SIGKILL right after
+// splice_patch replaced the file and before its outcome was recorded; the next run
+// reconciles the in-flight mutation by content hash as applied and does not patch
+// again.
+func TestSpliceCrashReconciled(t *testing.T) {
+	e, _ := codeEnv(t, codetool.Config{})
+	if err := os.WriteFile(filepath.Join(e.dir, "c.go"), []byte("package m\n\nfunc G() int { return 1 }"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"plan_id":"splice","intent":"patch G","steps":[
+	 {"step_id":"patch","tool":"splice_patch","arguments":{"file":"c.go","symbol":"G","content":"func G() int { return 2 }\n\n"}},
+	 {"step_id":"after","tool":"file_write","arguments":{"path":"after.txt","content":"x"}}]}`
+	tmp := t.TempDir()
+	cfg := crashConfig{DB: e.dbPath, Dir: e.dir, Plan: filepath.Join(tmp, "plan.json"), Events: filepath.Join(tmp, "events.jsonl"), Gate: gateScript(t), KillAfter: "plan.splice_patch"}
+	if err := os.WriteFile(cfg.Plan, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(cfg)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PLAN_CRASH_CHILD="+string(raw))
+	if err := cmd.Run(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("got child exit %v, want killed", err)
+	}
+	muts, err := e.store.Mutations(context.Background(), mutFilter("splice"))
+	if err != nil || len(muts) != 1 || muts[0].Status != scripthost.MutationInFlight {
+		t.Fatalf("after the crash: got %+v, %v; want one in-flight mutation", muts, err)
+	}
+	res, err := e.run(mustPlan(t, doc), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Resumed || len(res.Steps) != 2 || !res.Steps[0].Reused {
+		t.Fatalf("got %+v, want the patch step reused from the reconciled mutation", res.Steps)
+	}
+	muts, _ = e.store.Mutations(context.Background(), mutFilter("splice"))
+	if len(muts) != 2 || muts[0].Status != scripthost.MutationApplied {
+		t.Fatalf("got %+v, want the one mutation reconciled as applied", muts)
+	}
+	got, _ := os.ReadFile(filepath.Join(e.dir, "c.go"))
+	if string(got) != "package m\n\nfunc G() int { return 2 }\n" {
+		t.Fatalf("c.go: %q", got)
 	}
 }

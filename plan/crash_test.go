@@ -14,6 +14,7 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/hostfuncs/codetool"
 	"github.com/scripthost/scripthost/hostfuncs/command"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
 	"github.com/scripthost/scripthost/ledger"
@@ -61,7 +62,11 @@ func crashChild(raw string) int {
 		return 93
 	}
 	reg := hostfuncs.NewRegistry()
-	if reg.Register(ws.Tools()...) != nil || reg.Register(cmds.Tool()) != nil {
+	code, err := codetool.New(codetool.Config{Workspace: ws})
+	if err != nil {
+		return 94
+	}
+	if reg.Register(ws.Tools()...) != nil || reg.Register(cmds.Tool()) != nil || reg.Register(code.PlanTools()...) != nil {
 		return 94
 	}
 	if ns, m, ok := strings.Cut(cfg.KillAfter, "."); ok {

@@ -228,10 +228,11 @@ func (t *Tools) splicePlanTool() *hostfuncs.Tool {
 	return tool
 }
 
-// reconcile decides patches whose outcome was lost by content hash: a patch was
-// applied when its file now holds a definition whose text hashes the same as the
-// replacement. Files are written atomically, so all applied means the call
-// succeeded and none applied that it did not.
+// reconcile decides patches whose outcome was lost by content: a patch was applied
+// when its file now holds the replacement text (leading and trailing white space
+// aside; a doc comment in the replacement lies outside the definition's span, so the
+// text is looked for in the whole file). Files are written atomically, so all applied
+// means the call succeeded and none applied that it did not.
 func (t *Tools) reconcile(ctx context.Context, op string, patches []Patch, result func([]Spliced) any) (scripthost.Reconciliation, error) {
 	applied := 0
 	var done []Spliced
@@ -243,26 +244,23 @@ func (t *Tools) reconcile(ctx context.Context, op string, patches []Patch, resul
 		if err != nil {
 			return scripthost.Reconciliation{Outcome: scripthost.ReconcileRetryLater, Reason: err.Error()}, nil
 		}
-		want := hashOf(bytes.TrimSuffix(with, []byte("\n")))
 		src, err := t.cfg.Workspace.Read(op, p.File)
 		if err != nil {
 			return scripthost.Reconciliation{Outcome: scripthost.ReconcileRetryLater, Reason: err.Error()}, nil
 		}
-		l, ok := codegraph.LanguageOf(p.File)
-		if !ok {
-			return scripthost.Reconciliation{Outcome: scripthost.ReconcileFailed, Reason: "not a source file"}, nil
+		if !bytes.Contains(src, bytes.TrimSpace(with)) {
+			continue
 		}
-		parsed, err := codegraph.Parse(ctx, l, p.File, src)
-		if err != nil {
-			return scripthost.Reconciliation{Outcome: scripthost.ReconcileRetryLater, Reason: err.Error()}, nil
-		}
-		for _, s := range parsed.Symbols {
-			if hashOf(src[s.StartByte:s.EndByte]) == want {
-				applied++
-				done = append(done, Spliced{File: p.File, Symbol: p.Symbol, Kind: s.Kind, Replaced: s.Span, SHA256: hashOf(src), Bytes: len(src)})
-				break
+		applied++
+		d := Spliced{File: p.File, Symbol: p.Symbol, SHA256: hashOf(src), Bytes: len(src)}
+		if l, ok := codegraph.LanguageOf(p.File); ok {
+			if parsed, err := codegraph.Parse(ctx, l, p.File, src); err == nil {
+				if s, err := resolve(op, p.File, parsed.Symbols, p.Symbol); err == nil {
+					d.Kind, d.Replaced = s.Kind, s.Span
+				}
 			}
 		}
+		done = append(done, d)
 	}
 	switch applied {
 	case len(patches):
