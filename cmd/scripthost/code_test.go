@@ -111,3 +111,37 @@ func TestCodeCommands(t *testing.T) {
 		t.Fatalf("escape: exit %d: %s", code, errOut)
 	}
 }
+
+// TestWorkflowCodeQueries: a workflow reads the code index with the read-only Code.*
+// tools in its prepare phase.
+func TestWorkflowCodeQueries(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	putFile(t, filepath.Join(ws, "lib.go"), "package lib\n\nfunc F() int { return 1 }\n\nfunc G() int { return F() + F() }\n")
+	wf := putFile(t, filepath.Join(dir, "code", "workflow.js"), `export default {
+  topics: ['jobs'],
+  producers: { tick: { schedule: { every: '1h' }, publishes: ['jobs'],
+    async handler() { await Topics.publish({ topic: 'jobs', id: 'job-1', payload: {} }); } } },
+  consumers: { work: { subscribe: ['jobs'],
+    async prepare() {
+      const [ev] = await Topics.peek({ topic: 'jobs', limit: 1 });
+      if (!ev) return null;
+      const syms = await Code.symbols({ path: 'lib.go' });
+      const refs = await Code.references({ name: 'F' });
+      const from = await Code.referencesFrom({ path: 'lib.go', name: 'F' });
+      return { reservations: [{ topic: 'jobs', ids: [ev.id] }],
+        data: syms.symbols.map(s => s.name).join(',') + ' ' + refs.references.length + ' ' + from.references[0].start_line };
+    },
+    async mutate(d) { await Files.write({ path: 'out.txt', content: d }); },
+    async next() { return {}; } } },
+};
+`)
+	code, _, stderr := runCLI(t, "--db", filepath.Join(dir, "l.db"), "run", wf, "--once", "--workspace", ws)
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	got, err := os.ReadFile(filepath.Join(ws, "out.txt"))
+	if err != nil || string(got) != "F,G 2 5" {
+		t.Fatalf("out.txt: got %q, %v; want \"F,G 2 5\"", got, err)
+	}
+}
