@@ -129,6 +129,18 @@ func schema(props map[string]string, required ...string) json.RawMessage {
 
 const str = `{"type":"string","minLength":1}`
 
+// Output schemas, so that generated declarations type the rows.
+const (
+	spanProps = `"path":{"type":"string"},"name":{"type":"string"},"start_byte":{"type":"integer"},"end_byte":{"type":"integer"},` +
+		`"start_line":{"type":"integer"},"start_column":{"type":"integer"},"end_line":{"type":"integer"},"end_column":{"type":"integer"}`
+	spanRequired = `"path","name","start_byte","end_byte","start_line","start_column","end_line","end_column"`
+	symbolRow    = `{"type":"object","required":[` + spanRequired + `,"kind"],"properties":{` + spanProps + `,"kind":{"type":"string"},"container":{"type":"string"}}}`
+	refRow       = `{"type":"object","required":[` + spanRequired + `],"properties":{` + spanProps + `}}`
+	symbolsOut   = `{"type":"object","required":["path","symbols"],"properties":{"path":{"type":"string"},"symbols":{"type":"array","items":` + symbolRow + `}}}`
+	refsToOut    = `{"type":"object","required":["name","references"],"properties":{"name":{"type":"string"},"references":{"type":"array","items":` + refRow + `}}}`
+	refsFromOut  = `{"type":"object","required":["path","name","references"],"properties":{"path":{"type":"string"},"name":{"type":"string"},"references":{"type":"array","items":` + refRow + `}}}`
+)
+
 func decode(op string, input json.RawMessage, v any) error {
 	if err := json.Unmarshal(input, v); err != nil {
 		return &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidInput, Op: op, Message: fmt.Sprintf("input: %v", err)}
@@ -165,9 +177,10 @@ func internal(op string, err error) error {
 func (t *Tools) symbolsTool(ns, method string) *hostfuncs.Tool {
 	tool := &hostfuncs.Tool{
 		Namespace: ns, Method: method,
-		Description: "List the symbols (functions, methods, types, classes, constants) a source file defines, with their spans.",
-		InputSchema: schema(map[string]string{"path": str}, "path"),
-		ReadOnly:    hostfuncs.ReadOnlyAlways,
+		Description:  "List the symbols (functions, methods, types, classes, constants) a source file defines, with their spans.",
+		InputSchema:  schema(map[string]string{"path": str}, "path"),
+		OutputSchema: json.RawMessage(symbolsOut),
+		ReadOnly:     hostfuncs.ReadOnlyAlways,
 	}
 	tool.Execute = func(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
 		var in struct {
@@ -204,9 +217,10 @@ func (t *Tools) symbolsTool(ns, method string) *hostfuncs.Tool {
 func (t *Tools) refsToTool(ns, method string) *hostfuncs.Tool {
 	tool := &hostfuncs.Tool{
 		Namespace: ns, Method: method,
-		Description: "List every reference to a name in the workspace's source files, with spans; the index is brought up to date first.",
-		InputSchema: schema(map[string]string{"name": str}, "name"),
-		ReadOnly:    hostfuncs.ReadOnlyAlways,
+		Description:  "List every reference to a name in the workspace's source files, with spans; the index is brought up to date first.",
+		InputSchema:  schema(map[string]string{"name": str}, "name"),
+		OutputSchema: json.RawMessage(refsToOut),
+		ReadOnly:     hostfuncs.ReadOnlyAlways,
 	}
 	tool.Execute = func(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
 		var in struct {
@@ -234,9 +248,10 @@ func (t *Tools) refsToTool(ns, method string) *hostfuncs.Tool {
 func (t *Tools) refsFromTool(ns, method string) *hostfuncs.Tool {
 	tool := &hostfuncs.Tool{
 		Namespace: ns, Method: method,
-		Description: "List the references to a name in one source file, with spans.",
-		InputSchema: schema(map[string]string{"path": str, "name": str}, "path", "name"),
-		ReadOnly:    hostfuncs.ReadOnlyAlways,
+		Description:  "List the references to a name in one source file, with spans.",
+		InputSchema:  schema(map[string]string{"path": str, "name": str}, "path", "name"),
+		OutputSchema: json.RawMessage(refsFromOut),
+		ReadOnly:     hostfuncs.ReadOnlyAlways,
 	}
 	tool.Execute = func(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
 		var in struct {

@@ -260,3 +260,24 @@ func TestSpliceIsAMutation(t *testing.T) {
 	}
 	_ = time.Second
 }
+
+// TestOutputsMatchSchemas: the query answers conform to the output schemas the
+// runtime validates them against.
+func TestOutputsMatchSchemas(t *testing.T) {
+	tools, _ := fixture(t, "rust")
+	for _, c := range []struct{ method, input string }{
+		{"symbols", `{"path":"src/lib.rs"}`},
+		{"references", `{"name":"area"}`},
+		{"referencesFrom", `{"path":"src/lib.rs","name":"r"}`},
+	} {
+		x := tool(t, tools.WorkflowTools(), c.method)
+		out, err := call(t, x, c.input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		problems, err := hostfuncs.ValidateJSON(x.OutputSchema, out)
+		if err != nil || len(problems) > 0 || len(out) < 100 {
+			t.Errorf("%s: %v %v\n%s", c.method, problems, err, out)
+		}
+	}
+}
