@@ -17,7 +17,7 @@ func codeWorkspace(t *testing.T) (ws, db string) {
 		t.Skip("go is not on PATH: lsp_check cannot check the example project here")
 	}
 	ws = filepath.Join(t.TempDir(), "ws")
-	if err := os.CopyFS(ws, os.DirFS("../../scripts/plans/code-workspace")); err != nil {
+	if err := os.CopyFS(ws, os.DirFS("../../codegraph/testdata/go")); err != nil {
 		t.Fatal(err)
 	}
 	return ws, filepath.Join(t.TempDir(), "ledger.db")

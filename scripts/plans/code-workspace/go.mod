@@ -1,3 +1,0 @@
-module example.com/shapes
-
-go 1.22
