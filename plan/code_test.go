@@ -7,7 +7,6 @@ import (
 	"errors"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -225,17 +224,7 @@ func TestSpliceCrashReconciled(t *testing.T) {
 	doc := `{"plan_id":"splice","intent":"patch G","steps":[
 	 {"step_id":"patch","tool":"splice_patch","arguments":{"file":"c.go","symbol":"G","content":"func G() int { return 2 }\n\n"}},
 	 {"step_id":"after","tool":"file_write","arguments":{"path":"after.txt","content":"x"}}]}`
-	tmp := t.TempDir()
-	cfg := crashConfig{DB: e.dbPath, Dir: e.dir, Plan: filepath.Join(tmp, "plan.json"), Events: filepath.Join(tmp, "events.jsonl"), Gate: gateScript(t), KillAfter: "plan.splice_patch"}
-	if err := os.WriteFile(cfg.Plan, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := json.Marshal(cfg)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "PLAN_CRASH_CHILD="+string(raw))
-	if err := cmd.Run(); err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("got child exit %v, want killed", err)
-	}
+	runUntilKilled(t, e, doc, "plan.splice_patch")
 	muts, err := e.store.Mutations(context.Background(), mutFilter("splice"))
 	if err != nil || len(muts) != 1 || muts[0].Status != scripthost.MutationInFlight {
 		t.Fatalf("after the crash: got %+v, %v; want one in-flight mutation", muts, err)
