@@ -178,10 +178,12 @@ func (t *Tools) symbolsTool(ns, method string) *hostfuncs.Tool {
 		if err != nil {
 			return nil, err
 		}
-		if ok, _, err := t.cfg.Workspace.Exists(tool.Name(), p); err != nil {
+		if ok, dir, err := t.cfg.Workspace.Exists(tool.Name(), p); err != nil {
 			return nil, err
 		} else if !ok {
 			return nil, logicErr(tool.Name(), workspace.CodeNotFound, "%s does not exist", in.Path)
+		} else if dir {
+			return nil, logicErr(tool.Name(), workspace.CodeNotFile, "%s is a directory", in.Path)
 		}
 		g, err := t.graph(ctx)
 		if err != nil {
