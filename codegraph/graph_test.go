@@ -9,6 +9,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -209,5 +210,29 @@ func TestSyntaxErrors(t *testing.T) {
 	}
 	if p.Errors[0].Line < 1 {
 		t.Fatalf("error line %d, want ≥ 1", p.Errors[0].Line)
+	}
+}
+
+// TestMultipleNames: a declaration that names several things defines each of them, and
+// none of them is a reference.
+func TestMultipleNames(t *testing.T) {
+	l, _ := LanguageOf("x.go")
+	src := "package x\n\nvar a, b int\n\ntype P struct {\n\tX, Y float64\n}\n\nfunc f() { var local int; _ = local }\n"
+	p, err := Parse(context.Background(), l, "x.go", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range p.Symbols {
+		got = append(got, s.Kind+" "+s.QualifiedName())
+	}
+	want := "var a,var b,type P,field P.X,field P.Y,function f"
+	if strings.Join(got, ",") != want {
+		t.Fatalf("got %s, want %s", strings.Join(got, ","), want)
+	}
+	for _, r := range p.Refs {
+		if r.Name == "a" || r.Name == "b" || r.Name == "X" || r.Name == "Y" {
+			t.Errorf("definition %s listed as a reference", r.Name)
+		}
 	}
 }

@@ -54,6 +54,8 @@ func tsDefs() map[string]string {
 		"method_signature":           "method",
 		"abstract_method_signature":  "method",
 		"internal_module":            "module",
+		"public_field_definition":    "field",
+		"property_signature":         "field",
 	}
 	for k, v := range jsDefs {
 		m[k] = v
@@ -75,6 +77,7 @@ var languages = map[string]*Language{
 			"type_alias":           "type",
 			"const_spec":           "const",
 			"var_spec":             "var",
+			"field_declaration":    "field",
 		},
 		idents: set("identifier", "type_identifier", "field_identifier"),
 	},
@@ -93,6 +96,7 @@ var languages = map[string]*Language{
 			"static_item":             "static",
 			"type_item":               "type",
 			"macro_definition":        "macro",
+			"field_declaration":       "field",
 		},
 		names:  map[string]string{"impl_item": "type"},
 		idents: set("identifier", "type_identifier", "field_identifier"),

@@ -167,7 +167,7 @@ func (w *walker) define(n *sitter.Node, typ, kind string) bool {
 		container, outer = top.name, top.kind
 	}
 	switch kind {
-	case "variable", "var", "const":
+	case "variable", "var", "const", "field":
 		// Locals are not symbols of the file.
 		for _, f := range w.stack {
 			if f.kind == "function" || f.kind == "method" {
@@ -187,11 +187,34 @@ func (w *walker) define(n *sitter.Node, typ, kind string) bool {
 			}
 		}
 	}
-	w.names[nameNode.StartByte()] = true
+	span := spanOf(declaration(n))
 	name := nameNode.Content(w.src)
-	w.out.Symbols = append(w.out.Symbols, Symbol{Path: w.path, Name: name, Kind: kind, Container: container, Span: spanOf(declaration(n))})
+	for _, nn := range w.allNames(n, nameNode) {
+		w.names[nn.StartByte()] = true
+		w.out.Symbols = append(w.out.Symbols, Symbol{Path: w.path, Name: nn.Content(w.src), Kind: kind, Container: container, Span: span})
+	}
 	w.stack = append(w.stack, frame{name: name, kind: kind})
 	return true
+}
+
+// allNames returns first and the other names a declaration gives at once
+// (var a, b int; X, Y float64 in a struct), each a symbol with the declaration's span.
+func (w *walker) allNames(n, first *sitter.Node) []*sitter.Node {
+	names := []*sitter.Node{first}
+	switch n.Type() {
+	case "var_spec", "const_spec", "field_declaration":
+	default:
+		return names
+	}
+	for i := 0; i < int(n.ChildCount()); i++ {
+		if n.FieldNameForChild(i) != "name" {
+			continue
+		}
+		if c := n.Child(i); c != nil && c.StartByte() != first.StartByte() && w.lang.idents[c.Type()] {
+			names = append(names, c)
+		}
+	}
+	return names
 }
 
 // declaration widens a definition to the whole of it as written: a spec or
