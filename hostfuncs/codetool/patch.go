@@ -94,8 +94,6 @@ func (t *Tools) stage(ctx context.Context, op string, patches []Patch) ([]*stage
 // commit writes the staged files, each atomically. When a write fails, the files
 // already written get their old content back, so the tree is as it was.
 func (t *Tools) commit(ctx context.Context, op string, files []*staged) ([]Spliced, error) {
-	t.mu.Lock() // one patch at a time: a concurrent one could interleave the writes
-	defer t.mu.Unlock()
 	var out []Spliced
 	for i, f := range files {
 		if err := t.cfg.Workspace.Write(op, f.path, f.new); err != nil {
@@ -109,15 +107,30 @@ func (t *Tools) commit(ctx context.Context, op string, files []*staged) ([]Splic
 			out = append(out, d)
 		}
 	}
-	if t.g != nil {
+	t.mu.Lock()
+	g := t.g
+	t.mu.Unlock()
+	if g != nil {
 		paths := make([]string, len(files))
 		for i, f := range files {
 			paths[i] = f.path
 		}
 		// The patch is made; a stale index is refreshed by the next query anyway.
-		_, _ = t.g.Refresh(ctx, paths...)
+		_, _ = g.Refresh(ctx, paths...)
 	}
 	return out, nil
+}
+
+// apply stages and commits patches as one: no other patch of these tools runs between
+// reading the files and writing them.
+func (t *Tools) apply(ctx context.Context, op string, patches []Patch) ([]Spliced, error) {
+	t.patch.Lock()
+	defer t.patch.Unlock()
+	files, err := t.stage(ctx, op, patches)
+	if err != nil {
+		return nil, err
+	}
+	return t.commit(ctx, op, files)
 }
 
 func prefix(where string, err error) error {
@@ -143,11 +156,7 @@ func (t *Tools) spliceTool() *hostfuncs.Tool {
 		if err := decode(tool.Name(), input, &p); err != nil {
 			return nil, err
 		}
-		files, err := t.stage(ctx, tool.Name(), []Patch{p})
-		if err != nil {
-			return nil, err
-		}
-		done, err := t.commit(ctx, tool.Name(), files)
+		done, err := t.apply(ctx, tool.Name(), []Patch{p})
 		if err != nil {
 			return nil, err
 		}
@@ -202,11 +211,7 @@ func (t *Tools) splicePlanTool() *hostfuncs.Tool {
 		if err != nil {
 			return nil, err
 		}
-		files, err := t.stage(ctx, tool.Name(), patches)
-		if err != nil {
-			return nil, err
-		}
-		done, err := t.commit(ctx, tool.Name(), files)
+		done, err := t.apply(ctx, tool.Name(), patches)
 		if err != nil {
 			return nil, err
 		}

@@ -48,8 +48,11 @@ type Config struct {
 // Tools serves the code tools of one workspace. It is safe for concurrent use.
 type Tools struct {
 	cfg Config
-	mu  sync.Mutex // guards g and serializes patches
-	g   *codegraph.Graph
+	// patch serializes patches from reading the files to writing them, so that two
+	// patches of one file cannot lose each other's change.
+	patch sync.Mutex
+	mu    sync.Mutex // guards g
+	g     *codegraph.Graph
 }
 
 // New returns the code tools of cfg.Workspace. The index is opened on first use.

@@ -5,11 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
@@ -258,7 +259,6 @@ func TestSpliceIsAMutation(t *testing.T) {
 			t.Errorf("%s: got %s, want %s", x.Name(), got, want)
 		}
 	}
-	_ = time.Second
 }
 
 // TestOutputsMatchSchemas: the query answers conform to the output schemas the
@@ -278,6 +278,41 @@ func TestOutputsMatchSchemas(t *testing.T) {
 		problems, err := hostfuncs.ValidateJSON(x.OutputSchema, out)
 		if err != nil || len(problems) > 0 || len(out) < 100 {
 			t.Errorf("%s: %v %v\n%s", c.method, problems, err, out)
+		}
+	}
+}
+
+// TestConcurrentSplicesOfOneFile: patches of different definitions of one file made at
+// once all land; none overwrites another with a stale copy.
+func TestConcurrentSplicesOfOneFile(t *testing.T) {
+	tools, dir := fixture(t, "python")
+	var src strings.Builder
+	for i := range 8 {
+		fmt.Fprintf(&src, "def f%d():\n    return 0\n\n\n", i)
+	}
+	write(t, dir, "many.py", src.String())
+	splice := tool(t, tools.PlanTools(), "splice_patch")
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := fmt.Sprintf(`{"file":"many.py","symbol":"f%d","content":"def f%d():\n    return %d\n"}`, i, i, i+1)
+			if _, err := splice.Execute(context.Background(), json.RawMessage(in)); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "many.py"))
+	for i := range 8 {
+		if !strings.Contains(string(got), fmt.Sprintf("def f%d():\n    return %d\n", i, i+1)) {
+			t.Errorf("patch of f%d lost:\n%s", i, got)
 		}
 	}
 }
