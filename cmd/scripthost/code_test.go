@@ -31,7 +31,7 @@ func TestPlanExampleCode(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("got exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	if !strings.Contains(out, "execution code-fix/1 completed, 3 of 3 steps") || !strings.Contains(errOut, "step patch (splice_patch) requires confirmation") {
+	if !strings.Contains(out, "execution code-fix/1 completed, 3 of 3 steps in ") || !strings.Contains(errOut, "step patch (splice_patch) requires confirmation") {
 		t.Fatalf("got\n%s\n%s\nwant the completed summary after a confirmation", out, errOut)
 	}
 	src, _ := os.ReadFile(filepath.Join(ws, "shapes", "shapes.go"))

@@ -189,7 +189,7 @@ func runPlan(ctx context.Context, g *globals, f planRunFlags, path string) error
 		if res.Resumed {
 			status += " (resumed)"
 		}
-		fmt.Fprintf(out, "plan %s: execution %s %s, %d of %d steps\n", p.PlanID, res.ExecutionID, status, len(res.Steps), len(p.Steps))
+		fmt.Fprintf(out, "plan %s: execution %s %s, %d of %d steps in %dms\n", p.PlanID, res.ExecutionID, status, len(res.Steps), len(p.Steps), res.TotalDurationMS)
 	}
 	return err
 }
