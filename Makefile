@@ -33,8 +33,9 @@ check: ## formatting, vet, then the tests
 	$(GO) vet ./...
 	$(MAKE) test
 
-bench: ## benchmarks of the hot paths next to their references, then the table of ratios
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(or $(BENCHTIME),1s) ./... 2>&1 | $(GO) run ./internal/benchtable
+bench: ## benchmarks of the hot paths next to their references (and, in bench/, next to DBOS), then the table of ratios
+	{ $(GO) test -run '^$$' -bench . -benchmem -benchtime $(or $(BENCHTIME),1s) ./... && \
+	  cd bench && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(or $(BENCHTIME),1s) ./...; } 2>&1 | $(GO) run ./internal/benchtable
 
 chaos: ## shared PostgreSQL ledger: 100 kill-one-host cycles, database restarts under load (bounded)
 	SCRIPTHOST_CHAOS=1 $(GO) test -count=1 -run '$(or $(CHAOS_TESTS),TestSharedLedgerKillOneHost|TestDatabaseChaos)' -v -timeout 30m ./cmd/scripthost/

@@ -11,6 +11,7 @@ import (
 
 	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
+	"github.com/scripthost/scripthost/internal/benchrun"
 	"github.com/scripthost/scripthost/internal/pgtest"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/ledger/postgres"
@@ -80,7 +81,7 @@ func benchHosts(b *testing.B, hosts int, open func(*testing.B) ledger.Store) {
 	for i := range perHost * hosts {
 		name := fmt.Sprintf("w%d", i)
 		names = append(names, name)
-		if _, err := rts[0].LoadWorkflow(ctx, name, name+".js", []byte(benchWorkflow)); err != nil {
+		if _, err := rts[0].LoadWorkflow(ctx, name, name+".js", []byte(benchrun.Workflow)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -38,6 +38,8 @@ var rows = []row{
 	{"durable mutation, 16 concurrent runs (≥ 8,000/s)", "sqlite", "BenchmarkMutation/runs=16", "mutations/s", true, 8000},
 	{"end-to-end consumer run, sequential (≥ 600/s)", "runtime", "BenchmarkConsumerRun/workflows=1", "runs/s", true, 600},
 	{"end-to-end consumer run, 16 workflows (≥ 2,000/s)", "runtime", "BenchmarkConsumerRun/workflows=16", "runs/s", true, 2000},
+	{"end-to-end consumer run vs DBOS 1-step workflow, SQLite FULL, sequential", "bench", "BenchmarkDBOS/workflows=1", "ns/run", false, 1 / 3.5},
+	{"end-to-end consumer run vs DBOS 1-step workflow, SQLite FULL, 16 at once", "bench", "BenchmarkDBOS/workflows=16", "ns/run", false, 1 / 3.5},
 	{"code index of this repository from scratch, vs reading and hashing it (≤ 10 s)", "codegraph", "BenchmarkIndexRepo", "ns/index", false, 0},
 	{"code index refresh of one changed file, vs parsing it (≤ 50 ms)", "codegraph", "BenchmarkRefreshOneFile", "ns/refresh", false, 0},
 	{"symbol query, vs the smallest SQLite query (≤ 5 ms)", "codegraph", "BenchmarkSymbolQuery", "ns/query", false, 0},
@@ -150,7 +152,7 @@ func table(results map[string]result) string {
 			met = yes(rate >= r.limit)
 			ratio += fmt.Sprintf(" (%.0f %s)", rate, r.unit)
 		case r.limit > 0:
-			target = fmt.Sprintf("≤ %.1f×", r.limit)
+			target = "≤ " + strconv.FormatFloat(r.limit, 'g', 2, 64) + "×"
 			met = yes(subj["x_ref"] <= r.limit)
 		case absolute[key] > 0:
 			target = "≤ " + duration(absolute[key])

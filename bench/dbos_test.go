@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite" // registers modernc.org/sqlite as "sqlite"
+
+	"github.com/scripthost/scripthost/internal/benchcmp"
+	"github.com/scripthost/scripthost/internal/benchrun"
+)
+
+// BenchmarkDBOS compares scripthost's end-to-end consumer run (prepare, a durable
+// mutation writing one file, next, commit) with DBOS Transact's one-step workflow, both
+// on a SQLite file in WAL mode with synchronous=FULL, sequentially and with 16
+// workflows running at once. DBOS records a step after it ran; scripthost records the
+// mutation before it runs and its outcome after, and runs three sandboxed phases.
+func BenchmarkDBOS(b *testing.B) {
+	for _, workflows := range []int{1, 16} {
+		b.Run(fmt.Sprintf("workflows=%d", workflows), func(b *testing.B) {
+			benchcmp.Against(b, "run",
+				benchcmp.Case{Run: func(b *testing.B) { dbosRuns(b, workflows) }},
+				benchcmp.Case{Run: func(b *testing.B) { benchrun.ConsumerRuns(b, workflows) }})
+		})
+	}
+}
+
+// oneStep is the benchmarked DBOS workflow: one step, checkpointed.
+func oneStep(ctx dbos.Context, in string) (string, error) {
+	return dbos.RunAsStep(ctx, func(context.Context) (string, error) { return in + "!", nil }, dbos.WithStepName("step"))
+}
+
+// dbosRuns runs b.N one-step workflows on goroutines goroutines, each waiting for its
+// workflow's result before starting the next.
+func dbosRuns(b *testing.B, goroutines int) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(b.TempDir(), "dbos.db")+
+		"?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=foreign_keys(ON)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(8) // as DBOS sets its own SQLite pool
+	var mode, syncMode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&syncMode); err != nil {
+		b.Fatal(err)
+	}
+	if mode != "wal" || syncMode != "2" {
+		b.Fatalf("DBOS database runs journal_mode=%s synchronous=%s, want wal and 2 (FULL)", mode, syncMode)
+	}
+	dctx, err := dbos.NewContext(ctx, dbos.Config{AppName: "bench", SQLiteSystemDB: db,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dbos.RegisterWorkflow(dctx, oneStep)
+	if err := dbos.Launch(dctx); err != nil {
+		b.Fatal(err)
+	}
+	defer dbos.Shutdown(dctx, 10*time.Second)
+
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	b.ResetTimer()
+	start := time.Now()
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				h, err := dbos.RunWorkflow(dctx, oneStep, fmt.Sprint(i))
+				if err == nil {
+					var out string
+					out, err = h.GetResult()
+					if err == nil && out != fmt.Sprint(i)+"!" {
+						err = fmt.Errorf("workflow %d returned %q", i, out)
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
