@@ -145,3 +145,18 @@ func TestWorkflowCodeQueries(t *testing.T) {
 		t.Fatalf("out.txt: got %q, %v; want \"F,G 2 5\"", got, err)
 	}
 }
+
+// TestCodeCheckCommand: code check prints the checker's diagnostics and exits 30 when
+// the project has errors.
+func TestCodeCheckCommand(t *testing.T) {
+	ws, _ := codeWorkspace(t)
+	code, out, errOut := cli(t, "", "code", "check", "--dir", ws)
+	if code != 0 || !strings.Contains(out, "go vet in .: 0 errors, 0 warnings") {
+		t.Fatalf("clean: exit %d\n%s%s", code, out, errOut)
+	}
+	putFile(t, filepath.Join(ws, "shapes", "bad.go"), "package shapes\n\nfunc Bad() int { return undefinedThing }\n")
+	code, out, errOut = cli(t, "", "code", "check", "--dir", ws, "shapes")
+	if code != 30 || !strings.Contains(out, "shapes/bad.go:3:25: error UndeclaredName: undefined: undefinedThing") {
+		t.Fatalf("type error: exit %d\n%s%s", code, out, errOut)
+	}
+}
