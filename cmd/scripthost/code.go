@@ -160,7 +160,7 @@ cargo check for a Cargo.toml, tsc --noEmit for a tsconfig.json or package.json. 
 					return err
 				}
 			} else {
-				fmt.Fprintf(g.Stdout, "%s in %s: %d errors, %d warnings\n", res.Checker, res.Project, res.Errors, res.Warnings)
+				fmt.Fprintf(g.Stdout, "%s in %s: %s, %s\n", res.Checker, res.Project, count(res.Errors, "error"), count(res.Warnings, "warning"))
 				for _, d := range res.Diagnostics {
 					fmt.Fprintf(g.Stdout, "%s:%d:%d: %s %s: %s\n", d.File, d.Line, d.Column, d.Level, d.Code, d.Message)
 				}
@@ -200,7 +200,15 @@ func withGraph(ctx context.Context, f codeFlags, fn func(*codegraph.Graph) error
 type checkFailed struct{ errors, exit int }
 
 func (e checkFailed) Error() string {
-	return fmt.Sprintf("code: the checker reported %d errors (exit code %d)", e.errors, e.exit)
+	return fmt.Sprintf("code: the checker reported %s (exit code %d)", count(e.errors, "error"), e.exit)
 }
 
 func (checkFailed) ExitCode() int { return plan.ExitStepFailed }
+
+// count says "1 error", "2 errors".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
