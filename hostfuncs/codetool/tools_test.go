@@ -316,3 +316,37 @@ func TestConcurrentSplicesOfOneFile(t *testing.T) {
 		}
 	}
 }
+
+// TestSpliceEachLanguage replaces one method in each fixture language and checks the
+// file around it is untouched.
+func TestSpliceEachLanguage(t *testing.T) {
+	cases := []struct{ project, file, symbol, content, was string }{
+		{"go", "shapes/shapes.go", "Square.Area", "func (s *Square) Area() float64 {\n\treturn s.Side * s.Side * 1\n}", "func (s *Square) Area() float64 {\n\treturn s.Side * s.Side\n}"},
+		{"rust", "src/lib.rs", "Circle.area", "fn area(&self) -> f64 {\n        3.0 * self.r * self.r\n    }", "fn area(&self) -> f64 {\n        std::f64::consts::PI * self.r * self.r\n    }"},
+		{"ts", "src/shapes.ts", "Circle.area", "area(): number {\n    return 3 * this.r * this.r;\n  }", "area(): number {\n    return Math.PI * this.r * this.r;\n  }"},
+		{"python", "geo/shapes.py", "Circle.area", "def area(self):\n        return 3 * self.r * self.r", "def area(self):\n        return math.pi * self.r * self.r"},
+	}
+	for _, c := range cases {
+		t.Run(c.project, func(t *testing.T) {
+			tools, dir := fixture(t, c.project)
+			before, _ := os.ReadFile(filepath.Join(dir, c.file))
+			in, _ := json.Marshal(Patch{File: c.file, Symbol: c.symbol, Content: c.content})
+			out, err := call(t, tool(t, tools.PlanTools(), "splice_patch"), string(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res Spliced
+			if err := json.Unmarshal(out, &res); err != nil {
+				t.Fatal(err)
+			}
+			after, _ := os.ReadFile(filepath.Join(dir, c.file))
+			want := string(before[:res.Replaced.StartByte]) + c.content + string(before[res.Replaced.EndByte:])
+			if string(after) != want {
+				t.Fatalf("got\n%s\nwant\n%s", after, want)
+			}
+			if got := string(before[res.Replaced.StartByte:res.Replaced.EndByte]); got != c.was {
+				t.Fatalf("replaced %q, want the method %q", got, c.was)
+			}
+		})
+	}
+}
