@@ -117,7 +117,11 @@ type parsedFile struct {
 func (g *Graph) update(ctx context.Context, paths []string, all bool) (Stats, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	known, err := g.hashes(ctx)
+	var only []string
+	if !all {
+		only = paths
+	}
+	known, err := g.hashes(ctx, only)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -203,8 +207,20 @@ func (g *Graph) load(ctx context.Context, p string, known map[string]string) par
 	return parsedFile{path: p, hash: h, parsed: parsed}
 }
 
-func (g *Graph) hashes(ctx context.Context) (map[string]string, error) {
-	rows, err := g.db.QueryContext(ctx, "SELECT path, hash FROM files")
+// hashes returns the content hashes the index holds: of the given paths, or of
+// every file when paths is nil.
+func (g *Graph) hashes(ctx context.Context, paths []string) (map[string]string, error) {
+	q, args := "SELECT path, hash FROM files", []any(nil)
+	if paths != nil {
+		q += " WHERE path IN (" + strings.TrimSuffix(strings.Repeat("?,", len(paths)), ",") + ")"
+		for _, p := range paths {
+			args = append(args, p)
+		}
+		if len(paths) == 0 {
+			return map[string]string{}, nil
+		}
+	}
+	rows, err := g.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("codegraph: read index: %w", err)
 	}
@@ -243,8 +259,10 @@ func (g *Graph) write(ctx context.Context, changed []parsedFile, st *Stats) (err
 	delSyms := prep("DELETE FROM symbols WHERE path = ?")
 	delRefs := prep("DELETE FROM refs WHERE path = ?")
 	insFile := prep("INSERT INTO files(path, hash, language, syntax_errors) VALUES (?, ?, ?, ?)")
-	insSym := prep("INSERT INTO symbols VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-	insRef := prep("INSERT INTO refs VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+	insSym := prep(insertRows("symbols", 10, 1))
+	insRef := prep(insertRows("refs", 8, 1))
+	insSyms := prep(insertRows("symbols", 10, batch))
+	insRefs := prep(insertRows("refs", 8, batch))
 	if err != nil {
 		return fmt.Errorf("codegraph: write index: %w", err)
 	}
@@ -262,12 +280,16 @@ func (g *Graph) write(ctx context.Context, changed []parsedFile, st *Stats) (err
 		}
 		p := f.parsed
 		exec(insFile, f.path, f.hash, p.Language, len(p.Errors))
-		for _, s := range p.Symbols {
-			exec(insSym, s.Path, s.Name, s.Kind, s.Container, s.StartByte, s.EndByte, s.StartLine, s.StartCol, s.EndLine, s.EndCol)
+		rows := make([][]any, len(p.Symbols))
+		for i, s := range p.Symbols {
+			rows[i] = []any{s.Path, s.Name, s.Kind, s.Container, s.StartByte, s.EndByte, s.StartLine, s.StartCol, s.EndLine, s.EndCol}
 		}
-		for _, r := range p.Refs {
-			exec(insRef, r.Path, r.Name, r.StartByte, r.EndByte, r.StartLine, r.StartCol, r.EndLine, r.EndCol)
+		insertAll(exec, insSyms, insSym, rows)
+		rows = make([][]any, len(p.Refs))
+		for i, r := range p.Refs {
+			rows[i] = []any{r.Path, r.Name, r.StartByte, r.EndByte, r.StartLine, r.StartCol, r.EndLine, r.EndCol}
 		}
+		insertAll(exec, insRefs, insRef, rows)
 		st.Symbols += len(p.Symbols)
 		st.Refs += len(p.Refs)
 	}
@@ -278,4 +300,28 @@ func (g *Graph) write(ctx context.Context, changed []parsedFile, st *Stats) (err
 		return fmt.Errorf("codegraph: write index: %w", err)
 	}
 	return nil
+}
+
+// batch is the rows one INSERT writes: fewer statements, far fewer calls into SQLite.
+const batch = 64
+
+// insertRows is an INSERT of n rows of cols columns into table.
+func insertRows(table string, cols, n int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?,", cols), ",") + ")"
+	return "INSERT INTO " + table + " VALUES " + strings.TrimSuffix(strings.Repeat(row+",", n), ",")
+}
+
+// insertAll writes rows with the batch statement, the rest one by one.
+func insertAll(exec func(*sql.Stmt, ...any), many, one *sql.Stmt, rows [][]any) {
+	for len(rows) >= batch {
+		args := make([]any, 0, batch*len(rows[0]))
+		for _, r := range rows[:batch] {
+			args = append(args, r...)
+		}
+		exec(many, args...)
+		rows = rows[batch:]
+	}
+	for _, r := range rows {
+		exec(one, r...)
+	}
 }

@@ -3,6 +3,7 @@ package codegraph
 import (
 	"path"
 	"strings"
+	"sync"
 
 	sitter "github.com/smacker/go-tree-sitter"
 	"github.com/smacker/go-tree-sitter/golang"
@@ -26,6 +27,35 @@ type Language struct {
 	// idents are the node types that are identifiers: a reference unless they are a
 	// definition's name.
 	idents map[string]bool
+
+	// table is what each grammar symbol is, by symbol id, built once: looking a node
+	// up by its symbol is one call into the parser instead of a type string per node.
+	once  sync.Once
+	table []nodeKind
+}
+
+// nodeKind is what a grammar symbol means to the index.
+type nodeKind struct {
+	typ   string
+	def   string // the kind of symbol it defines, or ""
+	ident bool
+}
+
+// kindOf returns what node type sym is; false for a symbol outside the table (the
+// error symbol).
+func (l *Language) kindOf(sym sitter.Symbol) (nodeKind, bool) {
+	l.once.Do(func() {
+		n := l.grammar.SymbolCount()
+		l.table = make([]nodeKind, n)
+		for i := range n {
+			typ := l.grammar.SymbolName(sitter.Symbol(i))
+			l.table[i] = nodeKind{typ: typ, def: l.defs[typ], ident: l.idents[typ]}
+		}
+	})
+	if int(sym) >= len(l.table) {
+		return nodeKind{}, false
+	}
+	return l.table[sym], true
 }
 
 func set(types ...string) map[string]bool {

@@ -73,8 +73,8 @@ func Parse(ctx context.Context, l *Language, path string, src []byte) (*Parsed, 
 		return nil, fmt.Errorf("codegraph: parse %s: %w", path, err)
 	}
 	defer tree.Close()
-	w := &walker{lang: l, path: path, src: src, names: map[uint32]bool{}, out: &Parsed{Language: l.Name}}
 	root := tree.RootNode()
+	w := &walker{lang: l, path: path, src: src, names: map[uint32]bool{}, out: &Parsed{Language: l.Name}, broken: root.HasError()}
 	c := sitter.NewTreeCursor(root)
 	defer c.Close()
 	w.visit(c)
@@ -93,6 +93,9 @@ type walker struct {
 	// stack holds the enclosing definitions.
 	stack []frame
 	out   *Parsed
+	// broken is set when the tree has errors: only then are nodes asked whether they
+	// are error or missing nodes.
+	broken bool
 }
 
 type frame struct {
@@ -118,7 +121,7 @@ func (w *walker) visit(c *sitter.TreeCursor) {
 
 // enter records n and reports whether it pushed a container frame.
 func (w *walker) enter(n *sitter.Node) bool {
-	if n.IsError() || n.IsMissing() {
+	if w.broken && (n.IsError() || n.IsMissing()) {
 		if len(w.out.Errors) < maxSyntaxErrors {
 			msg := "unexpected " + quote(n.Content(w.src), 40)
 			if n.IsMissing() {
@@ -129,11 +132,15 @@ func (w *walker) enter(n *sitter.Node) bool {
 		}
 		return false
 	}
-	typ := n.Type()
-	if kind, ok := w.lang.defs[typ]; ok {
-		return w.define(n, typ, kind)
+	k, ok := w.lang.kindOf(n.Symbol())
+	if !ok {
+		typ := n.Type()
+		k = nodeKind{typ: typ, def: w.lang.defs[typ], ident: w.lang.idents[typ]}
 	}
-	if w.lang.idents[typ] && !w.names[n.StartByte()] {
+	if k.def != "" {
+		return w.define(n, k.typ, k.def)
+	}
+	if k.ident && !w.names[n.StartByte()] {
 		w.out.Refs = append(w.out.Refs, Ref{Path: w.path, Name: n.Content(w.src), Span: spanOf(n)})
 	}
 	return false
