@@ -25,7 +25,7 @@ const DefaultFile = "codegraph.db"
 // database named by mistake is refused instead of altered.
 const applicationID = 0x43474442
 
-const schemaVersion = 1
+const schemaVersion = 2
 
 const schema = `
 CREATE TABLE IF NOT EXISTS files (
@@ -46,10 +46,10 @@ CREATE TABLE IF NOT EXISTS refs (
 	path TEXT NOT NULL, name TEXT NOT NULL,
 	start_byte INTEGER NOT NULL, end_byte INTEGER NOT NULL,
 	start_line INTEGER NOT NULL, start_col INTEGER NOT NULL,
-	end_line INTEGER NOT NULL, end_col INTEGER NOT NULL
-);
+	end_line INTEGER NOT NULL, end_col INTEGER NOT NULL,
+	PRIMARY KEY (path, start_byte, name)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS refs_name ON refs(name, path);
-CREATE INDEX IF NOT EXISTS refs_path ON refs(path);
 `
 
 // Graph is the code index of one directory tree. It is safe for concurrent use;
@@ -122,7 +122,10 @@ func (g *Graph) migrate(ctx context.Context) error {
 	case app == applicationID && version == schemaVersion:
 		return g.wal(ctx)
 	case app == applicationID:
-		return fmt.Errorf("%w: %s has schema version %d, this program reads %d; delete it to rebuild", ErrNotIndex, g.dbPath, version, schemaVersion)
+		// An index of another version is a cache like any other: rebuilt, not read.
+		if _, err := g.db.ExecContext(ctx, "DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS symbols; DROP TABLE IF EXISTS refs;"); err != nil {
+			return fmt.Errorf("codegraph: %s: drop the index of schema version %d: %w", g.dbPath, version, err)
+		}
 	case tables > 0 || app != 0:
 		return fmt.Errorf("%w: %s holds another database", ErrNotIndex, g.dbPath)
 	}

@@ -236,3 +236,24 @@ func TestMultipleNames(t *testing.T) {
 		}
 	}
 }
+
+// TestOlderSchemaIsRebuilt: an index written by another schema version is dropped and
+// rebuilt, not read.
+func TestOlderSchemaIsRebuilt(t *testing.T) {
+	ctx := context.Background()
+	dir := copyTree(t, filepath.Join("testdata", "go"))
+	g := openIndexed(t, dir)
+	if _, err := g.db.Exec("PRAGMA user_version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	g2, err := Open(ctx, dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g2.Close()
+	st, err := g2.Index(ctx)
+	if err != nil || st.Parsed != 2 {
+		t.Fatalf("got %+v, %v; want every file parsed again", st, err)
+	}
+}
