@@ -305,10 +305,11 @@ func (g *Graph) write(ctx context.Context, changed []parsedFile, st *Stats) (err
 // batch is the rows one INSERT writes: fewer statements, far fewer calls into SQLite.
 const batch = 64
 
-// insertRows is an INSERT of n rows of cols columns into table.
+// insertRows is an INSERT of n rows of cols columns into table. A reference the
+// parser gave twice (two nodes at one place) is kept once.
 func insertRows(table string, cols, n int) string {
 	row := "(" + strings.TrimSuffix(strings.Repeat("?,", cols), ",") + ")"
-	return "INSERT INTO " + table + " VALUES " + strings.TrimSuffix(strings.Repeat(row+",", n), ",")
+	return "INSERT OR IGNORE INTO " + table + " VALUES " + strings.TrimSuffix(strings.Repeat(row+",", n), ",")
 }
 
 // insertAll writes rows with the batch statement, the rest one by one.
