@@ -208,7 +208,9 @@ func (e *Executor) Run(ctx context.Context, p *Plan, auth *Authorization) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	x.last = start
+	if start.After(x.last) {
+		x.last = start
+	}
 	res := &Result{PlanID: p.PlanID, PlanHash: x.hash, Intent: e.o.Redactor.Redact(p.Intent), ExecutionID: x.id, Number: x.number, Resumed: x.resumed, Status: "completed"}
 	defer func() { res.TotalDurationMS = x.now(e.o.Clock).Sub(start).Milliseconds() }()
 	var first *Error
@@ -299,6 +301,10 @@ func (e *Executor) begin(ctx context.Context, p *Plan, auth *Authorization) (*ex
 		x.number, x.resumed = latest, true
 		for _, r := range last {
 			x.done[r.StepID] = r
+			// A resumed execution's new steps start after the ones it already has.
+			if r.EndedAt.After(x.last) {
+				x.last = r.EndedAt
+			}
 			if !r.Success {
 				x.failed[r.StepID] = true
 			}
