@@ -245,3 +245,38 @@ func TestSpliceCrashReconciled(t *testing.T) {
 		t.Fatalf("c.go: %q", got)
 	}
 }
+
+// TestResumedStepsStartAfterRecordedOnes: a run resumed with a clock set back (here to
+// 2001) still gives its new steps times after the steps the crashed run recorded.
+func TestResumedStepsStartAfterRecordedOnes(t *testing.T) {
+	e := newEnv(t, envOpts{programs: crashPrograms(gateScript(t))})
+	doc := `{"plan_id":"late","intent":"resume with a clock set back","steps":[
+	 {"step_id":"a","tool":"run_command","arguments":{"program":"sh","args":["-c","true"]}},
+	 {"step_id":"b","tool":"file_write","arguments":{"path":"b.txt","content":"b"}},
+	 {"step_id":"c","tool":"file_write","arguments":{"path":"c.txt","content":"c"}}]}`
+	runUntilKilled(t, e, doc, "plan.file_write")
+	past := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		past = past.Add(time.Millisecond)
+		return past
+	}
+	res, err := e.run(mustPlan(t, doc), Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Resumed {
+		t.Fatal("got a new execution, want the crashed one resumed")
+	}
+	recs := e.records("late/1")
+	if len(recs) != 3 {
+		t.Fatalf("got %d records, want 3", len(recs))
+	}
+	for i := 1; i < len(recs); i++ {
+		if recs[i].StartedAt.Before(recs[i-1].EndedAt) {
+			t.Errorf("step %s starts %s, before step %s ended %s", recs[i].StepID, recs[i].StartedAt, recs[i-1].StepID, recs[i-1].EndedAt)
+		}
+	}
+}
