@@ -13,10 +13,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
-
-	_ "github.com/mattn/go-sqlite3" // the database/sql driver
 )
+
+// Driver is the database/sql driver the index opens its file with. The package does not
+// import it, so that the code tools pick no driver: a program registers it by importing
+// github.com/mattn/go-sqlite3 (ledger/sqlite does).
+const Driver = "sqlite3"
 
 // DefaultFile is the index's file name in the workspace root.
 const DefaultFile = "codegraph.db"
@@ -85,7 +89,11 @@ func Open(ctx context.Context, root, dbPath string) (*Graph, error) {
 	// re-parse, not data.
 	q.Set("_synchronous", "NORMAL")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite3", "file:"+dbPath+"?"+q.Encode())
+	if !slices.Contains(sql.Drivers(), Driver) {
+		fsys.Close()
+		return nil, fmt.Errorf("codegraph: open %s: no %q database driver is registered (import github.com/mattn/go-sqlite3)", dbPath, Driver)
+	}
+	db, err := sql.Open(Driver, "file:"+dbPath+"?"+q.Encode())
 	if err != nil {
 		fsys.Close()
 		return nil, fmt.Errorf("codegraph: open %s: %w", dbPath, err)

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	_ "github.com/mattn/go-sqlite3" // the driver the index opens its file with
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

@@ -15,6 +15,8 @@ import (
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
+
+	_ "github.com/mattn/go-sqlite3" // the driver the index opens its file with
 )
 
 // fixture copies a project of codegraph/testdata into a fresh workspace and returns
