@@ -34,7 +34,9 @@ import (
 type Options struct {
 	// Workspace, when set, registers the Files.* and plan.file_* tools confined to
 	// this directory, and the read-only code queries Code.symbols, Code.references
-	// and Code.referencesFrom over its code index (codegraph.db in it).
+	// and Code.referencesFrom over its code index (codegraph.db in it, opened with the
+	// "sqlite3" database/sql driver, which the program registers by importing
+	// github.com/mattn/go-sqlite3 or ledger/sqlite).
 	Workspace string
 	// Commands, with a Workspace, registers plan.run_command allowing only these
 	// programs (looked up in PATH now), run without a shell inside the workspace.
