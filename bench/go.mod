@@ -1,6 +1,6 @@
 module github.com/scripthost/scripthost/bench
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/dbos-inc/dbos-transact-golang v1.8.0
@@ -30,10 +30,10 @@ require (
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
-	golang.org/x/net v0.34.0 // indirect
-	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/text v0.41.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 	modernc.org/libc v1.74.3 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.11.0 // indirect
@@ -41,3 +41,5 @@ require (
 )
 
 replace github.com/scripthost/scripthost => ../
+
+replace github.com/dop251/goja => ../third_party/goja

@@ -65,6 +65,8 @@ type Options struct {
 	// Lease names this host and sets its lease duration when the store is shared by
 	// several hosts (PostgreSQL); see runtime.LeaseOptions.
 	Lease runtime.LeaseOptions
+	// Observer sees every run driven and phase invoked (metrics, traces).
+	Observer runtime.Observer
 }
 
 // Host runs workflows against one ledger.
@@ -148,6 +150,7 @@ func (h *Host) build(ctx context.Context, opts Options) error {
 		OnConsole:     opts.OnConsole,
 		Concurrency:   opts.Concurrency,
 		Lease:         opts.Lease,
+		Observer:      opts.Observer,
 	})
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
@@ -229,6 +232,12 @@ func (h *Host) Outstanding(ctx context.Context) (runtime.Outstanding, error) {
 // Run runs the loaded workflows until ctx is done.
 func (h *Host) Run(ctx context.Context, poll time.Duration) error {
 	return h.rt.Run(ctx, h.workflows, poll)
+}
+
+// RunUntil is Run that stops starting work once stop is closed and returns when the
+// pass under way is done (see runtime.Runtime.RunUntil).
+func (h *Host) RunUntil(ctx context.Context, stop <-chan struct{}, poll time.Duration) error {
+	return h.rt.RunUntil(ctx, stop, h.workflows, poll)
 }
 
 // Close releases the engines and the workspace; it does not close the store.

@@ -43,103 +43,52 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 		Params:    canonical,
 		Scope:     w.info.Scope,
 	})
-	failures, err := w.store.FailureCount(ctx, hash)
-	if err != nil {
-		return end(ledgerError("counting earlier failures", err))
+	log := w.log.With("tool", name)
+	o, err := Effect{
+		Store: w.store, Registry: w.reg, Tool: t, Input: input,
+		Record: ledger.NewMutation{
+			RunID: w.info.RunID, Workflow: w.info.Workflow, Handler: w.info.Handler,
+			Namespace: t.Namespace, Method: t.Method, Params: stored, InputHash: hash,
+		},
+		Secrets: secrets, Policy: w.policy, Clock: w.clock,
+		Execute: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			return w.execute(ctx, t, in)
+		},
+		Cause:         func(err error) *scripthost.Error { return asError(w.scrub(withOp(err, name), secrets)) },
+		FailureToNext: w.info.FailureToNext, ReleaseOnFailure: w.info.ReleaseOnFailure,
+		Began: func(m scripthost.Mutation) {
+			w.setMutation(m)
+			log = log.With("mutation", m.ID, "key", m.IdempotencyKey)
+			log.Info("mutation in flight")
+		},
+	}.Run(ctx)
+	if o.Mutation.ID != "" {
+		w.setMutation(o.Mutation)
 	}
-	key := scripthost.IdempotencyKey(hash, failures)
-
-	bctx, cancel := context.WithTimeout(ctx, ledgerWriteTimeout)
-	recorded := ledger.NewLifecycleEvent(w.info.RunID, ledger.EventMutationRecorded, map[string]any{
-		"tool": t.Name(), "idempotency_key": key,
-	})
-	m, err := w.store.BeginMutation(ledger.WithEvents(bctx, recorded), ledger.NewMutation{
-		RunID:          w.info.RunID,
-		Workflow:       w.info.Workflow,
-		Handler:        w.info.Handler,
-		Namespace:      t.Namespace,
-		Method:         t.Method,
-		Params:         stored,
-		InputHash:      hash,
-		IdempotencyKey: key,
-	})
-	cancel()
 	if err != nil {
-		return end(ledgerError("recording the mutation before the call", err))
+		log.Error("recording the mutation failed", "error", w.redactor.Redact(err.Error()))
+		return end(err)
 	}
-	w.setMutation(m)
-	log := w.log.With("tool", name, "mutation", m.ID, "key", key)
-	log.Info("mutation in flight")
-
-	out, execErr := w.execute(WithIdempotencyKey(ctx, key), t, input)
-	// The result is stored, so the input's secret values are removed from it as they
-	// were from the params (a service may echo them back).
-	out = NewRedactor(secrets...).RedactSecrets(out)
-
-	// The call was made: its outcome is recorded even if the invocation's context
-	// has been cancelled meanwhile.
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
-	defer wcancel()
+	rec := o.Mutation
 	switch {
-	case execErr == nil:
-		applied, err := w.store.ApplyMutation(ledger.WithEvents(wctx, appliedEvents(m)...), m.ID, out)
-		if err != nil {
-			// Left in_flight: startup recovery reconciles it.
-			log.Error("recording applied mutation failed", "error", w.redactor.Redact(err.Error()))
-			return end(ledgerError("recording the applied mutation", err))
-		}
-		w.setMutation(applied)
+	case o.CallErr == nil:
 		log.Info("mutation applied")
-		if err := w.checkOutput(t, out); err != nil {
+		if err := w.checkOutput(t, o.Result); err != nil {
 			return nil, w.scrub(err, secrets)
 		}
-		return out, nil
-
-	case scripthost.IsDefinite(execErr):
-		cause := asError(w.scrub(withOp(execErr, name), secrets))
-		var failed scripthost.Mutation
-		if w.info.FailureToNext && w.info.RunID != "" {
-			evs := []ledger.LifecycleEvent{outcomeEvent(m.RunID, failedMutation(m, cause)),
-				mutateEvent(m.RunID, ledger.EventPhaseCompleted, map[string]any{"outcome": scripthost.OutcomeFailed, "released": w.info.ReleaseOnFailure})}
-			failed, err = w.store.FailMutationToNext(ledger.WithEvents(wctx, evs...), m.ID, cause, w.info.ReleaseOnFailure)
-		} else {
-			failed, err = w.store.FailMutation(ledger.WithEvents(wctx, failedEvents(m, cause)...), m.ID, cause)
-		}
-		if err != nil {
-			log.Error("recording failed mutation failed", "error", w.redactor.Redact(err.Error()))
-			return end(ledgerError("recording the failed mutation", err))
-		}
-		w.setMutation(failed)
-		log.Info("mutation failed", "class", cause.Class, "error", cause.Error())
-		return nil, sandbox.Terminate(cause)
+		return o.Result, nil
+	case rec.Status == scripthost.MutationFailed && scripthost.IsDefinite(o.CallErr):
+		log.Info("mutation failed", "class", o.Cause.Class, "error", o.Cause.Error())
+		return nil, sandbox.Terminate(o.Cause)
 	}
-
-	cause := asError(w.scrub(withOp(execErr, name), secrets))
-	log.Warn("mutation outcome uncertain; reconciling", "class", cause.Class, "error", cause.Error())
-	var rec scripthost.Mutation
-	var busy *RetryAfterError
-	if errors.As(execErr, &busy) && busy.Wait > 0 && t.Reconcile != nil {
-		// The service asked to be left alone: the first reconcile attempt waits too.
-		reason := w.redactor.Redact(fmt.Sprintf("first reconcile after %s, as the service asked: %s", busy.Wait, cause.Message))
-		rec, err = w.store.MarkNeedsReconcile(wctx, m.ID, 0, w.clock().Add(busy.Wait), reason)
-	} else {
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), reconcileTimeout)
-		defer rcancel()
-		rec, err = reconcile(rctx, w.store, w.reg, m, w.policy, w.clock(), secrets)
-	}
-	if err != nil {
-		log.Error("recording reconcile outcome failed", "error", w.redactor.Redact(err.Error()))
-		return end(ledgerError("recording the reconcile outcome", err))
-	}
-	w.setMutation(rec)
-	log.Info("mutation reconciled", "status", rec.Status)
+	cause := o.Cause
+	log.Info("mutation reconciled", "status", rec.Status, "class", cause.Class, "error", cause.Error())
 	switch rec.Status {
 	case scripthost.MutationApplied:
-		result := rec.Result
-		if err := w.checkOutput(t, result); err != nil {
+		if err := w.checkOutput(t, o.Result); err != nil {
 			return nil, w.scrub(err, secrets)
 		}
-		return result, nil
+		return o.Result, nil
 	case scripthost.MutationFailed:
 		return end(&scripthost.Error{Class: scripthost.ClassLogic, Code: cause.Code, Message: rec.Error})
 	}
@@ -254,3 +203,8 @@ func containsString(list []string, s string) bool {
 	}
 	return false
 }
+
+// CallSecrets returns the string values of a decoded input's secret fields: those
+// named in fields and those whose key looks secret, longest first. They are removed
+// from whatever is stored or shown of the call.
+func CallSecrets(v any, fields []string) []string { return callSecrets(v, fields) }

@@ -251,7 +251,7 @@ func (w *ToolWrapper) Call(ctx context.Context, namespace, method string, input 
 		return nil, w.refuse(err, ended, nil)
 	}
 	secrets := callSecrets(value, tool.SecretFields)
-	op := classify(tool, input)
+	op := Classify(tool, input)
 
 	w.mu.Lock()
 	ended = w.phase == scripthost.PhaseMutate && w.mutated
@@ -303,20 +303,16 @@ func (w *ToolWrapper) Dropped() []error {
 	return append([]error(nil), w.dropped...)
 }
 
-// classify runs the tool's predicate; a panicking predicate makes the call a mutation,
-// the strictest classification.
-func classify(t *Tool, input json.RawMessage) (op scripthost.Operation) {
-	defer func() {
-		if recover() != nil {
-			op = scripthost.OpMutate
-		}
-	}()
-	return t.Classify(input)
-}
-
 // validateInput parses input (empty means null) and checks it against the tool's
 // input schema. It returns the input and its decoded value.
 func (w *ToolWrapper) validateInput(t *Tool, input json.RawMessage) (json.RawMessage, any, error) {
+	return ValidateInput(t, input)
+}
+
+// ValidateInput parses input (empty means null) and checks it against the tool's input
+// schema: an invalid_input logic error lists every problem. It returns the input and
+// its decoded value. Every caller of a tool validates through it.
+func ValidateInput(t *Tool, input json.RawMessage) (json.RawMessage, any, error) {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("null")
 	}
@@ -354,6 +350,16 @@ func joinProblems(p []string) string {
 
 // checkOutput validates a successful result against the tool's output schema.
 func (w *ToolWrapper) checkOutput(t *Tool, out json.RawMessage) error {
+	err := CheckOutput(t, out)
+	if err != nil {
+		w.log.Warn("tool output invalid", "tool", t.Name(), "error", w.redactor.Redact(err.Error()))
+	}
+	return err
+}
+
+// CheckOutput validates a successful result against the tool's output schema
+// (code invalid_output).
+func CheckOutput(t *Tool, out json.RawMessage) error {
 	if len(t.OutputSchema) == 0 {
 		return nil
 	}
@@ -369,9 +375,6 @@ func (w *ToolWrapper) checkOutput(t *Tool, out json.RawMessage) error {
 	if err == nil && len(problems) > 0 {
 		err = &scripthost.Error{Class: scripthost.ClassLogic, Code: CodeInvalidOutput, Op: t.Name(),
 			Message: "output does not match the tool's schema: " + joinProblems(problems)}
-	}
-	if err != nil {
-		w.log.Warn("tool output invalid", "tool", t.Name(), "error", w.redactor.Redact(err.Error()))
 	}
 	return err
 }

@@ -58,7 +58,7 @@ func (e *Executor) step(ctx context.Context, x *execution, i int, s Step) (StepR
 		return StepResult{}, true, &Error{Code: CodeInvalidPlan, StepID: s.StepID, Message: "arguments", Err: err}
 	}
 	r.redArgs = e.redactArgs(tool, r.canon)
-	r.op = classify(tool, r.args)
+	r.op = hostfuncs.Classify(tool, r.args)
 	r.diag = Diagnostics{PlanHash: x.hash, ExecutionNumber: x.number, Operation: string(r.op), Resumed: x.resumed,
 		Intent: e.o.Redactor.Redact(x.plan.Intent), Description: e.o.Redactor.Redact(s.Description)}
 	if x.auth != nil {
@@ -135,84 +135,73 @@ func (e *Executor) attempts(ctx context.Context, r *stepRun) (StepResult, bool, 
 	}
 }
 
-// attempt makes one call. For a mutation the in_flight row is written durably before
-// the call and its outcome after; an uncertain outcome is reconciled once and, if it
-// stays unknown, stops the plan with E306.
+// attempt makes one call. A mutation goes through the shared effect path: the
+// in_flight row is written durably before the call and its outcome after; an
+// uncertain outcome is reconciled once and, if it stays unknown, stops the plan with
+// E306.
 func (e *Executor) attempt(ctx context.Context, r *stepRun, attempt int) (json.RawMessage, *Error, error) {
 	s, x := r.step, r.x
-	callCtx := ctx
-	var mut scripthost.Mutation
-	if r.op == scripthost.OpMutate {
-		prior, err := e.o.Store.FailureCount(ctx, r.hash)
-		if err != nil {
-			return nil, nil, &Error{Code: CodeInternal, StepID: s.StepID, Message: "count failed attempts", Err: err}
-		}
-		key := scripthost.IdempotencyKey(r.hash, prior)
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
-		mut, err = e.o.Store.BeginMutation(wctx, ledger.NewMutation{
-			Workflow: workflowName(x.plan.PlanID), Handler: s.StepID, Namespace: r.tool.Namespace, Method: r.tool.Method,
-			Params: r.redArgs, InputHash: r.hash, IdempotencyKey: key,
-		})
-		cancel()
-		if err != nil {
-			return nil, nil, &Error{Code: CodeInternal, StepID: s.StepID, Message: "record the mutation", Err: err}
-		}
-		x.muts[r.hash] = append(x.muts[r.hash], mut)
-		r.diag.MutationID, r.diag.IdempotencyKey = mut.ID, key
-		callCtx = hostfuncs.WithIdempotencyKey(ctx, key)
-	}
-	if s.TimeoutMS > 0 {
-		var cancel context.CancelFunc
-		callCtx, cancel = context.WithTimeout(callCtx, time.Duration(s.TimeoutMS)*time.Millisecond)
-		defer cancel()
-	}
 	execID := ExecutionID(x.plan.PlanID, x.number, s.StepID)
-	e.emit(Event{Type: EventToolCall, PlanID: x.plan.PlanID, ExecutionID: execID, StepID: s.StepID, Tool: s.Tool, Attempt: attempt, Arguments: r.redArgs})
-	out, callErr := execute(callCtx, r.tool, r.args)
-	timedOut := errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
-	ferr := outcome(s.StepID, out, callErr, timedOut)
-	ev := Event{Type: EventToolResult, PlanID: x.plan.PlanID, ExecutionID: execID, StepID: s.StepID, Tool: s.Tool, Attempt: attempt, Result: e.redactOut(out)}
-	if ferr != nil {
-		ev.Code, ev.Error = ferr.Code, e.o.Redactor.Redact(ferr.Error())
+	var ferr *Error
+	call := func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+		callCtx := ctx
+		if s.TimeoutMS > 0 {
+			var cancel context.CancelFunc
+			callCtx, cancel = context.WithTimeout(ctx, time.Duration(s.TimeoutMS)*time.Millisecond)
+			defer cancel()
+		}
+		e.emit(Event{Type: EventToolCall, PlanID: x.plan.PlanID, ExecutionID: execID, StepID: s.StepID, Tool: s.Tool, Attempt: attempt, Arguments: r.redArgs})
+		out, callErr := hostfuncs.CallTool(callCtx, r.tool, args)
+		timedOut := errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+		ferr = outcome(s.StepID, out, callErr, timedOut)
+		ev := Event{Type: EventToolResult, PlanID: x.plan.PlanID, ExecutionID: execID, StepID: s.StepID, Tool: s.Tool, Attempt: attempt, Result: e.redactOut(out)}
+		if ferr != nil {
+			ev.Code, ev.Error = ferr.Code, e.o.Redactor.Redact(ferr.Error())
+		}
+		e.emit(ev)
+		return out, callErr
 	}
-	e.emit(ev)
 	if r.op != scripthost.OpMutate {
+		out, _ := call(ctx, r.args)
 		return out, ferr, nil
 	}
 
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
-	defer cancel()
-	var err error
-	switch {
-	case ferr == nil:
-		result := out
-		if len(bytes.TrimSpace(result)) == 0 {
-			result = json.RawMessage("null")
-		}
-		_, err = e.o.Store.ApplyMutation(wctx, mut.ID, e.redactOut(result))
-	case callErr == nil || scripthost.IsDefinite(callErr):
-		// The tool answered (a command exited non-zero or was killed at its timeout)
-		// or failed definitely: the next attempt gets a fresh key.
-		cause := &scripthost.Error{Class: scripthost.ClassLogic, Code: ferr.Code, Message: e.o.Redactor.Redact(ferr.Message)}
-		_, err = e.o.Store.FailMutation(wctx, mut.ID, cause)
-	default:
-		m, rerr := hostfuncs.Reconcile(ctx, e.o.Store, e.o.Registry, mut, hostfuncs.ReconcilePolicy{MaxAttempts: 1, Redactor: e.o.Redactor}, e.o.Clock())
-		if rerr != nil {
-			return nil, nil, &Error{Code: CodeInternal, StepID: s.StepID, Message: "reconcile", Err: rerr}
-		}
-		switch m.Status {
-		case scripthost.MutationApplied:
-			return m.Result, nil, nil
-		case scripthost.MutationFailed:
-			return out, ferr, nil
-		}
-		return nil, nil, &Error{Code: CodeNeedsReconcile, StepID: s.StepID, Err: ferr,
-			Message: fmt.Sprintf("the outcome of mutation %s is unknown (%s); resolve it, then run the plan again to resume: %s", mut.ID, m.Status, e.o.Redactor.Redact(ferr.Message))}
-	}
+	o, err := hostfuncs.Effect{
+		Store: e.o.Store, Registry: e.o.Registry, Tool: r.tool, Input: r.args,
+		Record: ledger.NewMutation{Workflow: workflowName(x.plan.PlanID), Handler: s.StepID, Params: r.redArgs, InputHash: r.hash},
+		Policy: hostfuncs.ReconcilePolicy{MaxAttempts: 1, Redactor: e.o.Redactor},
+		Clock:  e.o.Clock, Execute: call,
+		// A command that answered with a non-zero exit code or was killed at its
+		// timeout failed definitely: the next attempt gets a fresh key.
+		Judge: func(json.RawMessage) error {
+			if ferr != nil {
+				return ferr
+			}
+			return nil
+		},
+		Cause: func(error) *scripthost.Error {
+			return &scripthost.Error{Class: scripthost.ClassLogic, Code: ferr.Code, Message: e.o.Redactor.Redact(ferr.Message)}
+		},
+		StoredResult: e.redactOut,
+		Began: func(m scripthost.Mutation) {
+			x.muts[r.hash] = append(x.muts[r.hash], m)
+			r.diag.MutationID, r.diag.IdempotencyKey = m.ID, m.IdempotencyKey
+		},
+	}.Run(ctx)
 	if err != nil {
-		return nil, nil, &Error{Code: CodeInternal, StepID: s.StepID, Message: "record the mutation's outcome", Err: err}
+		return nil, nil, &Error{Code: CodeInternal, StepID: s.StepID, Message: "record the mutation", Err: err}
 	}
-	return out, ferr, nil
+	m := o.Mutation
+	switch {
+	case o.CallErr == nil || scripthost.IsDefinite(o.CallErr):
+		return o.Out, ferr, nil
+	case m.Status == scripthost.MutationApplied:
+		return m.Result, nil, nil
+	case m.Status == scripthost.MutationFailed:
+		return o.Out, ferr, nil
+	}
+	return nil, nil, &Error{Code: CodeNeedsReconcile, StepID: s.StepID, Err: ferr,
+		Message: fmt.Sprintf("the outcome of mutation %s is unknown (%s); resolve it, then run the plan again to resume: %s", m.ID, m.Status, e.o.Redactor.Redact(ferr.Message))}
 }
 
 // earlier looks for a mutation an interrupted run of this execution made for the step.
@@ -352,26 +341,6 @@ func outcome(step string, out json.RawMessage, callErr error, timedOut bool) *Er
 		return errorf(CodeStepFailed, step, "exited with code %d", *co.ExitCode)
 	}
 	return nil
-}
-
-// execute calls the tool, turning a panic into an internal error.
-func execute(ctx context.Context, t *hostfuncs.Tool, args json.RawMessage) (out json.RawMessage, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			out, err = nil, &scripthost.Error{Class: scripthost.ClassInternal, Code: scripthost.CodeToolPanic, Op: t.Name(), Message: fmt.Sprintf("panic: %v", v)}
-		}
-	}()
-	return t.Execute(ctx, args)
-}
-
-// classify runs the tool's read-only predicate; a panic makes the call a mutation.
-func classify(t *hostfuncs.Tool, args json.RawMessage) (op scripthost.Operation) {
-	defer func() {
-		if recover() != nil {
-			op = scripthost.OpMutate
-		}
-	}()
-	return t.Classify(args)
 }
 
 func asPlanError(step string, err error) *Error {

@@ -20,7 +20,13 @@ import (
 // so the same code serves a first run and a run found after a restart. It returns
 // the run as it left it and whether any step made progress. Errors are failures of the
 // ledger; script and tool failures are recorded on the run instead.
-func (rt *Runtime) Drive(ctx context.Context, runID string) (scripthost.Run, bool, error) {
+func (rt *Runtime) Drive(ctx context.Context, runID string) (run scripthost.Run, progress bool, err error) {
+	ctx, end := rt.observeRun(ctx, runID)
+	defer func() { end(err) }()
+	return rt.drive(ctx, runID)
+}
+
+func (rt *Runtime) drive(ctx context.Context, runID string) (scripthost.Run, bool, error) {
 	progress := false
 	for {
 		if err := ctx.Err(); err != nil {
@@ -312,6 +318,7 @@ func (rt *Runtime) call(ctx context.Context, l *loaded, run scripthost.Run, w *h
 	// The phase stays set after the invocation: SetPhase would forget the mutation
 	// the runtime reads next, and the instance is gone, so nothing can call in late.
 	w.SetPhase(phase)
+	ctx, end := rt.observePhase(ctx, run, phase)
 	res, err := l.prog.Invoke(ctx, sandbox.Invocation{
 		Function:      fn,
 		Phase:         phase,
@@ -321,6 +328,7 @@ func (rt *Runtime) call(ctx context.Context, l *loaded, run scripthost.Run, w *h
 		Limits:        rt.cfg.Limits,
 		Deterministic: rt.cfg.Deterministic,
 	})
+	end(err)
 	if rt.cfg.OnConsole != nil && len(res.Console) > 0 {
 		rt.cfg.OnConsole(run, res.Console)
 	}

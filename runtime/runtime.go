@@ -48,6 +48,8 @@ type Config struct {
 	Concurrency int
 	// Lease applies when Store is shared by several hosts (a ledger.Leaser).
 	Lease LeaseOptions
+	// Observer, when set, sees every run driven and every phase invoked.
+	Observer Observer
 }
 
 // DefaultConcurrency is the default bound on runs driven at once: a few per CPU, since

@@ -435,6 +435,14 @@ const maxPassBackoff = 30 * time.Second
 // every poll interval when there is nothing to do. A failed pass is logged and tried
 // again with backoff; only a failed recovery at start is returned.
 func (rt *Runtime) Run(ctx context.Context, workflows []string, poll time.Duration) error {
+	return rt.RunUntil(ctx, nil, workflows, poll)
+}
+
+// RunUntil is Run that also stops when stop is closed, without cancelling what it is
+// doing: the scheduling pass under way (and the phases it drives) finishes with ctx,
+// and no new pass starts. A graceful shutdown closes stop, then cancels ctx after a
+// grace period.
+func (rt *Runtime) RunUntil(ctx context.Context, stop <-chan struct{}, workflows []string, poll time.Duration) error {
 	if poll <= 0 {
 		poll = 250 * time.Millisecond
 	}
@@ -450,7 +458,14 @@ func (rt *Runtime) Run(ctx context.Context, workflows []string, poll time.Durati
 		failures := 0
 		for {
 			select {
+			case <-stop: // before any other ready case: no new pass once stopped
+				return nil
+			default:
+			}
+			select {
 			case <-ctx.Done():
+				return nil
+			case <-stop:
 				return nil
 			case <-t.C:
 			case <-wake:

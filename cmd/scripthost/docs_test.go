@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/scripthost/scripthost/agent"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,6 +98,11 @@ func TestDocsCodeBlocks(t *testing.T) {
 			if _, err := httptool.Load(path, anyEnv); err != nil {
 				t.Errorf("%s: the tools file does not load: %v", where, err)
 			}
+		case top["goal"] != nil:
+			counts["agent task"]++
+			if _, err := agent.ParseTask("doc."+b.lang, []byte(b.text)); err != nil {
+				t.Errorf("%s: the agent task does not parse: %v", where, err)
+			}
 		case top["steps"] != nil:
 			counts["plan"]++
 			if _, err := plan.Parse([]byte(b.text)); err != nil {
@@ -109,7 +115,7 @@ func TestDocsCodeBlocks(t *testing.T) {
 			}
 		}
 	}
-	for _, kind := range []string{"workflow", "tools", "plan", "fixture"} {
+	for _, kind := range []string{"workflow", "tools", "plan", "fixture", "agent task"} {
 		if counts[kind] == 0 {
 			t.Errorf("found no %s block in the docs: has the extraction broken?", kind)
 		}

@@ -11,27 +11,36 @@ import (
 	"github.com/scripthost/scripthost/internal/guestbuild"
 )
 
-// TestInitScaffoldPasses: the scaffold's fixture passes right away, and the workflow
-// runs for real on its directory, in both languages.
+// TestInitScaffoldPasses: `init` (JavaScript), `init --ts` and `init --lang` (each
+// Wasm guest language whose toolchain is installed) write a workflow whose starter
+// fixture passes right away and which runs for real on its directory. A Wasm
+// scaffold's build.sh builds the module first, offline, with the copied SDK.
 func TestInitScaffoldPasses(t *testing.T) {
-	for _, tt := range []struct {
+	type scaffold struct {
 		name string
 		args []string
 		wf   string
-	}{
-		{"js", nil, "workflow.js"},
-		{"ts", []string{"--ts"}, "workflow.ts"},
-	} {
+	}
+	cases := []scaffold{{"js", nil, "workflow.js"}, {"ts", []string{"--ts"}, "workflow.ts"}}
+	for _, lang := range wasmLangs {
+		cases = append(cases, scaffold{lang, []string{"--lang", lang}, "workflow.wasm"})
+	}
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // the Wasm builds are minutes of compiler work on a loaded machine
+			env := scaffoldToolchain(t, tt.name)
 			dir := filepath.Join(t.TempDir(), "hello")
 			code, out, errOut := cli(t, "", append([]string{"init", dir}, tt.args...)...)
 			if code != 0 {
 				t.Fatalf("init: exit %d, want 0\n%s%s", code, out, errOut)
 			}
-			for _, f := range []string{tt.wf, "fixtures/basic.json", "inbox/world.txt", "README.md"} {
+			for _, f := range []string{"fixtures/basic.json", "inbox/world.txt", "README.md"} {
 				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 					t.Errorf("init did not write %s: %v", f, err)
 				}
+			}
+			if strings.HasSuffix(tt.wf, ".wasm") {
+				buildScaffold(t, dir, tt.name, env)
 			}
 			wf := filepath.Join(dir, tt.wf)
 			code, out, errOut = cli(t, "", "test", wf)
@@ -49,6 +58,54 @@ func TestInitScaffoldPasses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scaffoldToolchain skips the test when the guest language's toolchain is missing and
+// returns the extra environment its build.sh needs.
+func scaffoldToolchain(t *testing.T, lang string) []string {
+	t.Helper()
+	switch lang {
+	case "rust":
+		if _, err := guestbuild.Rust.Version(context.Background()); err != nil {
+			t.Skipf("Rust toolchain missing: %v", err)
+		}
+		// Share the repository's build cache: the SDK's dependencies are the same.
+		return []string{"CARGO_TARGET_DIR=" + filepath.Join(repoRoot(t), "target")}
+	case "assemblyscript":
+		if _, err := guestbuild.AssemblyScript.Version(context.Background()); err != nil {
+			t.Skipf("AssemblyScript toolchain missing: %v", err)
+		}
+	case "go":
+		if _, err := exec.LookPath("go"); err != nil {
+			t.Skip("go command not found")
+		}
+	}
+	return nil
+}
+
+// buildScaffold runs the Wasm scaffold's build.sh in dir.
+func buildScaffold(t *testing.T, dir, lang string, env []string) {
+	t.Helper()
+	if lang == "assemblyscript" {
+		// What npm install would bring, from the repository's own install.
+		if err := os.Symlink(filepath.Join(repoRoot(t), "sdk/assemblyscript/node_modules"), filepath.Join(dir, "node_modules")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build := exec.Command(filepath.Join(dir, "build.sh"))
+	build.Env = append(os.Environ(), env...)
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build.sh: %v\n%s", err, b)
+	}
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := guestbuild.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
 
 // TestInitRefusesToOverwrite: a second init into the same directory is a usage error
@@ -74,68 +131,6 @@ func TestInitRefusesToOverwrite(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "README.md")); err == nil {
 		t.Errorf("README.md was written although init refused")
-	}
-}
-
-// TestInitWasmScaffoldPasses: `init --lang` writes a Wasm workflow whose build.sh
-// builds (offline, with the copied SDK) a module that passes the starter fixture and
-// runs for real, in each guest language whose toolchain is installed.
-func TestInitWasmScaffoldPasses(t *testing.T) {
-	root, err := guestbuild.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, lang := range wasmLangs {
-		t.Run(lang, func(t *testing.T) {
-			t.Parallel() // the builds are minutes of compiler work on a loaded machine
-			var env []string
-			switch lang {
-			case "rust":
-				if _, err := guestbuild.Rust.Version(context.Background()); err != nil {
-					t.Skipf("Rust toolchain missing: %v", err)
-				}
-				// Share the repository's build cache: the SDK's dependencies are the same.
-				env = append(env, "CARGO_TARGET_DIR="+filepath.Join(root, "target"))
-			case "assemblyscript":
-				if _, err := guestbuild.AssemblyScript.Version(context.Background()); err != nil {
-					t.Skipf("AssemblyScript toolchain missing: %v", err)
-				}
-			case "go":
-				if _, err := exec.LookPath("go"); err != nil {
-					t.Skip("go command not found")
-				}
-			}
-			dir := filepath.Join(t.TempDir(), "hello")
-			code, out, errOut := cli(t, "", "init", dir, "--lang", lang)
-			if code != 0 {
-				t.Fatalf("init: exit %d, want 0\n%s%s", code, out, errOut)
-			}
-			if lang == "assemblyscript" {
-				// What npm install would bring, from the repository's own install.
-				if err := os.Symlink(filepath.Join(root, "sdk/assemblyscript/node_modules"), filepath.Join(dir, "node_modules")); err != nil {
-					t.Fatal(err)
-				}
-			}
-			build := exec.Command(filepath.Join(dir, "build.sh"))
-			build.Env = append(os.Environ(), env...)
-			if b, err := build.CombinedOutput(); err != nil {
-				t.Fatalf("build.sh: %v\n%s", err, b)
-			}
-			wf := filepath.Join(dir, "workflow.wasm")
-			code, out, errOut = cli(t, "", "test", wf)
-			if code != 0 || !strings.Contains(out, "1 fixtures, 1 passed, 0 failed") {
-				t.Fatalf("test: exit %d, want 0 and a pass\n%s%s", code, out, errOut)
-			}
-			db := filepath.Join(t.TempDir(), "hello.db")
-			code, out, errOut = cli(t, "", "--db", db, "run", wf, "--once", "--workspace", dir)
-			if code != 0 {
-				t.Fatalf("run: exit %d, want 0\n%s%s", code, out, errOut)
-			}
-			got, err := os.ReadFile(filepath.Join(dir, "outbox", "world.txt"))
-			if err != nil || string(got) != "Hello, world!\n" {
-				t.Errorf("outbox/world.txt: got %q (%v), want %q", got, err, "Hello, world!\n")
-			}
-		})
 	}
 }
 

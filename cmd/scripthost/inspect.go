@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os/user"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,8 +14,8 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/internal/view"
 	"github.com/scripthost/scripthost/ledger"
-	"github.com/scripthost/scripthost/runtime"
 )
 
 func init() {
@@ -88,15 +87,9 @@ func newRunsCmd(g *globals) *cobra.Command {
 				}
 			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
-				if f.Limit > 0 {
-					f.Newest = true // the newest N, printed oldest first below
-				}
-				runs, err := store.Runs(cmd.Context(), f)
+				runs, err := view.Runs(cmd.Context(), store, f)
 				if err != nil {
 					return err
-				}
-				if f.Newest {
-					slices.Reverse(runs)
 				}
 				return list(g, asJSON, runs, "ID\tWORKFLOW\tHANDLER\tPHASE\tSTATUS\tATTEMPT\tNEXT\tERROR", func(r scripthost.Run) []string {
 					next := "-"
@@ -126,27 +119,6 @@ func runStatuses() []string {
 	return out
 }
 
-// newest keeps the last n items of an oldest-first listing (all when n is 0): --limit
-// means the newest N in every listing, printed oldest first.
-func newest[T any](items []T, n int) []T {
-	if n > 0 && len(items) > n {
-		return items[len(items)-n:]
-	}
-	return items
-}
-
-// runDetail is what `show` prints: the run, its mutation, its snapshots and its
-// lifecycle log.
-type runDetail struct {
-	Run       scripthost.Run          `json:"run"`
-	Mutation  *mutationView           `json:"mutation,omitempty"`
-	Snapshots []ledger.Snapshot       `json:"snapshots"`
-	Lifecycle []ledger.LifecycleEvent `json:"lifecycle"`
-	// Warnings are what the run did that had no effect (a tool call after the
-	// mutation); they do not change its status.
-	Warnings []runtime.Warning `json:"warnings,omitempty"`
-}
-
 func newShowCmd(g *globals) *cobra.Command {
 	var events, asJSON bool
 	cmd := &cobra.Command{
@@ -164,32 +136,22 @@ resolved, committed); add --json for JSON lines.`,
 				return err
 			}
 			defer store.Close()
-			run, err := store.Run(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			lifecycle, err := store.LifecycleEvents(ctx, ledger.LifecycleFilter{RunID: run.ID})
-			if err != nil {
-				return err
-			}
 			if events {
+				run, err := store.Run(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				lifecycle, err := store.LifecycleEvents(ctx, ledger.LifecycleFilter{RunID: run.ID})
+				if err != nil {
+					return err
+				}
 				return printEvents(g.Stdout, run, lifecycle, asJSON)
 			}
 			if asJSON {
 				return usagef("--json goes with --events (show prints JSON already)")
 			}
-			d := runDetail{Run: run, Lifecycle: lifecycle}
-			if d.Lifecycle == nil {
-				d.Lifecycle = []ledger.LifecycleEvent{}
-			}
-			if m, err := store.RunMutation(ctx, run.ID); err == nil {
-				v := viewMutation(m)
-				d.Mutation = &v
-			}
-			if d.Snapshots, err = store.Snapshots(ctx, run.ID); err != nil {
-				return err
-			}
-			if d.Warnings, err = runtime.Warnings(ctx, store, run.Workflow, run.ID); err != nil {
+			d, err := view.Detail(ctx, store, args[0])
+			if err != nil {
 				return err
 			}
 			return printJSON(g.Stdout, d)
@@ -200,46 +162,11 @@ resolved, committed); add --json for JSON lines.`,
 	return cmd
 }
 
-// mutationView is the JSON shape of a mutation in listings: the tool as one name.
-type mutationView struct {
-	ID                string                    `json:"id"`
-	RunID             string                    `json:"run_id"`
-	Workflow          string                    `json:"workflow,omitempty"`
-	Handler           string                    `json:"handler,omitempty"`
-	Tool              string                    `json:"tool"`
-	Status            scripthost.MutationStatus `json:"status"`
-	IdempotencyKey    string                    `json:"idempotency_key"`
-	Params            json.RawMessage           `json:"params,omitempty"`
-	Result            json.RawMessage           `json:"result"`
-	Error             string                    `json:"error"`
-	ErrorClass        scripthost.ErrorClass     `json:"error_class,omitempty"`
-	ReconcileAttempts int                       `json:"reconcile_attempts"`
-	NextReconcileAt   *time.Time                `json:"next_reconcile_at,omitempty"`
-	ResolvedBy        string                    `json:"resolved_by,omitempty"`
-	ResolvedAt        *time.Time                `json:"resolved_at,omitempty"`
-	CreatedAt         time.Time                 `json:"created_at"`
-	UpdatedAt         time.Time                 `json:"updated_at"`
-}
-
-func viewMutation(m scripthost.Mutation) mutationView {
-	v := mutationView{
-		ID: m.ID, RunID: m.RunID, Workflow: m.Workflow, Handler: m.Handler, Tool: m.Tool(), Status: m.Status,
-		IdempotencyKey: m.IdempotencyKey, Params: m.Params, Result: m.Result, Error: m.Error, ErrorClass: m.ErrorClass,
-		ReconcileAttempts: m.ReconcileAttempts, ResolvedBy: m.ResolvedBy, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
-	}
-	if len(v.Result) == 0 {
-		v.Result = json.RawMessage("null")
-	}
-	if !m.NextReconcileAt.IsZero() {
-		t := m.NextReconcileAt
-		v.NextReconcileAt = &t
-	}
-	if !m.ResolvedAt.IsZero() {
-		t := m.ResolvedAt
-		v.ResolvedAt = &t
-	}
-	return v
-}
+// mutationView and runDetail are the shared JSON shapes (see internal/view).
+type (
+	mutationView = view.Mutation
+	runDetail    = view.RunDetail
+)
 
 func newMutationsCmd(g *globals) *cobra.Command {
 	var asJSON bool
@@ -260,16 +187,9 @@ func newMutationsCmd(g *globals) *cobra.Command {
 				}
 			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
-				limit := f.Limit
-				f.Limit = 0
-				ms, err := store.Mutations(cmd.Context(), f)
+				views, err := view.Mutations(cmd.Context(), store, f)
 				if err != nil {
 					return err
-				}
-				ms = newest(ms, limit)
-				views := make([]mutationView, 0, len(ms))
-				for _, m := range ms {
-					views = append(views, viewMutation(m))
 				}
 				return list(g, asJSON, views, "ID\tRUN\tTOOL\tSTATUS\tIDEMPOTENCY KEY\tERROR", func(m mutationView) []string {
 					return []string{m.ID, m.RunID, m.Tool, string(m.Status), m.IdempotencyKey, oneLine(m.Error, 60)}
@@ -303,13 +223,10 @@ func newEventsCmd(g *globals) *cobra.Command {
 				}
 			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
-				limit := f.Limit
-				f.Limit = 0
-				evs, err := store.Events(cmd.Context(), f)
+				evs, err := view.Events(cmd.Context(), store, f)
 				if err != nil {
 					return err
 				}
-				evs = newest(evs, limit)
 				return list(g, asJSON, evs, "SEQ\tWORKFLOW\tTOPIC\tID\tSTATUS\tRESERVED BY\tPAYLOAD", func(e scripthost.Event) []string {
 					return []string{fmt.Sprint(e.Seq), e.Workflow, e.Topic, e.MessageID, string(e.Status), e.ReservedBy, oneLine(string(e.Payload), 60)}
 				})
@@ -424,24 +341,7 @@ again at prepare.`,
 			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
 				ctx := cmd.Context()
-				src, err := store.Run(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				if m, err := store.RunMutation(ctx, src.ID); err == nil && m.Status.Unknown() {
-					return fmt.Errorf("run %s: its mutation %s is %s: resolve it instead of retrying", src.ID, m.ID, m.Status)
-				}
-				v, err := store.WorkflowVersion(ctx, src.Workflow, version)
-				if err != nil {
-					return err
-				}
-				if def, err := runtime.ParseDefinition(v.Definition); err == nil {
-					if _, ok := def.Handler(src.Handler); !ok {
-						return fmt.Errorf("run %s: version %d of workflow %s has no handler %s: pin a version that has it with --version: %w",
-							src.ID, v.Version, src.Workflow, src.Handler, ledger.ErrNotFound)
-					}
-				}
-				r, err := store.CreateRetryRun(ctx, src.ID, ledger.RetryRun{Version: v.Version})
+				src, r, err := view.Retry(ctx, store, args[0], version)
 				if err != nil {
 					return err
 				}

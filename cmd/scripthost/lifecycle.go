@@ -11,26 +11,9 @@ import (
 	"time"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/internal/view"
 	"github.com/scripthost/scripthost/ledger"
 )
-
-// eventLine is one lifecycle event as `run --jsonl` and `show --events --json` print
-// it: the keys of the plan event stream (event, time) plus the run it belongs to.
-type eventLine struct {
-	Event      ledger.EventType `json:"event"`
-	Time       time.Time        `json:"time"`
-	Seq        int64            `json:"seq"`
-	RunID      string           `json:"run_id"`
-	Workflow   string           `json:"workflow,omitempty"`
-	Handler    string           `json:"handler,omitempty"`
-	MutationID string           `json:"mutation_id,omitempty"`
-	Data       json.RawMessage  `json:"data,omitempty"`
-}
-
-func lineOf(ev ledger.LifecycleEvent, run scripthost.Run) eventLine {
-	return eventLine{Event: ev.Type, Time: ev.At, Seq: ev.Seq, RunID: ev.RunID, Workflow: run.Workflow,
-		Handler: run.Handler, MutationID: ev.MutationID, Data: ev.Data}
-}
 
 // eventStream writes the lifecycle events appended after it started as JSON lines.
 type eventStream struct {
@@ -90,7 +73,7 @@ func (s *eventStream) drain(ctx context.Context) error {
 				run, _ = s.store.Run(ctx, ev.RunID)
 				s.runs[ev.RunID] = run
 			}
-			if err := enc.Encode(lineOf(ev, run)); err != nil {
+			if err := enc.Encode(view.LineOf(ev, run)); err != nil {
 				return err
 			}
 			s.after = ev.Seq
@@ -111,7 +94,7 @@ func printEvents(w io.Writer, run scripthost.Run, evs []ledger.LifecycleEvent, a
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		for _, ev := range evs {
-			if err := enc.Encode(lineOf(ev, run)); err != nil {
+			if err := enc.Encode(view.LineOf(ev, run)); err != nil {
 				return err
 			}
 		}

@@ -9,13 +9,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +26,7 @@ import (
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/ledger/postgres"
 	"github.com/scripthost/scripthost/ledger/sqlite"
+	"github.com/scripthost/scripthost/observe"
 )
 
 // globals are the flags and streams every subcommand shares.
@@ -33,6 +37,20 @@ type globals struct {
 	Stdin          io.Reader
 	Stdout         io.Writer
 	Stderr         io.Writer
+	// LogFormat is text or json (--log-format).
+	LogFormat string
+	// observer, when set, sees the ledger's commits and the host's runs (serve).
+	observer atomic.Pointer[observe.Observer]
+}
+
+// logger returns the logger every command writes its log lines with, to stderr in
+// the --log-format chosen.
+func (g *globals) logger(level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if g.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(g.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(g.Stderr, opts))
 }
 
 // ledgerFiles are the ledger's files, which commands must not see even when the
@@ -73,7 +91,11 @@ func (g *globals) createStore(ctx context.Context, hostLock bool) (ledger.Store,
 	if g.shared() {
 		return postgres.Open(ctx, g.DBPath, postgres.Options{})
 	}
-	return sqlite.Open(ctx, g.DBPath, sqlite.Options{HostLock: hostLock})
+	return sqlite.Open(ctx, g.DBPath, sqlite.Options{HostLock: hostLock, OnCommit: func(writes int, took time.Duration) {
+		if o := g.observer.Load(); o != nil {
+			o.OnCommit(writes, took)
+		}
+	}})
 }
 
 // shared reports whether --db names a database several hosts share.
@@ -119,10 +141,17 @@ func newRoot(g *globals) *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.DBPath, "db", defaultDB(),
 		"ledger: an SQLite file, or a postgres:// URL shared by several hosts (default $"+dbEnv+", else ./scripthost.db)")
+	root.PersistentFlags().StringVar(&g.LogFormat, "log-format", "text", "log lines on stderr as text or json")
 	root.PersistentFlags().BoolVar(&g.UnsafeCommands, "unsafe-commands", false, "run allowlisted commands without an OS sandbox when bubblewrap is not available (they can then read any file the host can)")
 	root.Version = version()
 	root.SetVersionTemplate("scripthost {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err, c} })
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if g.LogFormat != "text" && g.LogFormat != "json" {
+			return usageError{fmt.Errorf("--log-format %q: want text or json", g.LogFormat), c}
+		}
+		return nil
+	}
 	for _, add := range commands {
 		root.AddCommand(add(g))
 	}

@@ -112,7 +112,12 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 		level = slog.LevelDebug
 	}
 	redactor := hostfuncs.NewRedactor()
-	logger := slog.New(slog.NewTextHandler(g.Stderr, &slog.HandlerOptions{Level: level}))
+	logger := g.logger(level)
+	obs := g.observer.Load()
+	var observer runtime.Observer
+	if obs != nil {
+		observer = obs
+	}
 	h, err := host.New(ctx, store, host.Options{
 		Workspace:   workspace,
 		Commands:    programs(allow),
@@ -123,6 +128,7 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 		Redactor:    redactor,
 		Failpoint:   failpoint,
 		Lease:       lease,
+		Observer:    observer,
 		// The ledger's own files stay out of the command sandbox.
 		CommandOptions: command.Config{Unsafe: g.UnsafeCommands, Hide: g.ledgerFiles()},
 		OnConsole: func(run scripthost.Run, lines []sandbox.ConsoleLine) {
@@ -150,6 +156,9 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 		}
 	}
 	wrapToolFailpoints(h.Tools())
+	if obs != nil {
+		obs.WrapTools(h.Tools())
+	}
 	return h, store, nil
 }
 

@@ -158,11 +158,15 @@ func TestSharedLedgerKillOneHost(t *testing.T) {
 	svc := fakesvc.New()
 	defer svc.Close()
 	svc.SetLatency(10 * time.Millisecond)
-	// Enough work that every cycle finds a charge to make.
-	charges := 10*cycles + 10
+	// Enough work that every cycle finds a charge to make: a cycle costs the
+	// survivor a lease expiry, so about 1.3 charges are made per cycle.
+	charges := 4*cycles + 10
 	// Calls time out within the lease TTL, as a shared ledger requires.
 	const ttl = "1s"
 	e := newSharedEnv(t, svc, "tools.json", charges, "500ms")
+	// One invocation may make at most 1000 tool calls: seed in runs of 500, so
+	// that any number of cycles can be asked for.
+	seedInChunks(t, e.wf, 500)
 	bin := crashBinary(t)
 
 	hosts := []*child{startShared(t, bin, e, "host-0", "", ttl), startShared(t, bin, e, "host-1", "", ttl)}

@@ -19,7 +19,7 @@ const (
 )
 
 // Tools opens the workspace rooted at root and returns its tools: Files.list,
-// Files.read, Files.write, Files.move, Files.delete for workflows and plan.file_read,
+// Files.read, Files.write, Files.modify, Files.move, Files.delete for workflows and plan.file_read,
 // plan.file_write, plan.file_create, plan.file_search, plan.file_glob for plans.
 func Tools(root string) ([]*hostfuncs.Tool, error) {
 	w, err := New(root)
@@ -33,7 +33,7 @@ func Tools(root string) ([]*hostfuncs.Tool, error) {
 func (w *Workspace) Tools() []*hostfuncs.Tool {
 	return []*hostfuncs.Tool{
 		w.listTool(), w.readTool(FilesNamespace, "read"), w.writeTool(FilesNamespace, "write"),
-		w.moveTool(), w.deleteTool(),
+		w.moveTool(), w.deleteTool(), w.modifyTool(),
 		w.readTool(PlanNamespace, "file_read"), w.writeTool(PlanNamespace, "file_write"),
 		w.createTool(), w.searchTool(), w.globTool(),
 	}

@@ -213,7 +213,7 @@ func TestReadOnlyPredicates(t *testing.T) {
 	w, _ := newWS(t)
 	want := map[string]scripthost.Operation{
 		"Files.list": scripthost.OpRead, "Files.read": scripthost.OpRead,
-		"Files.write": scripthost.OpMutate, "Files.move": scripthost.OpMutate, "Files.delete": scripthost.OpMutate,
+		"Files.write": scripthost.OpMutate, "Files.move": scripthost.OpMutate, "Files.delete": scripthost.OpMutate, "Files.modify": scripthost.OpMutate,
 		"plan.file_read": scripthost.OpRead, "plan.file_search": scripthost.OpRead, "plan.file_glob": scripthost.OpRead,
 		"plan.file_write": scripthost.OpMutate, "plan.file_create": scripthost.OpMutate,
 	}

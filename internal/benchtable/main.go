@@ -38,11 +38,28 @@ var rows = []row{
 	{"durable mutation, 16 concurrent runs (≥ 8,000/s)", "sqlite", "BenchmarkMutation/runs=16", "mutations/s", true, 8000},
 	{"end-to-end consumer run, sequential (≥ 600/s)", "runtime", "BenchmarkConsumerRun/workflows=1", "runs/s", true, 600},
 	{"end-to-end consumer run, 16 workflows (≥ 2,000/s)", "runtime", "BenchmarkConsumerRun/workflows=16", "runs/s", true, 2000},
+	{"PostgreSQL durable mutations, 1 host × 16 runs, vs SQLite × 16", "postgres", "BenchmarkMutation/hosts=1", "mutations/s", true, 0},
+	{"PostgreSQL durable mutations, 4 hosts × 16 runs, vs SQLite × 16", "postgres", "BenchmarkMutation/hosts=4", "mutations/s", true, 0},
+	{"PostgreSQL consumer runs, 1 host × 16 runs, vs SQLite × 16", "runtime", "BenchmarkHosts/postgres/hosts=1", "runs/s", true, 0},
+	{"PostgreSQL consumer runs, 4 hosts × 16 runs, vs SQLite × 16", "runtime", "BenchmarkHosts/postgres/hosts=4", "runs/s", true, 0},
+	{"agent step, model answering at once (ns/step ≤ 5 ms), vs one turn record", "agent", "BenchmarkAgentStep", "ns/step", false, 0},
+	{"agent read-only tool dispatch (ns/call ≤ 1 ms), vs a direct call", "agent", "BenchmarkAgentToolDispatch", "ns/call", false, 0},
+	{"agent turn with a durable file write, vs the write alone", "agent", "BenchmarkAgentDurableTurn", "ns/turn", false, 0},
 	{"end-to-end consumer run vs DBOS 1-step workflow, SQLite FULL, sequential", "bench", "BenchmarkDBOS/workflows=1", "ns/run", false, 1 / 3.5},
 	{"end-to-end consumer run vs DBOS 1-step workflow, SQLite FULL, 16 at once", "bench", "BenchmarkDBOS/workflows=16", "ns/run", false, 1 / 3.5},
 	{"code index of this repository from scratch, vs reading and hashing it (≤ 10 s)", "codegraph", "BenchmarkIndexRepo", "ns/index", false, 0},
 	{"code index refresh of one changed file, vs parsing it (≤ 50 ms)", "codegraph", "BenchmarkRefreshOneFile", "ns/refresh", false, 0},
 	{"symbol query, vs the smallest SQLite query (≤ 5 ms)", "codegraph", "BenchmarkSymbolQuery", "ns/query", false, 0},
+}
+
+// against sets rate rows against another benchmark of the same run (row key →
+// "pkg/Name/side"): the ratio is the row's rate over the other's. They report, with
+// no target: PostgreSQL pays a network round trip and a WAL flush per commit.
+var against = map[string]string{
+	"postgres/BenchmarkMutation/hosts=1":      "sqlite/BenchmarkMutation/runs=16/scripthost",
+	"postgres/BenchmarkMutation/hosts=4":      "sqlite/BenchmarkMutation/runs=16/scripthost",
+	"runtime/BenchmarkHosts/postgres/hosts=1": "runtime/BenchmarkHosts/sqlite/hosts=1",
+	"runtime/BenchmarkHosts/postgres/hosts=4": "runtime/BenchmarkHosts/sqlite/hosts=1",
 }
 
 // absolute holds targets on the subject's own time per unit, in ns.
@@ -52,10 +69,16 @@ var absolute = map[string]float64{
 	"codegraph/BenchmarkIndexRepo":      10e9,
 	"codegraph/BenchmarkRefreshOneFile": 50e6,
 	"codegraph/BenchmarkSymbolQuery":    5e6,
+	"agent/BenchmarkAgentStep":          5e6,
+	"agent/BenchmarkAgentToolDispatch":  1e6,
 }
 
 // result is what one benchmark line reported: metric → value.
 type result map[string]float64
+
+// skipKey is where read files the reason a benchmark gave for skipping itself (as
+// "--- SKIP: BenchmarkName: reason" on stdout; go test prints no skip in bench mode).
+const skipKey = "skip: "
 
 func main() {
 	results, failed, err := read(os.Stdin, os.Stdout)
@@ -75,6 +98,7 @@ func main() {
 // keyed by "pkg/Name/side" with the -N suffix removed.
 func read(in io.Reader, echo io.Writer) (map[string]result, bool, error) {
 	results := map[string]result{}
+	skips := map[string]string{}
 	failed := false
 	pkg := ""
 	sc := bufio.NewScanner(in)
@@ -84,6 +108,12 @@ func read(in io.Reader, echo io.Writer) (map[string]result, bool, error) {
 		fmt.Fprintln(echo, line)
 		if strings.HasPrefix(line, "FAIL") || strings.HasPrefix(line, "--- FAIL") || strings.HasPrefix(line, "panic:") {
 			failed = true
+		}
+		if rest, ok := strings.CutPrefix(line, "--- SKIP: Benchmark"); ok {
+			if name, reason, ok := strings.Cut(rest, ": "); ok {
+				skips[pkg+"/Benchmark"+name] = reason
+			}
+			continue
 		}
 		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
 			pkg = p[strings.LastIndex(p, "/")+1:]
@@ -109,6 +139,11 @@ func read(in io.Reader, echo io.Writer) (map[string]result, bool, error) {
 		}
 		results[pkg+"/"+name] = r
 	}
+	for name, reason := range skips {
+		if _, ran := results[name]; !ran {
+			results[skipKey+name] = result{reason: 0}
+		}
+	}
 	return results, failed, sc.Err()
 }
 
@@ -123,8 +158,16 @@ func table(results map[string]result) string {
 		if !ok {
 			subj, ok = results[key]
 		}
+		other := against[key]
+		if other != "" {
+			ref = results[other]
+		}
 		if !ok {
-			fmt.Fprintf(&sb, "| %s | not run | | | | |\n", r.work)
+			why := ""
+			for reason := range results[skipKey+key] {
+				why = ": " + reason
+			}
+			fmt.Fprintf(&sb, "| %s | not run%s | | | | |\n", r.work, why)
 			continue
 		}
 		ns := subj[r.unit]
@@ -134,6 +177,9 @@ func table(results map[string]result) string {
 		cell := func(res result) string {
 			if res == nil {
 				return "—"
+			}
+			if other != "" {
+				return fmt.Sprintf("%.0f %s", res[r.unit], r.unit)
 			}
 			u := nsUnit(res)
 			if r.unit == "ns/op" {
@@ -146,6 +192,11 @@ func table(results map[string]result) string {
 			ratio = fmt.Sprintf("%.2f×", x)
 		}
 		switch {
+		case other != "":
+			rate := subj[r.unit]
+			if refRate := ref[r.unit]; refRate > 0 {
+				ratio = fmt.Sprintf("%.2f×", rate/refRate)
+			}
 		case r.rate:
 			rate := subj[r.unit]
 			target = fmt.Sprintf("≥ %.0f %s", r.limit, r.unit)

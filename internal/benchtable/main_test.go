@@ -37,6 +37,31 @@ func TestTable(t *testing.T) {
 	}
 }
 
+// TestTableAgainst: a PostgreSQL row is set against SQLite's rate from another
+// package of the same run, and a skipped one says why.
+func TestTableAgainst(t *testing.T) {
+	const out = `pkg: github.com/scripthost/scripthost/ledger/sqlite
+BenchmarkMutation/runs=16/scripthost-2   	  5000	  100000 ns/op	  100000 ns/mutation	  10000 mutations/s	  0.9 x_ref
+pkg: github.com/scripthost/scripthost/ledger/postgres
+BenchmarkMutation/hosts=1-2   	  2000	  400000 ns/op	  2500 mutations/s
+pkg: github.com/scripthost/scripthost/runtime
+--- SKIP: BenchmarkHosts/postgres/hosts=4: PostgreSQL tests skipped: no server
+`
+	results, failed, err := read(strings.NewReader(out), io.Discard)
+	if err != nil || failed {
+		t.Fatalf("read: failed %v, err %v", failed, err)
+	}
+	got := table(results)
+	for _, want := range []string{
+		"| PostgreSQL durable mutations, 1 host × 16 runs, vs SQLite × 16 | 2500 mutations/s | 10000 mutations/s | 0.25× | — | — |",
+		"| PostgreSQL consumer runs, 4 hosts × 16 runs, vs SQLite × 16 | not run: PostgreSQL tests skipped: no server |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q; got\n%s", want, got)
+		}
+	}
+}
+
 func TestReadFailure(t *testing.T) {
 	_, failed, _ := read(strings.NewReader("--- FAIL: BenchmarkX\nFAIL\tpkg\t1s\n"), io.Discard)
 	if !failed {

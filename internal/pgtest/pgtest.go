@@ -60,6 +60,10 @@ func Available() (string, bool) {
 func URL(t testing.TB) string {
 	t.Helper()
 	if msg, ok := Available(); !ok {
+		if _, bench := t.(*testing.B); bench {
+			// go test -bench prints no skips: say it, in the form benchtable reads.
+			fmt.Printf("--- SKIP: %s: %s\n", t.Name(), msg)
+		}
 		t.Skip(msg)
 	}
 	name := "scripthost_test_" + randomHex(6)

@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"ReconcileQueries", testReconcileQueries},
 		{"Concurrency", testConcurrency},
 		{"LifecycleEvents", testLifecycleEvents},
+		{"AgentSessions", testAgentSessions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,6 +60,10 @@ type Options struct {
 	// mutation's outcome, a run's commit) are durable against a process crash at once
 	// and against a power cut with the next commit that waits for the disk.
 	SyncEveryCommit bool
+	// OnCommit, when set, is called after every committed write transaction with the
+	// number of writes it carried (group commit batches several) and how long it took
+	// from its start to the end of its commit (metrics).
+	OnCommit func(writes int, took time.Duration)
 }
 
 func (o Options) withDefaults() Options {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -102,6 +103,7 @@ func (s *Store) writeOne(ctx context.Context, req *writeReq) error {
 }
 
 func (s *Store) runTx(ctx context.Context, req *writeReq) error {
+	start := time.Now()
 	conn, tx, err := s.begin(ctx, !req.redo)
 	if err != nil {
 		return err
@@ -114,7 +116,7 @@ func (s *Store) runTx(ctx context.Context, req *writeReq) error {
 	if err := tx.Commit(); err != nil {
 		return s.dbErr("commit", err)
 	}
-	s.count(1, !req.redo)
+	s.count(1, !req.redo, start)
 	return nil
 }
 
@@ -168,7 +170,10 @@ type writeCounters struct {
 }
 
 // count records one committed transaction carrying writes writes.
-func (s *Store) count(writes int, durable bool) {
+func (s *Store) count(writes int, durable bool, start time.Time) {
+	if s.opts.OnCommit != nil {
+		s.opts.OnCommit(writes, time.Since(start))
+	}
 	c := &s.stats
 	c.writes.Add(int64(writes))
 	c.commits.Add(1)
@@ -211,6 +216,7 @@ func (s *Store) commit() {
 
 // runBatch runs a batch of writes in one transaction and answers each caller.
 func (s *Store) runBatch(batch []*writeReq) {
+	start := time.Now()
 	results := make([]error, len(batch))
 	defer func() {
 		for i, r := range batch {
@@ -242,7 +248,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 	if len(batch) == 1 {
 		if results[0] = s.runOne(ctx, tx, batch[0]); results[0] == nil {
 			if results[0] = s.dbErr("commit", tx.Commit()); results[0] == nil {
-				s.count(1, durable)
+				s.count(1, durable, start)
 			}
 		}
 		return
@@ -276,7 +282,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 					n++
 				}
 			}
-			s.count(n, durable)
+			s.count(n, durable, start)
 		}
 	}
 }

@@ -8,26 +8,29 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dop251/goja"
+
 	"github.com/scripthost/scripthost/sandbox"
 )
 
-// The memory watcher is an approximation: goja allocates on the shared Go heap and
-// Go cannot say which goroutine allocated what. While invocations run, one goroutine
-// samples the heap every watchPeriod. It looks at the live heap as of the last
-// garbage collection, so that garbage is not mistaken for growth, and forces a
-// collection when more than the smallest running budget has been allocated since the
-// last one, so that growth is seen before it is far past a budget. Each change of the
-// live heap is charged in equal shares to the invocations that were running script
-// code at the time (not waiting in a tool call). An invocation whose charge passes its
-// MemoryBytes budget is interrupted with a "memory" LimitError; when several pass it at
-// once, only the one with the largest charge is, and the whole sample is charged to it.
-// In effect the budgets of the scripts running together are pooled: n scripts running
-// side by side may together grow the heap by about n budgets before one is stopped. Two scripts that run side by side for their whole lives are charged
-// alike, so a long-running script next to a memory hog with the same budget may be
-// interrupted too; memory other parts of the process retain while scripts run is
-// charged to the scripts. A single huge allocation inside a built-in cannot be
-// interrupted until it returns, which is why the one-shot allocating built-ins are
-// guarded before they allocate (see prelude.js).
+// The memory watcher is an approximation (limitStrings, below, is the exact part):
+// goja allocates on the shared Go heap and Go cannot say which goroutine allocated
+// what. While invocations run, one goroutine samples the heap every watchPeriod. It
+// looks at the live heap as of the last garbage collection, so that garbage is not
+// mistaken for growth, and forces a collection when more than the smallest running
+// budget has been allocated since the last one, so that growth is seen before it is
+// far past a budget. Each change of the live heap is charged in equal shares to the
+// invocations that were running script code at the time (not waiting in a tool call).
+// An invocation whose charge passes its MemoryBytes budget is interrupted with a
+// "memory" LimitError; when several pass it at once, only the one with the largest
+// charge is, and the whole sample is charged to it. In effect the budgets of the
+// scripts running together are pooled: n scripts running side by side may together
+// grow the heap by about n budgets before one is stopped. Two scripts that run side by
+// side for their whole lives are charged alike, so a long-running script next to a
+// memory hog with the same budget may be interrupted too; memory other parts of the
+// process retain while scripts run is charged to the scripts. A single huge allocation
+// inside a built-in cannot be interrupted until it returns, which is why the one-shot
+// allocating built-ins are guarded before they allocate (see prelude.js).
 const watchPeriod = time.Millisecond
 
 const (
@@ -197,4 +200,21 @@ func kill(e *memEntry) {
 	if e != nil {
 		e.abort(&sandbox.LimitError{Limit: "memory", Detail: e.detail})
 	}
+}
+
+// limitStrings refuses, before it allocates, a string built by +, += or a template
+// literal that is longer than a quarter of the budget in UTF-16 code units (half the
+// budget in bytes for a string outside Latin-1, a quarter for ASCII): the invocation
+// is interrupted with a "memory" LimitError. The watcher only sees an allocation after
+// it happened, and a concatenation doubles a string in one step, so a string-doubling
+// script would be seen at a budget's worth of strings only once its next doubling, to
+// twice that, had been made. With this limit the strings such a script builds, and
+// keeps, total at most the budget. The built-ins that build a string in one call are
+// guarded in prelude.js.
+func limitStrings(vm *goja.Runtime, budget int64, abort func(error)) {
+	limit := budget / 4
+	vm.SetMaxStringLength(int(limit), func(n int) {
+		abort(&sandbox.LimitError{Limit: "memory",
+			Detail: fmt.Sprintf("a string of %d characters exceeds the memory budget of %d MiB (at most %d characters)", n, budget>>20, limit)})
+	})
 }

@@ -33,14 +33,13 @@ var conformanceExports = map[string]string{
 }
 
 func TestConformance(t *testing.T) {
-	runConformance(t, "conformance.wasm", buildGuest(t, conformanceDir), nil)
+	runConformance(t, "conformance.wasm", buildGuest(t, conformanceDir))
 }
 
 // TestRustConformance runs the suite against the guest built with the Rust SDK
 // (committed beside its sources; cmd/scripthost checks it is current).
 func TestRustConformance(t *testing.T) {
-	runConformance(t, "conformance-rust.wasm", committedModule(t, rustConformance),
-		map[string]string{sandboxtest.Recursion: rustRecursion})
+	runConformance(t, "conformance-rust.wasm", committedModule(t, rustConformance))
 }
 
 const (
@@ -52,19 +51,8 @@ const (
 // AssemblyScript SDK (committed beside its sources; cmd/scripthost checks it is
 // current).
 func TestAssemblyScriptConformance(t *testing.T) {
-	runConformance(t, "conformance-assemblyscript.wasm", committedModule(t, ascConformance),
-		map[string]string{sandboxtest.Recursion: "AssemblyScript: " + localsRecursion})
+	runConformance(t, "conformance-assemblyscript.wasm", committedModule(t, ascConformance))
 }
-
-// Why the Rust and AssemblyScript guests skip Recursion: neither compiler bounds the
-// stack itself (as the Go runtime does), so unbounded recursion ends only at the
-// host's call-stack ceiling.
-const (
-	localsRecursion = "recursion in wasm locals reaches the host's 400 MB call-stack ceiling " +
-		"only after seconds, past the suite's 2s timeout (it does end as a stack limit error)"
-	rustRecursion = "rustc has no stack-overflow check on wasm32: recursion in linear memory " +
-		"traps out of bounds, and " + localsRecursion
-)
 
 func committedModule(t testing.TB, path string) []byte {
 	t.Helper()
@@ -75,9 +63,9 @@ func committedModule(t testing.TB, path string) []byte {
 	return code
 }
 
-// runConformance runs sandboxtest against a guest module; skip maps behaviours the
-// guest's language cannot show to the reason.
-func runConformance(t *testing.T, name string, code []byte, skip map[string]string) {
+// runConformance runs sandboxtest against a guest module: every behaviour, whatever
+// the guest's source language.
+func runConformance(t *testing.T, name string, code []byte) {
 	eng := sharedEngine(t)
 	sandboxtest.Run(t, eng, func(behaviour string) (sandboxtest.Case, bool) {
 		if behaviour == sandboxtest.BadModule {
@@ -87,7 +75,7 @@ func runConformance(t *testing.T, name string, code []byte, skip map[string]stri
 		if !ok {
 			return sandboxtest.Case{}, false
 		}
-		return sandboxtest.Case{Source: sandbox.Source{Name: name, Code: code}, Function: fn, Skip: skip[behaviour]}, true
+		return sandboxtest.Case{Source: sandbox.Source{Name: name, Code: code}, Function: fn}, true
 	})
 }
 

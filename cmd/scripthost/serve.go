@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scripthost/scripthost/host"
+	"github.com/scripthost/scripthost/observe"
+	"github.com/scripthost/scripthost/serve"
+)
+
+func init() { commands = append(commands, newServeCmd) }
+
+type serveFlags struct {
+	runFlags
+	listen      string
+	token       string
+	tokenFile   string
+	tlsCert     string
+	tlsKey      string
+	allowRemote bool
+	grace       time.Duration
+	slowCall    time.Duration
+}
+
+// serveTokenEnv names the variable that gives serve its token.
+const serveTokenEnv = "SCRIPTHOST_TOKEN"
+
+func newServeCmd(g *globals) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve [--listen ADDR] [WORKFLOW...]",
+		Short: "Run workflows and serve the HTTP API, the web UI and the metrics",
+		Long: `Run the workflows given (as run does, until stopped) and serve, in the same process,
+the JSON API (docs/openapi.yaml), the web UI at / and Prometheus metrics at /metrics.
+Without workflows it serves the ledger only (inspect, resolve, pause, retry).
+
+Every API and metrics request needs the bearer token: --token, else the file
+--token-file names, else $` + serveTokenEnv + `, else the token kept beside the ledger
+(DB.token), which the first start generates and prints.
+
+A non-loopback --listen needs TLS (--tls-cert, --tls-key) or --allow-remote.
+SIGTERM or Ctrl-C stop claiming new work, let the phases under way finish for up to
+--grace, then exit 0; a phase cut short is picked up by the next start.
+
+Traces are exported over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT (or
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return serveCmd(cmd.Context(), g, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:7433", "address to serve on")
+	fl.StringVar(&f.token, "token", "", "the bearer token (default: --token-file, $"+serveTokenEnv+", or DB.token)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "read the bearer token from this file")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "the certificate's private key (PEM)")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "listen on a non-loopback address without TLS")
+	fl.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGTERM, how long running phases may take to finish")
+	fl.DurationVar(&f.slowCall, "slow-call", 5*time.Second, "log a tool call that takes longer than this (0: never)")
+	fl.StringVar(&f.workspace, "workspace", "", "directory the Files.* tools are confined to (default: the first workflow's directory)")
+	fl.StringVar(&f.tools, "tools", "", "HTTP tools declared in a JSON or YAML file")
+	fl.DurationVar(&f.poll, "poll", 250*time.Millisecond, "how often to look for work when idle")
+	fl.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit of one handler invocation (default 5s)")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every tool call and mutation to stderr")
+	fl.StringSliceVar(&f.allow, "allow", nil, "programs plan.run_command may run (repeatable; none by default)")
+	fl.IntVar(&f.reconcile.MaxAttempts, "reconcile-attempts", 5, "reconcile attempts for an uncertain mutation before a person must resolve it")
+	fl.DurationVar(&f.reconcile.BaseDelay, "reconcile-delay", time.Second, "wait after the first undecided reconcile attempt (doubles each time)")
+	fl.DurationVar(&f.reconcile.MaxDelay, "reconcile-max-delay", 5*time.Minute, "longest wait between reconcile attempts")
+	fl.IntVar(&f.concurrency, "concurrency", 0, "most runs driven at once, across every workflow (0: 4 per CPU, at least 8)")
+	fl.StringVar(&f.lease.Owner, "host-id", "", "this host's name in the leases of a shared (postgres://) ledger")
+	fl.DurationVar(&f.lease.TTL, "lease-ttl", 15*time.Second, "shared ledger: how long a dead host's workflows wait before another host takes them over")
+	return cmd
+}
+
+func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) error {
+	tlsOn := f.tlsCert != "" || f.tlsKey != ""
+	if tlsOn && (f.tlsCert == "" || f.tlsKey == "") {
+		return usagef("--tls-cert and --tls-key go together")
+	}
+	if _, _, err := net.SplitHostPort(f.listen); err != nil {
+		return usagef("--listen %q: want HOST:PORT (e.g. 127.0.0.1:7433)", f.listen)
+	}
+	if !serve.Loopback(f.listen) && !tlsOn && !f.allowRemote {
+		return usagef("--listen %s accepts connections from other machines: serve it with TLS (--tls-cert, --tls-key) or pass --allow-remote", f.listen)
+	}
+	if f.grace < 0 || f.lease.TTL <= 0 {
+		return usagef("--grace must be 0 or more and --lease-ttl positive")
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return usagef("workflow %s: %v", p, errors.Unwrap(err))
+		}
+		if _, err := langOf(p); err != nil {
+			return usageError{err: err}
+		}
+	}
+	token, err := serveToken(g, f)
+	if err != nil {
+		return err
+	}
+	logger := g.logger(logLevel(f.verbose))
+	// Traces go out over OTLP when the standard variables ask for it.
+	opts := observe.Options{Logger: logger, SlowCall: f.slowCall}
+	if f.slowCall == 0 {
+		opts.SlowCall = -1
+	}
+	if observe.TracingConfigured() {
+		tp, shutdown, err := observe.OTLP(ctx, "scripthost")
+		if err != nil {
+			return err
+		}
+		defer shutdown(context.WithoutCancel(ctx))
+		opts.Tracer = tp
+	}
+	obs := observe.New(opts)
+	g.observer.Store(obs)
+	ws := f.workspace
+	if ws == "" && len(paths) > 0 {
+		ws = filepath.Dir(paths[0])
+	}
+	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile, f.concurrency, f.lease, g.Stdout)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	defer h.Close(context.WithoutCancel(ctx))
+	for _, p := range paths {
+		v, err := h.Load(ctx, p, host.LoadOptions{})
+		if err != nil {
+			return err
+		}
+		logger.Info("workflow loaded", "workflow", v.Workflow, "version", v.Version, "path", p)
+	}
+	srv, err := serve.New(serve.Config{Store: store, Token: token, Metrics: obs.Handler(), Wake: h.Runtime().Wake, Logger: logger})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	scheme := "http"
+	if tlsOn {
+		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			ln.Close()
+			return usagef("--tls-cert/--tls-key: %v", err)
+		}
+		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, hs.TLSConfig)
+		scheme = "https"
+	}
+	fmt.Fprintf(g.Stderr, "serving on %s://%s\n", scheme, ln.Addr())
+
+	// The host runs with a context of its own: a signal stops it claiming work, and
+	// only the end of the grace period cancels what is under way.
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRun()
+	if err := obs.Follow(runCtx, store, f.poll); err != nil {
+		return err
+	}
+	stop := make(chan struct{})
+	ran := make(chan error, 1)
+	go func() { ran <- h.RunUntil(runCtx, stop, f.poll) }()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	var runErr error
+	running := true
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			if !running {
+				break wait
+			}
+			logger.Info("stopping: no new work; waiting for the phases under way", "grace", f.grace)
+			close(stop)
+			grace := time.NewTimer(f.grace)
+			select {
+			case runErr = <-ran:
+				grace.Stop()
+			case <-grace.C:
+				logger.Warn("grace period over: cancelling what is left; the next start picks it up")
+				cancelRun()
+				runErr = <-ran
+			}
+			break wait
+		case runErr = <-ran:
+			// Without workflows the host has nothing to run: serve the ledger alone.
+			running = false
+			if runErr != nil {
+				break wait
+			}
+		case err := <-served:
+			close(stop)
+			cancelRun()
+			if running {
+				<-ran
+			}
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutCtx); err != nil {
+		logger.Warn("closing HTTP connections", "err", err)
+	}
+	if runErr != nil {
+		return runErr
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+func logLevel(verbose bool) slog.Level {
+	if verbose {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
+}
+
+// serveToken finds the bearer token: --token, --token-file, $SCRIPTHOST_TOKEN, else
+// the file beside the ledger, generated (and printed) when it does not exist yet.
+func serveToken(g *globals, f serveFlags) (string, error) {
+	check := func(from, t string) (string, error) {
+		t = strings.TrimSpace(t)
+		if len(t) < 16 {
+			return "", usagef("the token from %s is too short: use at least 16 characters", from)
+		}
+		return t, nil
+	}
+	switch {
+	case f.token != "":
+		return check("--token", f.token)
+	case f.tokenFile != "":
+		b, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return "", usagef("--token-file: %v", err)
+		}
+		return check("--token-file "+f.tokenFile, string(b))
+	case os.Getenv(serveTokenEnv) != "":
+		return check("$"+serveTokenEnv, os.Getenv(serveTokenEnv))
+	}
+	path, err := tokenPath(g)
+	if err != nil {
+		return "", err
+	}
+	if b, err := os.ReadFile(path); err == nil {
+		return check(path, string(b))
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("serve: token: %w", err)
+	}
+	t, err := serve.NewToken()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("serve: token: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("serve: token: %w", err)
+	}
+	fmt.Fprintf(g.Stderr, "generated a bearer token, saved in %s (log in with it):\n%s\n", path, t)
+	return t, nil
+}
+
+// tokenPath is where serve keeps its generated token: beside an SQLite ledger, in
+// the user's configuration directory for a PostgreSQL one.
+func tokenPath(g *globals) (string, error) {
+	if !g.shared() {
+		return g.DBPath + ".token", nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", usagef("no place for a generated token (%v): give --token or --token-file", err)
+	}
+	return filepath.Join(dir, "scripthost", "serve.token"), nil
+}

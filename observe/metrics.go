@@ -1,0 +1,182 @@
+// Package observe makes a host observable: Prometheus metrics, OpenTelemetry traces and
+// a log line for slow tool calls. It plugs into the runtime through runtime.Observer,
+// into the tools by wrapping their Execute functions, and reads run outcomes from the
+// ledger's lifecycle log, so the runtime itself has no metric or span calls.
+package observe
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// metrics are the host's Prometheus collectors.
+type metrics struct {
+	runsStarted   *prometheus.CounterVec
+	runsCommitted *prometheus.CounterVec
+	runsFailed    *prometheus.CounterVec
+	phaseSeconds  *prometheus.HistogramVec
+	toolSeconds   *prometheus.HistogramVec
+	mutations     *prometheus.CounterVec
+	reconciles    *prometheus.CounterVec
+	commitSeconds prometheus.Histogram
+	commitBatch   prometheus.Histogram
+}
+
+func newMetrics(reg *prometheus.Registry, indeterminate func() float64) *metrics {
+	wh := []string{"workflow", "handler"}
+	m := &metrics{
+		runsStarted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "scripthost_runs_started_total",
+			Help: "Runs that started their first phase."}, wh),
+		runsCommitted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "scripthost_runs_committed_total",
+			Help: "Runs that committed."}, wh),
+		runsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "scripthost_runs_failed_total",
+			Help: "Phase failures of runs, by error class."}, append(wh, "class")),
+		phaseSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "scripthost_phase_duration_seconds",
+			Help: "Time spent in one invocation of a phase or hook function.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)},
+			append(wh, "phase")),
+		toolSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "scripthost_tool_call_duration_seconds",
+			Help: "Time spent in one tool call.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)}, []string{"tool", "outcome"}),
+		mutations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "scripthost_mutations_total",
+			Help: "Mutation outcomes (applied, failed, needs_reconcile, indeterminate, and resolutions)."}, []string{"tool", "outcome"}),
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "scripthost_reconcile_attempts_total",
+			Help: "Reconcile attempts of uncertain mutations, by what they found."}, []string{"outcome"}),
+		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "scripthost_ledger_commit_duration_seconds",
+			Help: "Time from the start of a ledger write transaction to the end of its commit.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9)}),
+		commitBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "scripthost_ledger_commit_batch_size",
+			Help: "Writes carried by one ledger commit (group commit).", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}}),
+	}
+	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scripthost_mutations_indeterminate",
+		Help: "Mutations whose outcome is unknown and that wait for a person."}, indeterminate)
+	reg.MustRegister(m.runsStarted, m.runsCommitted, m.runsFailed, m.phaseSeconds, m.toolSeconds, m.mutations,
+		m.reconciles, m.commitSeconds, m.commitBatch, gauge,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// follower reads the lifecycle log from where it was and counts run outcomes.
+type follower struct {
+	store  ledger.Store
+	m      *metrics
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	after int64
+	runs  map[string]scripthost.Run // run id → run, for its labels
+}
+
+// start follows store, skipping what its log already holds: counters count what
+// this process sees.
+func (f *follower) start(ctx context.Context, store ledger.Store) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.store = store
+	for {
+		evs, err := f.store.LifecycleEvents(ctx, ledger.LifecycleFilter{AfterSeq: f.after, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return nil
+		}
+		f.after = evs[len(evs)-1].Seq
+	}
+}
+
+// poll counts every lifecycle event appended since the last poll.
+func (f *follower) poll(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.store == nil {
+		return nil
+	}
+	for {
+		evs, err := f.store.LifecycleEvents(ctx, ledger.LifecycleFilter{AfterSeq: f.after, Limit: 1000})
+		if err != nil || len(evs) == 0 {
+			return err
+		}
+		for _, ev := range evs {
+			f.count(ctx, ev)
+			f.after = ev.Seq
+		}
+	}
+}
+
+func (f *follower) run(ctx context.Context, id string) scripthost.Run {
+	r, ok := f.runs[id]
+	if !ok {
+		r, _ = f.store.Run(ctx, id)
+		if len(f.runs) > 10000 {
+			clear(f.runs)
+		}
+		f.runs[id] = r
+	}
+	return r
+}
+
+func (f *follower) count(ctx context.Context, ev ledger.LifecycleEvent) {
+	var d struct {
+		Phase   string `json:"phase"`
+		Class   string `json:"class"`
+		Status  string `json:"status"`
+		Outcome string `json:"outcome"`
+		Tool    string `json:"tool"`
+		As      string `json:"as"`
+	}
+	_ = json.Unmarshal(ev.Data, &d)
+	r := f.run(ctx, ev.RunID)
+	switch ev.Type {
+	case ledger.EventPhaseStarted:
+		if d.Phase == string(scripthost.PhasePrepare) || d.Phase == string(scripthost.PhaseProducer) {
+			f.m.runsStarted.WithLabelValues(r.Workflow, r.Handler).Inc()
+		}
+	case ledger.EventCommitted:
+		f.m.runsCommitted.WithLabelValues(r.Workflow, r.Handler).Inc()
+	case ledger.EventPhaseFailed:
+		f.m.runsFailed.WithLabelValues(r.Workflow, r.Handler, d.Class).Inc()
+	case ledger.EventMutationOutcome:
+		f.m.mutations.WithLabelValues(f.tool(ctx, ev), d.Status).Inc()
+	case ledger.EventResolved:
+		f.m.mutations.WithLabelValues(f.tool(ctx, ev), "resolved_"+d.As).Inc()
+	case ledger.EventReconcileAttempt:
+		f.m.reconciles.WithLabelValues(d.Outcome).Inc()
+	}
+}
+
+// tool names the tool of the event's mutation.
+func (f *follower) tool(ctx context.Context, ev ledger.LifecycleEvent) string {
+	if ev.MutationID == "" {
+		return ""
+	}
+	m, err := f.store.Mutation(ctx, ev.MutationID)
+	if err != nil {
+		return ""
+	}
+	return m.Tool()
+}
+
+// indeterminate counts the mutations waiting for a person (-1 when the ledger cannot
+// be read; 0 before Follow).
+func (f *follower) indeterminate() float64 {
+	f.mu.Lock()
+	store := f.store
+	f.mu.Unlock()
+	if store == nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ms, err := store.Mutations(ctx, ledger.MutationFilter{Status: scripthost.MutationIndeterminate})
+	if err != nil {
+		return -1
+	}
+	return float64(len(ms))
+}

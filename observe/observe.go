@@ -1,0 +1,163 @@
+package observe
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// Options configure an Observer. Zero fields take defaults.
+type Options struct {
+	// Tracer makes the spans (default: none are made).
+	Tracer trace.TracerProvider
+	// Logger gets the slow tool call lines (default: discarded).
+	Logger *slog.Logger
+	// SlowCall is how long a tool call may take before it is logged (0: 5s; negative:
+	// never).
+	SlowCall time.Duration
+}
+
+// Observer collects a host's metrics and spans. It implements runtime.Observer.
+type Observer struct {
+	reg    *prometheus.Registry
+	m      *metrics
+	tracer trace.Tracer
+	logger *slog.Logger
+	slow   time.Duration
+	follow *follower
+}
+
+// New returns an Observer. Its run counters and the indeterminate gauge read the
+// ledger once Follow is called.
+func New(opts Options) *Observer {
+	if opts.Tracer == nil {
+		opts.Tracer = noop.NewTracerProvider()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.SlowCall == 0 {
+		opts.SlowCall = 5 * time.Second
+	}
+	reg := prometheus.NewRegistry()
+	f := &follower{logger: opts.Logger, runs: map[string]scripthost.Run{}}
+	f.m = newMetrics(reg, f.indeterminate)
+	return &Observer{reg: reg, m: f.m, tracer: opts.Tracer.Tracer("github.com/scripthost/scripthost"),
+		logger: opts.Logger, slow: opts.SlowCall, follow: f}
+}
+
+// Handler serves the metrics in the Prometheus text format; every scrape first reads
+// the lifecycle log up to its end, so that run counters are current.
+func (o *Observer) Handler() http.Handler {
+	h := promhttp.HandlerFor(o.reg, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := o.follow.poll(r.Context()); err != nil {
+			o.logger.Warn("metrics: reading the lifecycle log", "err", err)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Follow counts the run outcomes store's lifecycle log records from now on, reading
+// it every poll interval until ctx is done.
+func (o *Observer) Follow(ctx context.Context, store ledger.Store, poll time.Duration) error {
+	if err := o.follow.start(ctx, store); err != nil {
+		return err
+	}
+	go func() {
+		t := time.NewTicker(poll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := o.follow.poll(ctx); err != nil && ctx.Err() == nil {
+					o.logger.Warn("metrics: reading the lifecycle log", "err", err)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// OnCommit records one ledger commit (see sqlite.Options.OnCommit).
+func (o *Observer) OnCommit(writes int, took time.Duration) {
+	o.m.commitSeconds.Observe(took.Seconds())
+	o.m.commitBatch.Observe(float64(writes))
+}
+
+// Run starts the span of a run being driven.
+func (o *Observer) Run(ctx context.Context, runID string) (context.Context, func(error)) {
+	ctx, span := o.tracer.Start(ctx, "run", trace.WithAttributes(attribute.String("scripthost.run_id", runID)))
+	return ctx, func(err error) { end(span, err) }
+}
+
+// Phase starts the span of one phase invocation, as a child of its run's, and times it.
+func (o *Observer) Phase(ctx context.Context, run scripthost.Run, phase scripthost.Phase) (context.Context, func(error)) {
+	attrs := []attribute.KeyValue{attribute.String("scripthost.workflow", run.Workflow),
+		attribute.String("scripthost.handler", run.Handler), attribute.String("scripthost.run_id", run.ID)}
+	trace.SpanFromContext(ctx).SetAttributes(attrs...)
+	ctx, span := o.tracer.Start(ctx, "phase "+string(phase),
+		trace.WithAttributes(append(attrs, attribute.String("scripthost.phase", string(phase)))...))
+	start := time.Now()
+	return ctx, func(err error) {
+		o.m.phaseSeconds.WithLabelValues(run.Workflow, run.Handler, string(phase)).Observe(time.Since(start).Seconds())
+		end(span, err)
+	}
+}
+
+// WrapTools times every tool of reg and gives each call a span, a child of the phase
+// that made it; a mutation's span carries its idempotency key. Tools registered later
+// are not wrapped.
+func (o *Observer) WrapTools(reg *hostfuncs.Registry) {
+	for _, t := range reg.Tools() {
+		exec, name := t.Execute, t.Namespace+"."+t.Method
+		if exec == nil {
+			continue
+		}
+		t.Execute = func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			attrs := []attribute.KeyValue{attribute.String("scripthost.tool", name)}
+			key := hostfuncs.IdempotencyKey(ctx)
+			if key != "" {
+				attrs = append(attrs, attribute.String("scripthost.idempotency_key", key))
+			}
+			ctx, span := o.tracer.Start(ctx, "tool "+name, trace.WithAttributes(attrs...))
+			start := time.Now()
+			out, err := exec(ctx, in)
+			took := time.Since(start)
+			outcome := "ok"
+			if err != nil {
+				outcome = string(scripthost.ClassOf(err))
+			}
+			o.m.toolSeconds.WithLabelValues(name, outcome).Observe(took.Seconds())
+			if o.slow > 0 && took >= o.slow {
+				o.logger.Warn("slow tool call", "tool", name, "took", took, "threshold", o.slow,
+					"idempotency_key", key, "outcome", outcome)
+			}
+			end(span, err)
+			return out, err
+		}
+	}
+}
+
+func end(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}

@@ -1,0 +1,32 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/scripthost/scripthost"
+)
+
+// Observer watches runs being driven, for metrics and traces. Each method returns the
+// context the work runs with (a tracer puts its span there, and the tools called
+// inside see it) and a function to call when the work ends, with its error.
+type Observer interface {
+	// Run is called when Drive starts moving a run.
+	Run(ctx context.Context, runID string) (context.Context, func(error))
+	// Phase is called around every invocation of a phase or hook function.
+	Phase(ctx context.Context, run scripthost.Run, phase scripthost.Phase) (context.Context, func(error))
+}
+
+// observe starts a run or phase observation; without an Observer it does nothing.
+func (rt *Runtime) observeRun(ctx context.Context, runID string) (context.Context, func(error)) {
+	if rt.cfg.Observer == nil {
+		return ctx, func(error) {}
+	}
+	return rt.cfg.Observer.Run(ctx, runID)
+}
+
+func (rt *Runtime) observePhase(ctx context.Context, run scripthost.Run, phase scripthost.Phase) (context.Context, func(error)) {
+	if rt.cfg.Observer == nil {
+		return ctx, func(error) {}
+	}
+	return rt.cfg.Observer.Phase(ctx, run, phase)
+}

@@ -1,0 +1,363 @@
+// The scripthost web UI: plain JavaScript over the JSON API (docs/openapi.yaml).
+// Every value from the ledger is set as text, never as HTML.
+"use strict";
+
+const main = document.getElementById("main");
+let timer = null; // the live-update poll of the page shown
+
+// h builds an element: h("td", {class: "mono"}, "text", child, ...).
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+const token = () => sessionStorage.getItem("scripthost.token");
+const operatorName = () => sessionStorage.getItem("scripthost.operator") || "";
+
+async function api(path, opts = {}) {
+  const res = await fetch("/api/v1" + path, {
+    method: opts.method || "GET",
+    headers: { "Authorization": "Bearer " + token(), "Content-Type": "application/json" },
+    body: opts.body ? JSON.stringify(opts.body) : undefined,
+  });
+  const body = await res.json().catch(() => ({ error: res.statusText }));
+  if (res.status === 401) { logout(body.error); throw new Error(body.error); }
+  if (!res.ok) throw new Error(body.error || res.statusText);
+  return body;
+}
+
+function status(s) { return h("span", { class: "status " + s }, s); }
+function time(t) { return t && !t.startsWith("0001") ? new Date(t).toISOString().replace("T", " ").replace("Z", "") : "-"; }
+function runLink(id) { return h("a", { href: "#/run/" + id, class: "mono" }, id); }
+function json(v) { return h("pre", {}, v === undefined ? "" : JSON.stringify(v, null, 2)); }
+function ms(a, b) { const d = new Date(b) - new Date(a); return isNaN(d) ? "-" : d + " ms"; }
+
+function table(headers, rows, attrs) {
+  return h("table", attrs || {},
+    h("thead", {}, h("tr", {}, headers.map((x) => h("th", {}, x)))),
+    h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: headers.length, class: "muted" }, "nothing here"))));
+}
+
+// confirmAction shows the confirmation dialog; extra holds inputs; resolves to true on Confirm.
+function confirmAction(text, extra) {
+  const modal = document.getElementById("modal");
+  document.getElementById("modal-text").textContent = text;
+  const slot = document.getElementById("modal-extra");
+  slot.replaceChildren(...(extra ? [extra] : []));
+  modal.hidden = false;
+  return new Promise((resolve) => {
+    const done = (ok) => { modal.hidden = true; ok_.onclick = cancel.onclick = null; resolve(ok); };
+    const ok_ = document.getElementById("modal-confirm"), cancel = document.getElementById("modal-cancel");
+    ok_.onclick = () => done(true);
+    cancel.onclick = () => done(false);
+  });
+}
+
+function page(title, ...content) {
+  main.replaceChildren(h("h1", {}, title), ...content);
+}
+
+function fail(err) { main.append(h("p", { class: "error", id: "error" }, String(err.message || err))); }
+
+// live re-renders every 2 s while the page stays shown.
+function live(render) {
+  const tick = async () => {
+    try { await render(); } catch (e) { fail(e); }
+  };
+  tick();
+  timer = setInterval(tick, 2000);
+}
+
+// ---- pages ----
+
+function login(message) {
+  document.getElementById("nav").hidden = true;
+  const tok = h("input", { id: "token", type: "password", autocomplete: "off", placeholder: "bearer token" });
+  const who = h("input", { id: "operator", placeholder: "your name (recorded with your actions)", value: operatorName() });
+  const err = h("p", { class: "error" }, message || "");
+  const form = h("form", {
+    onsubmit: async (e) => {
+      e.preventDefault();
+      sessionStorage.setItem("scripthost.token", tok.value.trim());
+      sessionStorage.setItem("scripthost.operator", who.value.trim());
+      try { await api("/workflows"); location.hash = "#/runs"; route(); } catch (x) { err.textContent = x.message; }
+    },
+  }, h("label", {}, "Token", tok), h("label", {}, "Operator", who), h("button", { type: "submit", class: "primary", id: "login" }, "Log in"), err);
+  main.replaceChildren(h("div", { class: "login card" }, h("h1", {}, "Log in"),
+    h("p", { class: "muted" }, "scripthost serve printed the token when it first started (or see --token-file)."), form));
+}
+
+function logout(message) {
+  sessionStorage.removeItem("scripthost.token");
+  location.hash = "#/login";
+  login(message);
+}
+
+function filters(fields, onchange) {
+  const params = new URLSearchParams(location.hash.split("?")[1] || "");
+  const form = h("form", { class: "filters", onsubmit: (e) => { e.preventDefault(); onchange(); } });
+  const inputs = {};
+  for (const [name, options] of fields) {
+    const el = options
+      ? h("select", { name }, h("option", { value: "" }, "any"), options.map((o) => h("option", { value: o }, o)))
+      : h("input", { name, size: 14, placeholder: name === "since" || name === "until" ? "2026-01-02T15:04:05Z" : null });
+    el.value = params.get(name) || "";
+    el.addEventListener("change", onchange);
+    inputs[name] = el;
+    form.append(h("label", {}, name, el));
+  }
+  form.append(h("button", { type: "submit" }, "Filter"));
+  const query = () => {
+    const q = new URLSearchParams();
+    for (const [k, el] of Object.entries(inputs)) if (el.value) q.set(k, el.value);
+    return q.toString();
+  };
+  return { form, query };
+}
+
+const runStatuses = ["active", "committed", "skipped", "paused:transient", "paused:approval", "paused:reconciliation", "failed:logic", "failed:internal"];
+const phases = ["pending", "preparing", "prepared", "mutating", "mutated", "emitting", "executing", "committed"];
+
+function runsPage() {
+  const tbody = h("tbody");
+  const stamp = h("span", { class: "live", id: "live" });
+  let f;
+  const render = async () => {
+    const q = f.query();
+    history.replaceState(null, "", "#/runs" + (q ? "?" + q : ""));
+    const runs = await api("/runs?limit=200&" + q);
+    runs.reverse();
+    tbody.replaceChildren(...runs.map((r) => h("tr", { "data-run": r.id },
+      h("td", {}, runLink(r.id)), h("td", {}, r.workflow), h("td", {}, r.handler), h("td", {}, r.phase),
+      h("td", {}, status(r.status)), h("td", {}, r.attempt), h("td", {}, time(r.created_at)), h("td", { class: "error" }, r.error || ""))));
+    stamp.textContent = "live · updated " + new Date().toLocaleTimeString();
+  };
+  f = filters([["workflow"], ["handler"], ["status", runStatuses], ["phase", phases], ["since"], ["until"]], render);
+  page("Runs", f.form, stamp,
+    h("table", { id: "runs" }, h("thead", {}, h("tr", {}, ["Run", "Workflow", "Handler", "Phase", "Status", "Attempt", "Created", "Error"].map((x) => h("th", {}, x)))), tbody));
+  main.querySelector("h1").append(stamp);
+  live(render);
+}
+
+// flatten turns a JSON value into path → JSON text, for the state diff.
+function flatten(v, path, out) {
+  if (v && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length) {
+    for (const k of Object.keys(v)) flatten(v[k], path ? path + "." + k : k, out);
+  } else out[path || "(value)"] = JSON.stringify(v);
+  return out;
+}
+
+function diff(before, after) {
+  const a = flatten(before, "", {}), b = flatten(after, "", {});
+  const rows = [];
+  for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) {
+    if (k === "updated_at" || a[k] === b[k]) continue;
+    const kind = !(k in a) ? "added" : !(k in b) ? "removed" : "changed";
+    rows.push(h("tr", { class: kind }, h("td", {}, k), h("td", { class: "mono" }, a[k] ?? ""), h("td", { class: "mono" }, b[k] ?? "")));
+  }
+  return rows.length ? h("table", { class: "diff" }, h("thead", {}, h("tr", {}, h("th", {}, "field"), h("th", {}, "before"), h("th", {}, "after"))), h("tbody", {}, rows))
+    : h("p", { class: "muted" }, "no change");
+}
+
+// phasesOf groups a run's lifecycle log into phases: start, end, outcome and the
+// events in between (mutations, reconcile attempts, resolutions).
+function phasesOf(lifecycle) {
+  const out = [];
+  let cur = null;
+  for (const ev of lifecycle) {
+    const d = ev.data || {};
+    if (ev.type === "phase_started") {
+      // A phase without its own completion event (mutate ends with its mutation's
+      // outcome) ends where the next one starts.
+      if (cur && cur.result === "running") { cur.end = ev.at; cur.result = "done"; }
+      cur = { phase: d.phase, start: ev.at, end: null, result: "running", events: [] };
+      out.push(cur);
+    } else if (cur && (ev.type === "phase_completed" || ev.type === "phase_failed") && d.phase === cur.phase) {
+      cur.end = ev.at; cur.result = ev.type === "phase_completed" ? "ok" : "failed"; cur.events.push(ev);
+      if (ev.type === "phase_completed") cur = null;
+    } else if (cur) cur.events.push(ev);
+    else out.push({ phase: ev.type, start: ev.at, end: ev.at, result: "event", events: [ev] });
+  }
+  return out;
+}
+
+function eventText(ev) {
+  const d = ev.data || {};
+  return Object.entries(d).filter(([k]) => k !== "phase").map(([k, v]) => k + "=" + (typeof v === "string" ? v : JSON.stringify(v))).join(" ");
+}
+
+async function runPage(id) {
+  const render = async () => {
+    const d = await api("/runs/" + encodeURIComponent(id));
+    const r = d.run;
+    const actions = h("div", { class: "buttons" });
+    if (r.status.startsWith("failed:") || r.status.startsWith("paused:")) {
+      actions.append(h("button", {
+        id: "retry", class: "primary", onclick: async () => {
+          if (!(await confirmAction("Retry run " + r.id + " on the newest version of " + r.workflow + "?"))) return;
+          try { const res = await api("/runs/" + r.id + "/retry", { method: "POST", body: { by: operatorName() } }); location.hash = "#/run/" + res.retry.id; } catch (e) { fail(e); }
+        },
+      }, "Retry"));
+    }
+    const snaps = d.snapshots;
+    const timeline = h("ol", { class: "timeline", id: "timeline" });
+    phasesOf(d.lifecycle).forEach((p) => {
+      const li = h("li", { class: p.result, "data-phase": p.phase },
+        h("div", { class: "phase-head" }, p.phase, " ", status(p.result), " ",
+          h("span", { class: "muted" }, time(p.start), " · ", p.end ? ms(p.start, p.end) : "running")));
+      const calls = p.events.filter((e) => e.type !== "phase_completed");
+      if (calls.length) li.append(table(["Event", "Details"], calls.map((e) => h("tr", {}, h("td", {}, e.type), h("td", { class: "mono" }, eventText(e))))));
+      timeline.append(li);
+    });
+    const snapList = h("div", { id: "snapshots" });
+    snaps.forEach((s, i) => {
+      const det = h("details", {}, h("summary", {}, "#" + s.seq + " " + s.phase + " · ", status(s.status), " ", h("span", { class: "muted" }, time(s.at))));
+      det.append(h("h3", {}, "State diff from the previous snapshot"), diff(i ? snaps[i - 1].run : {}, s.run), h("h3", {}, "Snapshot"), json(s.run));
+      snapList.append(det);
+    });
+    const m = d.mutation;
+    page("Run " + r.id,
+      h("div", { class: "card" }, h("dl", { class: "kv" },
+        h("dt", {}, "workflow"), h("dd", {}, r.workflow + " v" + r.version), h("dt", {}, "handler"), h("dd", {}, r.handler + " (" + r.kind + ")"),
+        h("dt", {}, "status"), h("dd", { id: "run-status" }, status(r.status)), h("dt", {}, "phase"), h("dd", {}, r.phase),
+        h("dt", {}, "attempt"), h("dd", {}, r.attempt), r.retry_of && h("dt", {}, "retries"), r.retry_of && h("dd", {}, runLink(r.retry_of)),
+        r.error && h("dt", {}, "error"), r.error && h("dd", { class: "error" }, r.error)), actions),
+      h("h2", {}, "Phase timeline"), timeline,
+      h("h2", {}, "Mutation"), m ? table(["Mutation", "Tool", "Status", "Idempotency key", "Result"], [h("tr", {},
+        h("td", { class: "mono" }, m.id), h("td", {}, m.tool), h("td", {}, status(m.status)), h("td", { class: "mono" }, m.idempotency_key), h("td", {}, json(m.result)))]) : h("p", { class: "muted" }, "none"),
+      h("h2", {}, "State"), h("div", { class: "card" }, h("h3", {}, "input"), json(r.input_state), h("h3", {}, "output"), json(r.output_state)),
+      h("h2", {}, "Snapshots and state diffs"), snapList);
+  };
+  try { await render(); } catch (e) { fail(e); }
+}
+
+function mutationRows(ms, extra) {
+  return ms.map((m) => h("tr", { "data-mutation": m.id },
+    h("td", { class: "mono" }, m.id), h("td", {}, runLink(m.run_id)), h("td", {}, m.tool), h("td", {}, status(m.status)),
+    h("td", { class: "mono" }, m.idempotency_key), h("td", {}, m.reconcile_attempts), h("td", { class: "error" }, m.error || ""),
+    extra ? h("td", {}, extra(m)) : null));
+}
+
+function mutationsPage() {
+  const tbody = h("tbody");
+  let f;
+  const render = async () => {
+    const q = f.query();
+    history.replaceState(null, "", "#/mutations" + (q ? "?" + q : ""));
+    const ms = await api("/mutations?limit=200&" + q);
+    tbody.replaceChildren(...mutationRows(ms.reverse()));
+  };
+  f = filters([["workflow"], ["run"], ["status", ["in_flight", "applied", "failed", "needs_reconcile", "indeterminate", "skipped"]]], render);
+  page("Mutations", f.form, h("table", { id: "mutations" }, h("thead", {}, h("tr", {}, ["Mutation", "Run", "Tool", "Status", "Idempotency key", "Reconciles", "Error"].map((x) => h("th", {}, x)))), tbody));
+  live(render);
+}
+
+function queuePage() {
+  const tbody = h("tbody");
+  const resolve = async (m, as) => {
+    const result = h("textarea", { id: "resolve-result", placeholder: "the tool's result as JSON (optional)" });
+    const extra = as === "applied" ? h("label", {}, "Result", result) : null;
+    const text = { applied: "The side effect happened: the run continues to next with this result.",
+      failed: "It did not happen: the events are released and a fresh run prepares again.",
+      skipped: "Leave it: the events are marked skipped and next runs with status skipped." }[as];
+    if (!(await confirmAction("Resolve mutation " + m.id + " (" + m.tool + ", key " + m.idempotency_key + ") as " + as + "? " + text, extra))) return;
+    const body = { as, by: operatorName() };
+    if (as === "applied" && result.value.trim()) {
+      try { body.result = JSON.parse(result.value); } catch (e) { fail(new Error("result is not valid JSON: " + e.message)); return; }
+    }
+    try { await api("/mutations/" + m.id + "/resolve", { method: "POST", body }); await render(); } catch (e) { fail(e); }
+  };
+  const render = async () => {
+    const ms = await api("/mutations/indeterminate");
+    tbody.replaceChildren(...mutationRows(ms, (m) => ["applied", "failed", "skipped"].map((as) =>
+      h("button", { class: "resolve-" + as, onclick: () => resolve(m, as) }, as))));
+  };
+  page("Indeterminate mutations", h("p", { class: "muted" }, "Side effects whose outcome reconciliation could not decide. Find out what happened, then resolve each."),
+    h("table", { id: "queue" }, h("thead", {}, h("tr", {}, ["Mutation", "Run", "Tool", "Status", "Idempotency key", "Reconciles", "Error", "Resolve as"].map((x) => h("th", {}, x)))), tbody));
+  live(render);
+}
+
+async function workflowsPage() {
+  const render = async () => {
+    const wfs = await api("/workflows");
+    const rows = wfs.map((w) => h("tr", { "data-workflow": w.name },
+      h("td", {}, h("a", { href: "#/runs?workflow=" + encodeURIComponent(w.name) }, w.name)), h("td", {}, w.latest_version),
+      h("td", {}, status(w.paused ? "paused" : "active")),
+      h("td", {}, w.handlers.map((x) => h("div", {}, x.name + " (" + x.kind + (x.schedule ? ", " + x.schedule : "") + (x.subscribe ? ", on " + x.subscribe.join(", ") : "") + ")"))),
+      h("td", {}, w.schedules.map((s) => h("div", {}, s.producer + " next " + time(s.next_run_at)))),
+      h("td", {}, h("button", {
+        class: w.paused ? "resume" : "pause", onclick: async () => {
+          const act = w.paused ? "resume" : "pause";
+          if (!(await confirmAction((w.paused ? "Resume" : "Pause") + " workflow " + w.name + "?"))) return;
+          try { await api("/workflows/" + encodeURIComponent(w.name) + "/" + act, { method: "POST", body: { by: operatorName() } }); await render(); } catch (e) { fail(e); }
+        },
+      }, w.paused ? "Resume" : "Pause"))));
+    page("Workflows", table(["Workflow", "Version", "State", "Handlers", "Schedules", ""], rows, { id: "workflows" }));
+  };
+  try { await render(); } catch (e) { fail(e); }
+}
+
+async function plansPage() {
+  try {
+    const xs = await api("/executions");
+    page("Plan executions", table(["Execution", "Steps", "Failed", "Started", "Ended"], xs.reverse().map((x) => h("tr", {},
+      h("td", {}, h("a", { href: "#/plan/" + x.id }, x.id)), h("td", {}, x.steps), h("td", {}, x.failed ? status("failed") : status("ok")),
+      h("td", {}, time(x.started_at)), h("td", {}, time(x.ended_at)))), { id: "executions" }));
+  } catch (e) { fail(e); }
+}
+
+async function planPage(id) {
+  try {
+    const recs = await api("/executions/" + id);
+    page("Plan execution " + id, ...recs.map((r) => h("div", { class: "card step" },
+      h("h2", {}, r.step_id + " · " + r.tool + " ", status(r.success ? "ok" : "failed"), " ", h("span", { class: "muted" }, r.duration_ms + " ms, exit " + r.exit_code)),
+      h("p", { class: "muted" }, time(r.started_at) + " → " + time(r.ended_at)),
+      r.error && h("p", { class: "error" }, (r.error_code ? r.error_code + ": " : "") + r.error),
+      h("h3", {}, "arguments"), json(r.arguments),
+      r.result !== undefined && [h("h3", {}, "result"), json(r.result)],
+      r.stdout && [h("h3", {}, "stdout"), h("pre", {}, r.stdout)], r.stderr && [h("h3", {}, "stderr"), h("pre", {}, r.stderr)],
+      r.diagnostics !== undefined && [h("h3", {}, "diagnostics"), json(r.diagnostics)])));
+  } catch (e) { fail(e); }
+}
+
+async function actionsPage() {
+  try {
+    const xs = await api("/actions?limit=500");
+    page("Operator actions", table(["When", "Action", "Target", "By", "Result"], xs.reverse().map((a) => h("tr", {},
+      h("td", {}, time(a.at)), h("td", {}, a.action), h("td", { class: "mono" }, a.target), h("td", {}, a.by),
+      h("td", {}, a.success ? status("ok") : h("span", { class: "error" }, a.error)))), { id: "actions" }));
+  } catch (e) { fail(e); }
+}
+
+function route() {
+  clearInterval(timer);
+  if (!token()) { login(); return; }
+  document.getElementById("nav").hidden = false;
+  const [path] = location.hash.slice(1).split("?");
+  const parts = path.split("/").filter(Boolean);
+  for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.getAttribute("href") === "#/" + (parts[0] || "runs"));
+  switch (parts[0]) {
+    case "run": return runPage(decodeURIComponent(parts[1]));
+    case "mutations": return mutationsPage();
+    case "queue": return queuePage();
+    case "workflows": return workflowsPage();
+    case "plans": return plansPage();
+    case "plan": return planPage(parts.slice(1).join("/"));
+    case "actions": return actionsPage();
+    case "login": return login();
+    default: return runsPage();
+  }
+}
+
+document.getElementById("logout").addEventListener("click", () => logout());
+window.addEventListener("hashchange", route);
+route();
