@@ -32,9 +32,11 @@ type Binding struct {
 	Class string
 }
 
-// DefaultBindings are the model-facing names of the workspace and command tools:
-// read_file, write_file, modify_file, delete_file, list_directory, search_code and
-// run_terminal. Registry tools without a binding are offered as Namespace_method.
+// DefaultBindings are the model-facing names of the workspace, command and code tools:
+// read_file, write_file, modify_file, delete_file, list_directory, search_code,
+// run_terminal, and the code tools under their own names (splice_patch and
+// splice_plan approved as file writes). Registry tools without a binding are offered
+// as Namespace_method.
 var DefaultBindings = []Binding{
 	{Name: "read_file", Tool: "Files.read"},
 	{Name: "write_file", Tool: "Files.write", Class: ClassFileWrite},
@@ -43,6 +45,12 @@ var DefaultBindings = []Binding{
 	{Name: "list_directory", Tool: "Files.list"},
 	{Name: "search_code", Tool: "plan.file_search"},
 	{Name: "run_terminal", Tool: "plan.run_command", Class: ClassTerminal},
+	{Name: "symbols_in_file", Tool: "plan.symbols_in_file"},
+	{Name: "references_to_symbol_name", Tool: "plan.references_to_symbol_name"},
+	{Name: "references_from_file_to_symbol_name", Tool: "plan.references_from_file_to_symbol_name"},
+	{Name: "splice_patch", Tool: "plan.splice_patch", Class: ClassFileWrite},
+	{Name: "splice_plan", Tool: "plan.splice_plan", Class: ClassFileWrite},
+	{Name: "lsp_check", Tool: "plan.lsp_check"},
 }
 
 // CompleteTool is the function the model calls to say the step is done.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/hostfuncs/codetool"
 	"github.com/scripthost/scripthost/hostfuncs/command"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
 	"github.com/scripthost/scripthost/ledger"
@@ -32,7 +33,10 @@ import (
 // Options configure a Host. Zero fields take defaults.
 type Options struct {
 	// Workspace, when set, registers the Files.* and plan.file_* tools confined to
-	// this directory.
+	// this directory, and the read-only code queries Code.symbols, Code.references
+	// and Code.referencesFrom over its code index (codegraph.db in it, opened with the
+	// "sqlite3" database/sql driver, which the program registers by importing
+	// github.com/mattn/go-sqlite3 or ledger/sqlite).
 	Workspace string
 	// Commands, with a Workspace, registers plan.run_command allowing only these
 	// programs (looked up in PATH now), run without a shell inside the workspace.
@@ -74,6 +78,7 @@ type Host struct {
 	workflows []string
 	wasm      *wasm.Engine
 	ws        *workspace.Workspace // nil without Options.Workspace
+	code      *codetool.Tools      // nil without Options.Workspace
 }
 
 // New builds a Host on store. The caller keeps ownership of the store.
@@ -102,6 +107,12 @@ func (h *Host) build(ctx context.Context, opts Options) error {
 		}
 		h.ws = ws
 		if err := reg.Register(ws.Tools()...); err != nil {
+			return fmt.Errorf("host: %w", err)
+		}
+		if h.code, err = codetool.New(codetool.Config{Workspace: ws}); err != nil {
+			return fmt.Errorf("host: %w", err)
+		}
+		if err := reg.Register(h.code.WorkflowTools()...); err != nil {
 			return fmt.Errorf("host: %w", err)
 		}
 		if len(opts.Commands) > 0 {
@@ -237,6 +248,9 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	if h.wasm != nil {
 		errs = append(errs, h.wasm.Close(ctx))
+	}
+	if h.code != nil {
+		errs = append(errs, h.code.Close())
 	}
 	if h.ws != nil {
 		if err := h.ws.Close(); err != nil && !errors.Is(err, os.ErrClosed) {

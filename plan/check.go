@@ -9,11 +9,24 @@ import (
 // DefaultNamespace is where a bare tool name in a plan (file_read) is looked up.
 const DefaultNamespace = "plan"
 
+// Aliases maps the other names plans use for the file tools to the registered ones.
+var Aliases = map[string]string{
+	"read_file":    "file_read",
+	"write_file":   "file_write",
+	"create_file":  "file_create",
+	"search_files": "file_search",
+	"glob_files":   "file_glob",
+}
+
 // ToolName splits a plan's tool name into namespace and method: "file_read" is
-// plan.file_read, "Files.read" is Files.read.
+// plan.file_read, "Files.read" is Files.read; an alias (read_file) names the tool it
+// stands for.
 func ToolName(name string) (namespace, method string) {
 	if ns, m, ok := strings.Cut(name, "."); ok {
 		return ns, m
+	}
+	if m, ok := Aliases[name]; ok {
+		return DefaultNamespace, m
 	}
 	return DefaultNamespace, name
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/hostfuncs/codetool"
 	"github.com/scripthost/scripthost/hostfuncs/command"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
 	"github.com/scripthost/scripthost/ledger"
@@ -61,7 +62,11 @@ func crashChild(raw string) int {
 		return 93
 	}
 	reg := hostfuncs.NewRegistry()
-	if reg.Register(ws.Tools()...) != nil || reg.Register(cmds.Tool()) != nil {
+	code, err := codetool.New(codetool.Config{Workspace: ws})
+	if err != nil {
+		return 94
+	}
+	if reg.Register(ws.Tools()...) != nil || reg.Register(cmds.Tool()) != nil || reg.Register(code.PlanTools()...) != nil {
 		return 94
 	}
 	if ns, m, ok := strings.Cut(cfg.KillAfter, "."); ok {
@@ -135,6 +140,23 @@ func startCrashChild(t *testing.T, e *env, planDoc, waitStep, waitFile string) {
 		t.Fatal(err)
 	}
 	if err := <-done; err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("got child exit %v, want killed", err)
+	}
+}
+
+// runUntilKilled runs the plan in a child process that kills itself with SIGKILL
+// right after the first call of the tool killAfter, before its outcome is recorded.
+func runUntilKilled(t *testing.T, e *env, doc, killAfter string) {
+	t.Helper()
+	tmp := t.TempDir()
+	cfg := crashConfig{DB: e.dbPath, Dir: e.dir, Plan: filepath.Join(tmp, "plan.json"), Events: filepath.Join(tmp, "events.jsonl"), Gate: gateScript(t), KillAfter: killAfter}
+	if err := os.WriteFile(cfg.Plan, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(cfg)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PLAN_CRASH_CHILD="+string(raw))
+	if err := cmd.Run(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("got child exit %v, want killed", err)
 	}
 }
@@ -286,17 +308,7 @@ func TestCrashAfterCallBeforeRecord(t *testing.T) {
 	doc := `{"plan_id":"lost","intent":"lose an outcome","steps":[
 	 {"step_id":"a","tool":"file_write","arguments":{"path":"a.txt","content":"a"}},
 	 {"step_id":"b","tool":"file_write","arguments":{"path":"b.txt","content":"b"}}]}`
-	tmp := t.TempDir()
-	cfg := crashConfig{DB: e.dbPath, Dir: e.dir, Plan: filepath.Join(tmp, "plan.json"), Events: filepath.Join(tmp, "events.jsonl"), Gate: gateScript(t), KillAfter: "plan.file_write"}
-	if err := os.WriteFile(cfg.Plan, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := json.Marshal(cfg)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "PLAN_CRASH_CHILD="+string(raw))
-	if err := cmd.Run(); err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("got child exit %v, want killed", err)
-	}
+	runUntilKilled(t, e, doc, "plan.file_write")
 	if !e.exists("a.txt") || e.exists("b.txt") || len(e.records("lost")) != 0 {
 		t.Fatal("got the wrong state after the crash, want a.txt written and nothing recorded")
 	}

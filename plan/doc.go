@@ -29,11 +29,16 @@
 // "plan" namespace of the registry (plan.file_read); a dotted name (Files.move) is
 // looked up as written. The registry is the whitelist: the CLI registers the
 // workspace tools (plan.file_read, file_write, file_create, file_search, file_glob,
-// Files.list, read, write, move, delete) and plan.run_command.
+// Files.list, read, write, move, delete), plan.run_command and the code tools
+// (symbols_in_file, references_to_symbol_name, references_from_file_to_symbol_name,
+// splice_patch, splice_plan, lsp_check; see hostfuncs/codetool). read_file,
+// write_file, create_file, search_files and glob_files are aliases of the file tools.
 //
 // Preconditions are checked, in this order, before the tool is called; the first that
 // fails stops the plan with its code and the tool is never called: file_exists (E101),
-// dir_exists (E102), path_absent (E103), command_available (E104: an allowlisted,
+// project_exists (E102: a go.mod, Cargo.toml or package.json), codegraph_exists (E103:
+// the code index was built), symbol_exists {file?, symbol} (E104), dir_exists (E106),
+// path_absent (E107), command_available (E108: an allowlisted,
 // installed program), file_matches {path, pattern} (E105: the RE2 pattern matches the
 // file's content; use (?m) for line anchors). Paths are workspace-relative and
 // confined like the tools' paths (a path escaping the workspace is E302).
@@ -64,11 +69,11 @@
 // steps that do not depend on it still run. A confirmation (a callback; the CLI asks on
 // the terminal or follows --non-interactive) that is denied stops the plan (E303)
 // whatever the step says. Nothing is retried unless the step has a retry policy; then a
-// failed or timed-out call (E301, E304) is tried again up to max_attempts calls in all,
+// failed or timed-out call (E301, E307) is tried again up to max_attempts calls in all,
 // waiting initial_backoff_ms, then multiplier (default 2) times longer each time, at
 // most max_backoff_ms (default 60000). Attempts, their errors and the waits are
 // recorded. A command that exits non-zero fails its step (E301); one killed at its
-// timeout, or a step over its timeout_ms, is E304; a path or program outside the
+// timeout, or a step over its timeout_ms, is E307; a path or program outside the
 // sandbox is E302.
 //
 // # Evidence and ids

@@ -12,11 +12,14 @@ const (
 	CodeNotApproved  = "E002" // no authorization, or it is pending or denied
 	CodeHashMismatch = "E003" // the authorization names another plan id or hash
 
-	CodeFileMissing    = "E101" // precondition file_exists failed
-	CodeDirMissing     = "E102" // precondition dir_exists failed
-	CodePathExists     = "E103" // precondition path_absent failed
-	CodeCommandMissing = "E104" // precondition command_available failed
+	CodeFileMissing    = "E101" // precondition file_exists: file not found
+	CodeProjectMissing = "E102" // precondition project_exists: project not found
+	CodeIndexMissing   = "E103" // precondition codegraph_exists: index not found
+	CodeSymbolMissing  = "E104" // precondition symbol_exists: symbol not found
 	CodeNoMatch        = "E105" // precondition file_matches failed
+	CodeDirMissing     = "E106" // precondition dir_exists failed
+	CodePathExists     = "E107" // precondition path_absent failed
+	CodeCommandMissing = "E108" // precondition command_available failed
 
 	CodeUnknownTool  = "E201" // the tool is not registered
 	CodeBadArguments = "E202" // the arguments do not match the tool's input schema
@@ -24,9 +27,10 @@ const (
 	CodeStepFailed         = "E301" // the tool failed or a command exited non-zero
 	CodeSandboxViolation   = "E302" // a path or program outside the sandbox
 	CodeConfirmationDenied = "E303" // the step needed a confirmation that was denied
-	CodeStepTimeout        = "E304" // the step or its command ran out of time
+	CodeCheckerMissing     = "E304" // lsp_check: the project's checker cannot run
 	CodeBlocked            = "E305" // a step it depends on failed
 	CodeNeedsReconcile     = "E306" // an earlier attempt's outcome is unknown
+	CodeStepTimeout        = "E307" // the step or its command ran out of time
 	CodeInternal           = "E900" // the ledger or the executor failed
 )
 
@@ -52,7 +56,7 @@ func ExitCodeOf(code string) int {
 		return ExitConfirmationDenied
 	case code == CodeStepTimeout:
 		return ExitStepTimeout
-	case code == CodeStepFailed, code == CodeBlocked, len(code) == 4 && code[1] == '1':
+	case code == CodeStepFailed, code == CodeBlocked, code == CodeCheckerMissing, len(code) == 4 && code[1] == '1':
 		return ExitStepFailed
 	}
 	return ExitGeneral

@@ -72,6 +72,50 @@ type Diagnostics struct {
 	AuthorizedBy    string    `json:"authorized_by,omitempty"`
 	AuthorizedAt    time.Time `json:"authorized_at,omitzero"`
 	Resumed         bool      `json:"resumed,omitempty"`
+	// Intent is the plan's intent and Description the step's: why it ran.
+	Intent      string `json:"intent,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Artifacts are what the step produced beyond its result: the diagnostics of a
+	// checker, one artifact each.
+	Artifacts []Artifact `json:"artifacts,omitempty"`
+}
+
+// ArtifactDiagnostic is the kind of an artifact holding one checker diagnostic.
+const ArtifactDiagnostic = "diagnostic"
+
+// Artifact is one thing a step produced, kept in its evidence. A diagnostic says
+// what the checker found where: level (error, warning, note), message, file, line,
+// column and the checker's code.
+type Artifact struct {
+	Kind    string `json:"kind"`
+	Checker string `json:"checker,omitempty"`
+	Level   string `json:"level,omitempty"`
+	Message string `json:"message,omitempty"`
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
+	Code    string `json:"code,omitempty"`
+}
+
+// artifacts reads the diagnostics a tool result reports ({"checker", "diagnostics":
+// [{level, message, file, line, column, code}]}) as diagnostic artifacts.
+func artifacts(result json.RawMessage) []Artifact {
+	var out struct {
+		Checker     string     `json:"checker"`
+		Diagnostics []Artifact `json:"diagnostics"`
+	}
+	if json.Unmarshal(result, &out) != nil {
+		return nil
+	}
+	var arts []Artifact
+	for _, d := range out.Diagnostics {
+		if d.Message == "" {
+			continue
+		}
+		d.Kind, d.Checker = ArtifactDiagnostic, out.Checker
+		arts = append(arts, d)
+	}
+	return arts
 }
 
 func diagHash(raw json.RawMessage) string {

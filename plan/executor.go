@@ -45,6 +45,8 @@ type Options struct {
 	// Workspace and Commands serve the preconditions.
 	Workspace *workspace.Workspace
 	Commands  Commands
+	// Symbols serves codegraph_exists and symbol_exists; nil fails them with E103.
+	Symbols Symbols
 	// Redactor removes secrets from everything stored or printed; nil applies the
 	// credential patterns only.
 	Redactor *hostfuncs.Redactor
@@ -112,13 +114,21 @@ type StepResult struct {
 	Status      string `json:"status"`
 	// Reused marks a step completed by an earlier, interrupted run of this
 	// execution; it was not executed again.
-	Reused   bool                   `json:"reused,omitempty"`
-	Attempts int                    `json:"attempts"`
-	ExitCode int                    `json:"exit_code"`
-	Result   json.RawMessage        `json:"result,omitempty"`
-	Code     string                 `json:"code,omitempty"`
-	Error    string                 `json:"error,omitempty"`
-	Record   ledger.ExecutionRecord `json:"-"`
+	Reused     bool            `json:"reused,omitempty"`
+	Attempts   int             `json:"attempts"`
+	ExitCode   int             `json:"exit_code"`
+	StartedAt  time.Time       `json:"started_at"`
+	EndedAt    time.Time       `json:"ended_at"`
+	DurationMS int64           `json:"duration_ms"`
+	Stdout     string          `json:"stdout,omitempty"`
+	Stderr     string          `json:"stderr,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	// Diagnostics are the checker findings the step's tool reported (lsp_check).
+	Diagnostics []Artifact `json:"diagnostics,omitempty"`
+	Code        string     `json:"code,omitempty"`
+	Error       string     `json:"error,omitempty"`
+	// Record is the step's evidence as the ledger holds it.
+	Record ledger.ExecutionRecord `json:"record"`
 }
 
 // Result is the outcome of a plan execution. Steps holds one entry per step that was
@@ -126,13 +136,17 @@ type StepResult struct {
 type Result struct {
 	PlanID   string `json:"plan_id"`
 	PlanHash string `json:"plan_hash"`
+	Intent   string `json:"intent,omitempty"`
 	// ExecutionID names this execution of the plan: "<plan_id>/<number>".
-	ExecutionID string       `json:"execution_id"`
-	Number      int          `json:"number"`
-	Resumed     bool         `json:"resumed"`
-	Status      string       `json:"status"` // completed or failed
-	Code        string       `json:"code,omitempty"`
-	Steps       []StepResult `json:"steps"`
+	ExecutionID string `json:"execution_id"`
+	Number      int    `json:"number"`
+	Resumed     bool   `json:"resumed"`
+	Status      string `json:"status"` // completed or failed
+	Code        string `json:"code,omitempty"`
+	// TotalDurationMS is the wall time of this run, from the first check to the
+	// last record.
+	TotalDurationMS int64        `json:"total_duration_ms"`
+	Steps           []StepResult `json:"steps"`
 }
 
 // ExecutionID returns the id of execution number n of plan planID, and with a step id
@@ -189,11 +203,16 @@ func (e *Executor) Run(ctx context.Context, p *Plan, auth *Authorization) (*Resu
 		e.emit(Event{Type: EventPlanComplete, PlanID: p.PlanID, Status: "refused", Code: CodeOf(err), Error: e.o.Redactor.Redact(err.Error())})
 		return nil, err
 	}
+	start := e.o.Clock()
 	x, err := e.begin(ctx, p, auth)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{PlanID: p.PlanID, PlanHash: x.hash, ExecutionID: x.id, Number: x.number, Resumed: x.resumed, Status: "completed"}
+	if start.After(x.last) {
+		x.last = start
+	}
+	res := &Result{PlanID: p.PlanID, PlanHash: x.hash, Intent: e.o.Redactor.Redact(p.Intent), ExecutionID: x.id, Number: x.number, Resumed: x.resumed, Status: "completed"}
+	defer func() { res.TotalDurationMS = x.now(e.o.Clock).Sub(start).Milliseconds() }()
 	var first *Error
 	for i, s := range p.Steps {
 		sr, stop, err := e.step(ctx, x, i, s)
@@ -236,6 +255,19 @@ type execution struct {
 	failed map[string]bool
 	// muts holds the plan's mutations by input hash, oldest first.
 	muts map[string][]scripthost.Mutation
+	// last is the latest time handed out by now.
+	last time.Time
+}
+
+// now reads the clock, never earlier than a time it returned before: step times stay
+// in order when the wall clock is set back.
+func (x *execution) now(clock func() time.Time) time.Time {
+	t := clock()
+	if t.Before(x.last) {
+		t = x.last
+	}
+	x.last = t
+	return t
 }
 
 // begin picks the execution: the latest one of the plan when it is unfinished and ran
@@ -269,6 +301,10 @@ func (e *Executor) begin(ctx context.Context, p *Plan, auth *Authorization) (*ex
 		x.number, x.resumed = latest, true
 		for _, r := range last {
 			x.done[r.StepID] = r
+			// A resumed execution's new steps start after the ones it already has.
+			if r.EndedAt.After(x.last) {
+				x.last = r.EndedAt
+			}
 			if !r.Success {
 				x.failed[r.StepID] = true
 			}

@@ -48,6 +48,20 @@ type Precondition struct {
 	PathAbsent       string       `json:"path_absent,omitempty"`
 	CommandAvailable string       `json:"command_available,omitempty"`
 	FileMatches      *FileMatches `json:"file_matches,omitempty"`
+	// ProjectExists is a directory holding a go.mod, Cargo.toml or package.json, or
+	// the path of one of those files.
+	ProjectExists string `json:"project_exists,omitempty"`
+	// CodegraphExists asks for the code index (codegraph.db) to have been built.
+	CodegraphExists bool `json:"codegraph_exists,omitempty"`
+	// SymbolExists asks for a definition in the code index.
+	SymbolExists *SymbolExists `json:"symbol_exists,omitempty"`
+}
+
+// SymbolExists holds when Symbol (a name or Type.name) is defined: in File when it
+// is given, anywhere in the workspace otherwise.
+type SymbolExists struct {
+	File   string `json:"file,omitempty"`
+	Symbol string `json:"symbol"`
 }
 
 // FileMatches holds when a line of file Path matches the regular expression Pattern.
@@ -201,6 +215,9 @@ func (p *Plan) Validate() error {
 		if pc := s.Precondition; pc != nil {
 			if *pc == (Precondition{}) {
 				return bad(s.StepID, "empty precondition")
+			}
+			if se := pc.SymbolExists; se != nil && se.Symbol == "" {
+				return bad(s.StepID, "symbol_exists needs a symbol")
 			}
 			if fm := pc.FileMatches; fm != nil {
 				if fm.Path == "" {

@@ -1,8 +1,13 @@
 package plan
 
 import (
+	"context"
 	"errors"
+	"path"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
@@ -13,10 +18,22 @@ type Commands interface {
 	Available(name string) bool
 }
 
+// Symbols answers the code preconditions; *codetool.Tools implements it.
+type Symbols interface {
+	// IndexExists reports whether the code index file exists.
+	IndexExists() bool
+	// Defined reports whether symbol (a name or Type.name) is defined in file, or
+	// anywhere when file is "", bringing the index up to date first.
+	Defined(ctx context.Context, file, symbol string) (bool, error)
+}
+
+// projectMarkers are the files that make a directory a project.
+var projectMarkers = []string{"go.mod", "Cargo.toml", "package.json"}
+
 // checkPrecondition checks every condition pc lists, in a fixed order, and returns
 // the first that does not hold as an *Error with its E1xx code. A path outside the
 // workspace is E302.
-func checkPrecondition(ws *workspace.Workspace, cmds Commands, step string, pc *Precondition) error {
+func checkPrecondition(ctx context.Context, ws *workspace.Workspace, cmds Commands, syms Symbols, step string, pc *Precondition) error {
 	if pc == nil {
 		return nil
 	}
@@ -38,6 +55,60 @@ func checkPrecondition(ws *workspace.Workspace, cmds Commands, step string, pc *
 		}
 		if !ok || dir {
 			return errorf(CodeFileMissing, step, "precondition file_exists: %q is not a file", p)
+		}
+	}
+	if p := pc.ProjectExists; p != "" {
+		found := false
+		if slices.Contains(projectMarkers, path.Base(p)) {
+			ok, dir, err := exists(p)
+			if err != nil {
+				return err
+			}
+			found = ok && !dir
+		} else {
+			for _, m := range projectMarkers {
+				ok, dir, err := exists(path.Join(p, m))
+				if err != nil {
+					return err
+				}
+				if ok && !dir {
+					found = true
+					break
+				}
+			}
+		}
+		if !found {
+			return errorf(CodeProjectMissing, step, "precondition project_exists: no %s at %q", strings.Join(projectMarkers, ", "), p)
+		}
+	}
+	if pc.CodegraphExists {
+		if syms == nil || !syms.IndexExists() {
+			return errorf(CodeIndexMissing, step, "precondition codegraph_exists: the code index has not been built (scripthost code index)")
+		}
+	}
+	if se := pc.SymbolExists; se != nil {
+		if syms == nil {
+			return errorf(CodeIndexMissing, step, "precondition symbol_exists: no code index is configured")
+		}
+		if se.File != "" {
+			ok, dir, err := exists(se.File)
+			if err != nil {
+				return err
+			}
+			if !ok || dir {
+				return errorf(CodeFileMissing, step, "precondition symbol_exists: %q is not a file", se.File)
+			}
+		}
+		ok, err := syms.Defined(ctx, se.File, se.Symbol)
+		if err != nil {
+			return asPlanError(step, err)
+		}
+		if !ok {
+			where := "the workspace"
+			if se.File != "" {
+				where = strconv.Quote(se.File)
+			}
+			return errorf(CodeSymbolMissing, step, "precondition symbol_exists: %s defines no symbol %q", where, se.Symbol)
 		}
 	}
 	if p := pc.DirExists; p != "" {
@@ -83,8 +154,12 @@ func checkPrecondition(ws *workspace.Workspace, cmds Commands, step string, pc *
 	return nil
 }
 
-// stepError classifies a tool's error as a plan code: sandbox violations E302,
-// timeouts E304, anything else E301.
+// checkerUnavailable is codetool.CodeCheckerUnavailable: lsp_check could not run the
+// project's checker.
+const checkerUnavailable = "checker_unavailable"
+
+// stepError classifies a tool's error as a plan code: sandbox violations E302, a
+// checker that cannot run E304, timeouts E307, anything else E301.
 func stepError(step string, err error) *Error {
 	var pe *Error
 	if errors.As(err, &pe) {
@@ -98,6 +173,8 @@ func stepError(step string, err error) *Error {
 			code = CodeSandboxViolation
 		case scripthost.CodeTimeout:
 			code = CodeStepTimeout
+		case checkerUnavailable:
+			code = CodeCheckerMissing
 		}
 	}
 	return &Error{Code: code, StepID: step, Message: err.Error(), Err: err}

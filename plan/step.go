@@ -52,14 +52,15 @@ func (e *Executor) step(ctx context.Context, x *execution, i int, s Step) (StepR
 	if !ok { // CheckTools ran before; the registry changed under us
 		return StepResult{}, true, errorf(CodeUnknownTool, s.StepID, "unknown tool %q", s.Tool)
 	}
-	r := &stepRun{x: x, index: i, step: s, tool: tool, args: s.args(), start: e.o.Clock()}
+	r := &stepRun{x: x, index: i, step: s, tool: tool, args: s.args(), start: x.now(e.o.Clock)}
 	var err error
 	if r.canon, err = scripthost.CanonicalJSON(r.args); err != nil {
 		return StepResult{}, true, &Error{Code: CodeInvalidPlan, StepID: s.StepID, Message: "arguments", Err: err}
 	}
 	r.redArgs = e.redactArgs(tool, r.canon)
 	r.op = hostfuncs.Classify(tool, r.args)
-	r.diag = Diagnostics{PlanHash: x.hash, ExecutionNumber: x.number, Operation: string(r.op), Resumed: x.resumed}
+	r.diag = Diagnostics{PlanHash: x.hash, ExecutionNumber: x.number, Operation: string(r.op), Resumed: x.resumed,
+		Intent: e.o.Redactor.Redact(x.plan.Intent), Description: e.o.Redactor.Redact(s.Description)}
 	if x.auth != nil {
 		r.diag.AuthorizedBy, r.diag.AuthorizedAt = x.auth.By, x.auth.At
 	}
@@ -86,7 +87,7 @@ func (e *Executor) step(ctx context.Context, x *execution, i int, s Step) (StepR
 			return e.finish(ctx, r, out, nil)
 		}
 	}
-	if err := checkPrecondition(e.o.Workspace, e.o.Commands, s.StepID, s.Precondition); err != nil {
+	if err := checkPrecondition(ctx, e.o.Workspace, e.o.Commands, e.o.Symbols, s.StepID, s.Precondition); err != nil {
 		return e.finish(ctx, r, nil, asPlanError(s.StepID, err))
 	}
 	if s.RequiresConfirmation {
@@ -237,7 +238,7 @@ func (e *Executor) earlier(ctx context.Context, r *stepRun) (json.RawMessage, bo
 // finish writes the step's record, emits its event and reports progress.
 func (e *Executor) finish(ctx context.Context, r *stepRun, out json.RawMessage, ferr *Error) (StepResult, bool, error) {
 	s, x := r.step, r.x
-	end := e.o.Clock()
+	end := x.now(e.o.Clock)
 	rec := ledger.ExecutionRecord{
 		ExecutionID: ExecutionID(x.plan.PlanID, x.number, s.StepID), PlanID: x.plan.PlanID, StepID: s.StepID,
 		Seq: r.index + 1, Tool: s.Tool, Arguments: r.redArgs, StartedAt: r.start.UTC(), EndedAt: end.UTC(),
@@ -256,6 +257,7 @@ func (e *Executor) finish(ctx context.Context, r *stepRun, out json.RawMessage, 
 				rec.ExitCode = *co.ExitCode
 			}
 		}
+		r.diag.Artifacts = artifacts(rec.Result)
 	}
 	if ferr != nil {
 		// The record keeps the message; the code has its own field.
@@ -299,10 +301,12 @@ func (e *Executor) finish(ctx context.Context, r *stepRun, out json.RawMessage, 
 // fromRecord turns a record into a step result.
 func fromRecord(r ledger.ExecutionRecord) StepResult {
 	sr := StepResult{ExecutionID: r.ExecutionID, StepID: r.StepID, Tool: r.Tool, Status: StepSucceeded,
-		ExitCode: r.ExitCode, Result: r.Result, Code: r.ErrorCode, Error: r.Error, Record: r}
+		ExitCode: r.ExitCode, StartedAt: r.StartedAt, EndedAt: r.EndedAt, DurationMS: r.DurationMS,
+		Stdout: r.Stdout, Stderr: r.Stderr, Result: r.Result, Code: r.ErrorCode, Error: r.Error, Record: r}
 	var d Diagnostics
 	if json.Unmarshal(r.Diagnostics, &d) == nil {
 		sr.Attempts = d.Attempts
+		sr.Diagnostics = d.Artifacts
 	}
 	switch {
 	case r.ErrorCode == CodeBlocked:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/scripthost/scripthost/agent"
 	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/hostfuncs/codetool"
 	"github.com/scripthost/scripthost/hostfuncs/command"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
 	"github.com/scripthost/scripthost/ledger"
@@ -225,6 +226,14 @@ func runAgent(ctx context.Context, g *globals, f agentFlags, t *agent.Task, star
 	}
 	reg := hostfuncs.NewRegistry()
 	if err := reg.Register(append(ws.Tools(), cmds.Tool())...); err != nil {
+		return err
+	}
+	code, err := codetool.New(codetool.Config{Workspace: ws})
+	if err != nil {
+		return err
+	}
+	defer code.Close()
+	if err := reg.Register(code.PlanTools()...); err != nil {
 		return err
 	}
 	wrapToolFailpoints(reg)

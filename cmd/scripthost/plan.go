@@ -16,8 +16,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/hostfuncs/codetool"
 	"github.com/scripthost/scripthost/hostfuncs/command"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
+	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/plan"
 )
 
@@ -48,6 +50,7 @@ type planRunFlags struct {
 	commandTimeout time.Duration
 	secretEnv      []string
 	fresh          bool
+	index          string
 }
 
 func newPlanRunCmd(g *globals) *cobra.Command {
@@ -80,6 +83,7 @@ Exit codes: 0 all steps done, 1 refused or general failure, 2 usage, 30 a step f
 	fl.DurationVar(&f.commandTimeout, "command-timeout", command.DefaultTimeout, "default timeout of one command; a call may ask for up to 10m")
 	fl.StringSliceVar(&f.secretEnv, "secret-env", nil, "environment variables whose values are secrets to redact")
 	fl.BoolVar(&f.fresh, "new", false, "start a new execution even if the last one was interrupted")
+	fl.StringVar(&f.index, "index", "", "the code index the code tools use (default codegraph.db in the workspace)")
 	return cmd
 }
 
@@ -134,6 +138,14 @@ func runPlan(ctx context.Context, g *globals, f planRunFlags, path string) error
 	if err := reg.Register(cmds.Tool()); err != nil {
 		return err
 	}
+	code, err := codetool.New(codetool.Config{Workspace: ws, Index: f.index})
+	if err != nil {
+		return err
+	}
+	defer code.Close()
+	if err := reg.Register(code.PlanTools()...); err != nil {
+		return err
+	}
 	wrapToolFailpoints(reg)
 	redactor := hostfuncs.NewRedactor()
 	for _, name := range f.secretEnv {
@@ -164,7 +176,7 @@ func runPlan(ctx context.Context, g *globals, f planRunFlags, path string) error
 	}
 	defer store.Close()
 	x, err := plan.New(plan.Options{
-		Store: store, Registry: reg, Workspace: ws, Commands: cmds, Redactor: redactor,
+		Store: store, Registry: reg, Workspace: ws, Commands: cmds, Symbols: code, Redactor: redactor,
 		Confirm: confirmer(g, f.nonInteractive, redactor), Events: events, Fresh: f.fresh,
 		Progress: progressPrinter(out, redactor),
 	})
@@ -177,7 +189,7 @@ func runPlan(ctx context.Context, g *globals, f planRunFlags, path string) error
 		if res.Resumed {
 			status += " (resumed)"
 		}
-		fmt.Fprintf(out, "plan %s: execution %s %s, %d of %d steps\n", p.PlanID, res.ExecutionID, status, len(res.Steps), len(p.Steps))
+		fmt.Fprintf(out, "plan %s: execution %s %s, %d of %d steps in %dms\n", p.PlanID, res.ExecutionID, status, len(res.Steps), len(p.Steps), res.TotalDurationMS)
 	}
 	return err
 }
@@ -275,7 +287,11 @@ every execution of a plan (PLAN).`,
 				rows = append(rows, []string{r.ExecutionID, r.Tool, status, fmt.Sprint(r.ExitCode),
 					fmt.Sprintf("%dms", r.DurationMS), r.StartedAt.Format(time.RFC3339), oneLine(r.Error, 60)})
 			}
-			return table(g.Stdout, "EXECUTION\tTOOL\tSTATUS\tEXIT\tDURATION\tSTARTED\tERROR", rows)
+			if err := table(g.Stdout, "EXECUTION\tTOOL\tSTATUS\tEXIT\tDURATION\tSTARTED\tERROR", rows); err != nil {
+				return err
+			}
+			printEvidence(g.Stdout, recs)
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the full records as JSON")
@@ -344,4 +360,26 @@ file is unchanged.`,
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write the record to FILE instead of stdout")
 	cmd.Flags().BoolVar(&deny, "deny", false, "record a denial instead of an approval")
 	return cmd
+}
+
+// printEvidence prints what the table leaves out: the plan's intent and the checker
+// diagnostics each step kept.
+func printEvidence(w io.Writer, recs []ledger.ExecutionRecord) {
+	intent := ""
+	for _, r := range recs {
+		var d plan.Diagnostics
+		if json.Unmarshal(r.Diagnostics, &d) != nil {
+			continue
+		}
+		if d.Intent != "" && d.Intent != intent {
+			intent = d.Intent
+			fmt.Fprintf(w, "intent: %s\n", oneLine(intent, 200))
+		}
+		for _, a := range d.Artifacts {
+			if a.Kind != plan.ArtifactDiagnostic {
+				continue
+			}
+			fmt.Fprintf(w, "%s: %s:%d:%d: %s %s: %s (%s)\n", r.StepID, a.File, a.Line, a.Column, a.Level, a.Code, oneLine(a.Message, 200), a.Checker)
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/hostfuncs/codetool"
 	"github.com/scripthost/scripthost/hostfuncs/command"
 	"github.com/scripthost/scripthost/hostfuncs/httptool"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
@@ -71,6 +72,11 @@ func callableTools(toolsFile string) ([]*hostfuncs.Tool, error) {
 		return nil, fmt.Errorf("types: %w", err)
 	}
 	tools = append(tools, runner.Tool())
+	code, err := codetool.New(codetool.Config{Workspace: ws})
+	if err != nil {
+		return nil, fmt.Errorf("types: %w", err)
+	}
+	tools = append(tools, code.WorkflowTools()...)
 	if toolsFile != "" {
 		if _, err := os.Stat(toolsFile); err != nil {
 			return nil, usagef("--tools: %v", err)

@@ -39,32 +39,14 @@ func (w *Workspace) Tools() []*hostfuncs.Tool {
 	}
 }
 
-func schema(props map[string]string, required ...string) json.RawMessage {
-	p := map[string]any{}
-	for name, typ := range props {
-		p[name] = json.RawMessage(typ)
-	}
-	if required == nil {
-		required = []string{}
-	}
-	b, _ := json.Marshal(map[string]any{
-		"type": "object", "properties": p, "required": required, "additionalProperties": false,
-	})
-	return b
-}
+var schema = hostfuncs.ObjectSchema
 
 const (
 	str     = `{"type":"string"}`
 	strList = `{"type":"array","items":{"type":"string"}}`
 )
 
-// decode unmarshals input into v, reporting a malformed input as invalid_input.
-func decode(op string, input json.RawMessage, v any) error {
-	if err := json.Unmarshal(input, v); err != nil {
-		return &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidInput, Op: op, Message: fmt.Sprintf("input: %v", err)}
-	}
-	return nil
-}
+var decode = hostfuncs.DecodeInput
 
 func encode(v any) (json.RawMessage, error) {
 	b, err := json.Marshal(v)

@@ -47,6 +47,9 @@ var rows = []row{
 	{"agent turn with a durable file write, vs the write alone", "agent", "BenchmarkAgentDurableTurn", "ns/turn", false, 0},
 	{"end-to-end consumer run vs DBOS 1-step workflow, SQLite FULL, sequential", "bench", "BenchmarkDBOS/workflows=1", "ns/run", false, 1 / 3.5},
 	{"end-to-end consumer run vs DBOS 1-step workflow, SQLite FULL, 16 at once", "bench", "BenchmarkDBOS/workflows=16", "ns/run", false, 1 / 3.5},
+	{"code index of this repository from scratch, vs reading and hashing it (≤ 10 s)", "codegraph", "BenchmarkIndexRepo", "ns/index", false, 0},
+	{"code index refresh of one changed file, vs parsing it (≤ 50 ms)", "codegraph", "BenchmarkRefreshOneFile", "ns/refresh", false, 0},
+	{"symbol query, vs the smallest SQLite query (≤ 5 ms)", "codegraph", "BenchmarkSymbolQuery", "ns/query", false, 0},
 }
 
 // against sets rate rows against another benchmark of the same run (row key →
@@ -61,10 +64,13 @@ var against = map[string]string{
 
 // absolute holds targets on the subject's own time per unit, in ns.
 var absolute = map[string]float64{
-	"wasm/BenchmarkToolCall":           1000,
-	"wasm/BenchmarkGoGuestPhase":       1e6,
-	"agent/BenchmarkAgentStep":         5e6,
-	"agent/BenchmarkAgentToolDispatch": 1e6,
+	"wasm/BenchmarkToolCall":            1000,
+	"wasm/BenchmarkGoGuestPhase":        1e6,
+	"codegraph/BenchmarkIndexRepo":      10e9,
+	"codegraph/BenchmarkRefreshOneFile": 50e6,
+	"codegraph/BenchmarkSymbolQuery":    5e6,
+	"agent/BenchmarkAgentStep":          5e6,
+	"agent/BenchmarkAgentToolDispatch":  1e6,
 }
 
 // result is what one benchmark line reported: metric → value.
