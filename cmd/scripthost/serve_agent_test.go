@@ -108,6 +108,9 @@ func TestServeAgentAPI(t *testing.T) {
 		t.Errorf("completed sessions: got %d, want none yet", len(none))
 	}
 	s.want("GET", "/api/v1/agent/sessions?status=done", nil, http.StatusBadRequest, nil)
+	if code, _, errOut := cli(t, "", "--db", db, "agent", "list", "--status", "done"); code != 2 || !strings.Contains(errOut, `--status "done"`) {
+		t.Errorf("agent list --status done: exit %d, want 2: %s", code, errOut)
+	}
 	s.want("GET", "/api/v1/agent/sessions/nope", nil, http.StatusNotFound, nil)
 
 	var tr agent.Transcript
