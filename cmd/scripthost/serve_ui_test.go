@@ -68,9 +68,11 @@ func TestServeUI(t *testing.T) {
 	agentRun := newPendingAgent(t, e.db)
 	s := startServe(t, e.db, e.wf, "--tools", e.tools, "--workspace", e.dir, "--token", testServeToken)
 
+	// No UserDataDir option: the allocator makes a fresh profile directory and removes
+	// it once the browser has exited (t.TempDir's cleanup raced Chromium's last writes).
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 		chromedp.WindowSize(1280, 900),
