@@ -71,6 +71,15 @@ docs/code-tools.md.`,
 					if _, err := gr.Refresh(cmd.Context(), args[0]); err != nil {
 						return err
 					}
+					file := args[0]
+					if !filepath.IsAbs(file) {
+						file = filepath.Join(gr.Root(), file)
+					}
+					if fi, err := os.Stat(file); err != nil {
+						return fmt.Errorf("code symbols: %s: no such file under %s", args[0], gr.Root())
+					} else if fi.IsDir() {
+						return fmt.Errorf("code symbols: %s is a directory", args[0])
+					}
 					syms, err := gr.Symbols(cmd.Context(), args[0])
 					if err != nil {
 						return err

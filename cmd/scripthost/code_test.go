@@ -110,6 +110,9 @@ func TestCodeCommands(t *testing.T) {
 	if code, _, errOut := cli(t, "", "code", "symbols", "--dir", dir, "../escape.go"); code == 0 || !strings.Contains(errOut, "outside") {
 		t.Fatalf("escape: exit %d: %s", code, errOut)
 	}
+	if code, _, errOut := cli(t, "", "code", "symbols", "--dir", dir, "shapes/missing.go"); code == 0 || !strings.Contains(errOut, "shapes/missing.go: no such file") {
+		t.Fatalf("missing file: exit %d: %s", code, errOut)
+	}
 }
 
 // TestWorkflowCodeQueries: a workflow reads the code index with the read-only Code.*
