@@ -116,12 +116,7 @@ func New(o Options) (*Executor, error) {
 	if o.Bindings == nil {
 		o.Bindings = DefaultBindings
 	}
-	if o.Redactor == nil {
-		o.Redactor = hostfuncs.NewRedactor()
-	}
-	for _, t := range o.Registry.Tools() {
-		o.Redactor.AddSecret(t.Secrets...)
-	}
+	o.Redactor = o.Registry.Redactor(o.Redactor)
 	if o.MaxResultBytes <= 0 {
 		o.MaxResultBytes = 64 << 10
 	}

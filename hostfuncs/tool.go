@@ -128,6 +128,18 @@ func (r *Registry) Lookup(namespace, method string) (*Tool, bool) {
 	return t, ok
 }
 
+// Redactor returns red, or a new Redactor when red is nil, with the secrets of every
+// tool registered in r added: what each executor redacts from what it stores and shows.
+func (r *Registry) Redactor(red *Redactor) *Redactor {
+	if red == nil {
+		red = NewRedactor()
+	}
+	for _, t := range r.Tools() {
+		red.AddSecret(t.Secrets...)
+	}
+	return red
+}
+
 // Tools returns every registered tool, sorted by name.
 func (r *Registry) Tools() []*Tool {
 	r.mu.RLock()

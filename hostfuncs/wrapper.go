@@ -115,12 +115,7 @@ func NewToolWrapper(reg *Registry, store ledger.Store, info RunInfo, opts Wrappe
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
-	if w.redactor == nil {
-		w.redactor = NewRedactor()
-	}
-	for _, t := range w.reg.Tools() {
-		w.redactor.AddSecret(t.Secrets...)
-	}
+	w.redactor = w.reg.Redactor(w.redactor)
 	if w.policy.Redactor == nil {
 		w.policy.Redactor = w.redactor
 	}

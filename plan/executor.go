@@ -79,12 +79,7 @@ func New(o Options) (*Executor, error) {
 	if o.Sleep == nil {
 		o.Sleep = sleep
 	}
-	if o.Redactor == nil {
-		o.Redactor = hostfuncs.NewRedactor()
-	}
-	for _, t := range o.Registry.Tools() {
-		o.Redactor.AddSecret(t.Secrets...)
-	}
+	o.Redactor = o.Registry.Redactor(o.Redactor)
 	return &Executor{o: o}, nil
 }
 
