@@ -56,13 +56,13 @@ var watcher struct {
 }
 
 // liveHeap returns the heap the last collection found live, first forcing a
-// collection when more than collectAfter bytes were allocated since then (always
-// when collectAfter is negative, never when it is 0).
+// collection when more than collectAfter bytes were allocated since then (never when
+// it is 0).
 func liveHeap(collectAfter int64) int64 {
 	s := []metrics.Sample{{Name: heapObjects}, {Name: heapLive}}
 	metrics.Read(s)
 	objects, live := int64(s[0].Value.Uint64()), int64(s[1].Value.Uint64())
-	if collectAfter < 0 || collectAfter > 0 && objects-live > collectAfter {
+	if collectAfter > 0 && objects-live > collectAfter {
 		runtime.GC()
 		metrics.Read(s)
 		live = int64(s[1].Value.Uint64())
@@ -88,20 +88,14 @@ func watch(budget int64, abort func(error)) *memEntry {
 	return e
 }
 
-// done charges the growth since the last sample and unregisters the invocation, so
-// that what it allocated at the end is not charged to the others.
+// done charges the growth seen since the last sample and unregisters the invocation.
+// It does not force a collection to see an interrupted script's last allocations:
+// that would mark the whole of its heap while it is still reachable, the costliest
+// collection there is, and every goroutine allocating meanwhile helps with it. What
+// it allocated unseen is freed with its runtime, so the next collection shows it
+// gone together with the rest of the script's heap.
 func (e *memEntry) done() {
-	watcher.mu.Lock()
-	killed := e.killed
-	watcher.mu.Unlock()
-	var cur int64
-	if killed {
-		// A hog's last allocations are only seen after a collection; collect while
-		// its runtime is still reachable, so they are charged to it.
-		cur = liveHeap(-1)
-	} else {
-		cur = liveHeap(0)
-	}
+	cur := liveHeap(0)
 	watcher.mu.Lock()
 	top := chargeLocked(cur)
 	delete(watcher.entries, e)
