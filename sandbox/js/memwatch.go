@@ -30,7 +30,8 @@ import (
 // memory hog with the same budget may be interrupted too; memory other parts of the
 // process retain while scripts run is charged to the scripts. A single huge allocation
 // inside a built-in cannot be interrupted until it returns, which is why the one-shot
-// allocating built-ins are guarded before they allocate (see prelude.js).
+// allocating built-ins are guarded before they allocate (see prelude.js, and
+// limitStrings for every string).
 const watchPeriod = time.Millisecond
 
 const (
@@ -203,8 +204,8 @@ func kill(e *memEntry) {
 // it happened, and a concatenation doubles a string in one step, so a string-doubling
 // script would be seen at a budget's worth of strings only once its next doubling, to
 // twice that, had been made. With this limit the strings such a script builds, and
-// keeps, total at most the budget. The built-ins that build a string in one call are
-// guarded in prelude.js.
+// keeps, total at most the budget. goja checks the same limit in every built-in that
+// builds a string (replace, join, String.raw, JSON.stringify, ...), before it grows.
 func limitStrings(vm *goja.Runtime, budget int64, abort func(error)) {
 	limit := budget / 4
 	vm.SetMaxStringLength(int(limit), func(n int) {
