@@ -3,6 +3,8 @@ package js_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"runtime/metrics"
 	"runtime/trace"
 	"slices"
@@ -45,7 +47,7 @@ func BenchmarkNeighbourLatency(b *testing.B) {
   for (let i = 0; i < 1000; i++) { n += String(i).length; if (i % 100 === 0) seen.push({ i }) }
   return { n, seen: seen.length, x }
 } } } }`)
-	phase := func() time.Duration {
+	phase := func(b *testing.B) time.Duration {
 		start := time.Now()
 		// The region lets a trace (-trace) pick out the neighbour's slow phases.
 		defer trace.StartRegion(context.Background(), "neighbour phase").End()
@@ -55,11 +57,24 @@ func BenchmarkNeighbourLatency(b *testing.B) {
 		}
 		return time.Since(start)
 	}
+	// The scripthost command runs with GOGC=400 (see cmd/scripthost): each case runs at
+	// Go's default and at that.
+	for _, gogc := range []int{100, 400} {
+		b.Run(fmt.Sprintf("gogc=%d", gogc), func(b *testing.B) {
+			defer debug.SetGCPercent(debug.SetGCPercent(gogc))
+			neighbourCases(b, eng, phase)
+		})
+	}
+}
+
+// neighbourCases runs the well-behaved phase alone and next to each script of
+// neighbourSources.
+func neighbourCases(b *testing.B, eng *js.Engine, phase func(*testing.B) time.Duration) {
 	var busyP99 time.Duration
 	b.Run("alone", func(b *testing.B) {
 		lat := make([]time.Duration, 0, b.N)
 		for b.Loop() {
-			lat = append(lat, phase())
+			lat = append(lat, phase(b))
 		}
 		reportLatency(b, lat)
 	})
@@ -91,7 +106,7 @@ func BenchmarkNeighbourLatency(b *testing.B) {
 			start := time.Now()
 			lat := make([]time.Duration, 0, b.N)
 			for b.Loop() {
-				lat = append(lat, phase())
+				lat = append(lat, phase(b))
 			}
 			elapsed := time.Since(start)
 			gc := gcStats().sub(before)
