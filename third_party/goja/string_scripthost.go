@@ -1,3 +1,7 @@
+// This file is part of the scripthost patch (see Runtime.SetMaxStringLength): the
+// helpers that keep the strings a script builds within the maximum string length, and
+// that copy long strings in pieces.
+
 package goja
 
 import (
