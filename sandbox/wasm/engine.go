@@ -48,6 +48,10 @@ type Options struct {
 	WASI WASIConfig
 	// CompileWorkers is how many goroutines compile one module; 0 means GOMAXPROCS.
 	CompileWorkers int
+	// FreshInstances runs every invocation in a new instance. By default an
+	// invocation of a module that allows it reuses an instance a previous one left
+	// reset to its state after initialization (see ABI.md, "The instance").
+	FreshInstances bool
 }
 
 // WASIConfig says what a guest can observe through WASI. Files, sockets, arguments and
@@ -108,8 +112,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	cfg := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
-		// The page cap is enforced by linearMemory, which sees every growth up to
-		// the 4 GiB that wazero allows (see dropMemoryMax).
+		// The invocation's page cap is enforced by linearMemory; wazero enforces
+		// a declared maximum and the 4 GiB of a 32-bit memory.
 		WithMemoryLimitPages(maxPages).
 		WithCompilationCache(e.cache)
 	e.runtime = wazero.NewRuntimeWithConfig(ctx, cfg)
@@ -176,7 +180,7 @@ func (e *Engine) load(ctx context.Context, src sandbox.Source) (*Program, error)
 	if workers <= 0 {
 		workers = goruntime.GOMAXPROCS(0)
 	}
-	code, err := instrument(src.Code)
+	code, rw, err := instrument(src.Code)
 	if err != nil {
 		return nil, loadError(name, "%v", err)
 	}
@@ -184,7 +188,7 @@ func (e *Engine) load(ctx context.Context, src sandbox.Source) (*Program, error)
 	if err != nil {
 		return nil, loadError(name, "compile: %v", err)
 	}
-	p := &Program{eng: e, name: name, module: &module{key: key, compiled: compiled, info: info}}
+	p := &Program{eng: e, name: name, module: &module{key: key, compiled: compiled, info: info, rewrite: rw}}
 	if err := p.checkImports(); err != nil {
 		_ = compiled.Close(ctx)
 		return nil, loadError(name, "%v", err)
@@ -193,6 +197,7 @@ func (e *Engine) load(ctx context.Context, src sandbox.Source) (*Program, error)
 		_ = compiled.Close(ctx)
 		return nil, loadError(name, "%v", err)
 	}
+	p.checkReusable()
 	if err := p.describe(ctx); err != nil {
 		_ = compiled.Close(ctx)
 		return nil, err
@@ -223,6 +228,7 @@ func (e *Engine) release(ctx context.Context, m *module) error {
 	if !last {
 		return nil
 	}
+	m.pool.close()
 	return m.compiled.Close(ctx)
 }
 

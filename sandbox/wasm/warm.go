@@ -1,0 +1,248 @@
+package wasm
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"math/rand/v2"
+	goruntime "runtime"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// instance is one instance of a compiled module. An instance whose module passes the
+// reuse conditions (reusable) carries the snapshot of its state right after
+// initialization and, after an invocation that ended normally, is reset to it and
+// kept for the next invocation of the same module.
+type instance struct {
+	mod api.Module
+	mem *linearMemory
+	io  *instanceIO
+	// snap is the state after initialization; nil when the instance is not reused.
+	snap *snapshot
+}
+
+// snapshot is an instance's state after initialization: its memory and the values
+// of its mutable globals (all exported by the rewrite).
+type snapshot struct {
+	image   []byte
+	globals []api.MutableGlobal
+	values  []uint64
+}
+
+// instanceIO is what an instance's WASI configuration reads: it is fixed when the
+// instance is created, so it reads the invocation using the instance through c.
+type instanceIO struct {
+	c *call
+}
+
+type ioWriter struct {
+	io     *instanceIO
+	stderr bool
+}
+
+func (w ioWriter) Write(p []byte) (int, error) {
+	c := w.io.c
+	c.touch()
+	if w.stderr {
+		return c.stderr.Write(p)
+	}
+	return c.stdout.Write(p)
+}
+
+type ioRand struct{ io *instanceIO }
+
+func (r ioRand) Read(p []byte) (int, error) {
+	c := r.io.c
+	c.touch()
+	return c.clock.rand.Read(p)
+}
+
+// clock is an invocation's view of time and randomness through WASI (ABI.md, "Clocks
+// and randomness").
+type clock struct {
+	walltime func() (int64, int32)
+	nanotime func() int64
+	rand     io.Reader
+}
+
+// fakeEpoch is where the fake wall clock starts (wazero's): 2022-01-01T00:00:00Z.
+const fakeEpoch = 1640995200 * int64(time.Second)
+
+var processStart = time.Now()
+
+// newClock returns the clocks and random source of invocation c.
+func (p *Program) newClock(c *call) clock {
+	if d := c.inv.Deterministic; d != nil {
+		sec, nsec := d.Now.Unix(), int32(d.Now.Nanosecond())
+		var mono int64
+		var seed [32]byte
+		binary.LittleEndian.PutUint64(seed[:], uint64(d.Seed))
+		return clock{
+			walltime: func() (int64, int32) { return sec, nsec },
+			// A monotonic clock that never moves would hang a guest runtime waiting
+			// on a timer; this one moves 1ms per reading, the same on every run.
+			nanotime: func() int64 { mono += 1e6; return mono },
+			rand:     rand.NewChaCha8(seed),
+		}
+	}
+	r := p.eng.randSource()
+	if p.eng.opts.WASI.RealClock {
+		return clock{
+			walltime: func() (int64, int32) {
+				now := time.Now()
+				return now.Unix(), int32(now.Nanosecond())
+			},
+			nanotime: func() int64 { return int64(time.Since(processStart)) },
+			rand:     r,
+		}
+	}
+	// wazero's fake clocks: 1ms per reading, from the fake epoch and from 0.
+	wall, mono := fakeEpoch-int64(time.Millisecond), -int64(time.Millisecond)
+	return clock{
+		walltime: func() (int64, int32) {
+			wall += int64(time.Millisecond)
+			return wall / 1e9, int32(wall % 1e9)
+		},
+		nanotime: func() int64 { mono += int64(time.Millisecond); return mono },
+		rand:     r,
+	}
+}
+
+// moduleConfig is an instance's configuration: no files, arguments, environment or
+// sockets; stdout, stderr, clocks and randomness are those of the invocation using
+// the instance (io.c).
+func (p *Program) moduleConfig(iio *instanceIO) wazero.ModuleConfig {
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions().
+		WithStdout(ioWriter{io: iio}).
+		WithStderr(ioWriter{io: iio, stderr: true}).
+		WithWalltime(func() (int64, int32) { iio.c.touch(); return iio.c.clock.walltime() }, 1).
+		WithNanotime(func() int64 { iio.c.touch(); return iio.c.clock.nanotime() }, 1).
+		WithRandSource(ioRand{io: iio})
+	if p.eng.opts.WASI.RealClock {
+		cfg = cfg.WithSysNanosleep()
+	}
+	return cfg
+}
+
+// instantiate creates an instance for invocation c and runs _initialize in it. When
+// the module is reusable and the initialization read nothing from the host (no host
+// function, no clock, no randomness, no output: so every instance is the same after
+// it), the instance gets its snapshot.
+func (p *Program) instantiate(ctx context.Context, c *call) (*instance, error) {
+	in := &instance{mem: c.mem, io: &instanceIO{c: c}}
+	ctx = experimental.WithMemoryAllocator(ctx, in.mem.allocator())
+	mod, err := p.eng.runtime.InstantiateModule(ctx, p.compiled, p.moduleConfig(in.io))
+	if err != nil {
+		return nil, p.classify(c.parent, c, "instantiate", err)
+	}
+	in.mod = mod
+	if init := mod.ExportedFunction(exportInitialize); init != nil {
+		c.initializing = true
+		_, err := init.Call(ctx)
+		c.initializing = false
+		if err != nil && !exitedOK(err) {
+			err = p.failure(c.parent, c, mod, exportInitialize, err)
+			in.close()
+			return nil, err
+		}
+	}
+	if p.reusable && !c.initTouched && !mod.IsClosed() {
+		in.snap = takeSnapshot(mod, p.rewrite.mutableGlobals)
+	}
+	return in, nil
+}
+
+func takeSnapshot(mod api.Module, globals []uint32) *snapshot {
+	mem := mod.Memory()
+	b, ok := mem.Read(0, mem.Size())
+	if !ok {
+		return nil
+	}
+	s := &snapshot{image: append([]byte(nil), b...)}
+	for _, i := range globals {
+		g, ok := mod.ExportedGlobal(exportGlobal(i)).(api.MutableGlobal)
+		if !ok {
+			return nil
+		}
+		s.globals = append(s.globals, g)
+		s.values = append(s.values, g.Get())
+	}
+	return s
+}
+
+// reset restores the instance to its snapshot, and reports whether it could: an
+// instance whose memory grew past the snapshot (wazero's memories cannot shrink) or
+// whose module was closed is not reused.
+func (in *instance) reset() bool {
+	if in.snap == nil || in.mod.IsClosed() {
+		return false
+	}
+	mem := in.mod.Memory()
+	if int(mem.Size()) != len(in.snap.image) {
+		return false
+	}
+	b, ok := mem.Read(0, mem.Size())
+	if !ok {
+		return false
+	}
+	copy(b, in.snap.image)
+	for i, g := range in.snap.globals {
+		g.Set(in.snap.values[i])
+	}
+	return true
+}
+
+func (in *instance) close() { _ = in.mod.Close(context.Background()) }
+
+// pool keeps a module's reset instances, at most GOMAXPROCS of them.
+type pool struct {
+	mu     sync.Mutex
+	idle   []*instance
+	closed bool
+}
+
+// take returns an idle instance whose memory fits under capPages, or nil.
+func (pl *pool) take(capPages uint32) *instance {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	for len(pl.idle) > 0 {
+		in := pl.idle[len(pl.idle)-1]
+		pl.idle = pl.idle[:len(pl.idle)-1]
+		if uint64(len(in.snap.image)) <= uint64(capPages)<<16 {
+			return in
+		}
+		in.close()
+	}
+	return nil
+}
+
+// put keeps a reset instance, or closes it when the pool is full or closed.
+func (pl *pool) put(in *instance) {
+	pl.mu.Lock()
+	if !pl.closed && len(pl.idle) < goruntime.GOMAXPROCS(0) {
+		pl.idle = append(pl.idle, in)
+		in = nil
+	}
+	pl.mu.Unlock()
+	if in != nil {
+		in.close()
+	}
+}
+
+// close closes the idle instances; instances put afterwards are closed at once.
+func (pl *pool) close() {
+	pl.mu.Lock()
+	idle := pl.idle
+	pl.idle, pl.closed = nil, true
+	pl.mu.Unlock()
+	for _, in := range idle {
+		in.close()
+	}
+}
