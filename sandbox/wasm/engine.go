@@ -22,7 +22,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/sandbox"
@@ -117,7 +116,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		WithMemoryLimitPages(maxPages).
 		WithCompilationCache(e.cache)
 	e.runtime = wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.runtime); err != nil {
+	if err := instantiateWASI(ctx, e.runtime); err != nil {
 		_ = e.Close(ctx)
 		return nil, fmt.Errorf("wasm: instantiate WASI: %w", err)
 	}

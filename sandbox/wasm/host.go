@@ -125,10 +125,12 @@ type call struct {
 	clock   clock
 	parent  context.Context // the caller's context, without the invocation timeout
 
-	// initializing: _initialize is running. initTouched: it used the host (a host
-	// function, a clock, randomness or output), so its instance is not reused.
+	// initializing: _initialize is running. initHost: it called a host function or
+	// wrote output, so its instance is not reused. initRandom: what it read from
+	// random_get.
 	initializing bool
-	initTouched  bool
+	initHost     bool
+	initRandom   []byte
 
 	// refusedPages is the largest memory size (pages) a refused memory.grow asked
 	// for, read from the instance when a guest call fails.
@@ -138,10 +140,10 @@ type call struct {
 	abort       error
 }
 
-// touch records that the guest used the host.
+// touch records that the guest called a host function or wrote output.
 func (c *call) touch() {
 	if c.initializing {
-		c.initTouched = true
+		c.initHost = true
 	}
 }
 

@@ -56,22 +56,13 @@ type module struct {
 	reused   atomic.Int64
 }
 
-// fdStateImports are the WASI functions that change an instance's file descriptor
-// table, which a reset does not restore: a module importing one is not reused.
-var fdStateImports = map[string]bool{"fd_close": true, "fd_renumber": true, "fd_fdstat_set_flags": true, "fd_fdstat_set_rights": true}
-
 // checkReusable decides whether instances of the module can be reset and reused: its
 // tables and segments never change (so the memory and the mutable globals are all the
 // state an instance has), its mutable globals are numbers (which wazero's API reads
-// and writes whole) and it cannot change its file descriptors.
+// and writes whole). Its file descriptors cannot change (wasi.go).
 func (p *Program) checkReusable() {
 	if p.rewrite.mutatesTables || p.rewrite.dropsData || p.rewrite.opaqueGlobals {
 		return
-	}
-	for _, f := range p.compiled.ImportedFunctions() {
-		if mod, name, _ := f.Import(); mod == wasiModule && fdStateImports[name] {
-			return
-		}
 	}
 	p.reusable = true
 }

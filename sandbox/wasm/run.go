@@ -40,10 +40,16 @@ func (p *Program) run(ctx context.Context, c *call, before func(context.Context,
 
 	var in *instance
 	if before == nil && p.reusable && !p.eng.opts.FreshInstances {
-		in = p.pool.take(c.limits.MaxMemoryPages)
+		// In deterministic mode an instance whose initialization drew random
+		// numbers is not reused: its state depends on another seed.
+		in = p.pool.take(c.limits.MaxMemoryPages, c.clock.det)
 	}
 	if in != nil {
 		in.io.c, in.mem.limit, c.mem = c, uint64(c.limits.MaxMemoryPages)<<16, in.mem
+		if err := in.resume(c); err != nil {
+			in.close()
+			return result(), err
+		}
 		p.reused.Add(1)
 	} else {
 		c.mem = newLinearMemory(c.limits.MaxMemoryPages)

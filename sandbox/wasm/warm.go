@@ -32,6 +32,13 @@ type snapshot struct {
 	image   []byte
 	globals []api.MutableGlobal
 	values  []uint64
+	// wallReads and monoReads are how many times the initialization read the
+	// clocks.
+	wallReads, monoReads int64
+	// goRand are the addresses of a Go runtime's random generator states, which
+	// are reseeded for every invocation; nil when the initialization read no
+	// randomness.
+	goRand []uint32
 }
 
 // instanceIO is what an instance's WASI configuration reads: it is fixed when the
@@ -58,16 +65,37 @@ type ioRand struct{ io *instanceIO }
 
 func (r ioRand) Read(p []byte) (int, error) {
 	c := r.io.c
-	c.touch()
-	return c.clock.rand.Read(p)
+	n, err := c.clock.rand.Read(p)
+	if c.initializing {
+		c.initRandom = append(c.initRandom, p[:n]...)
+	}
+	return n, err
 }
 
 // clock is an invocation's view of time and randomness through WASI (ABI.md, "Clocks
-// and randomness").
+// and randomness"). The fake clocks advance 1ms per reading; an invocation reusing an
+// instance resumes them where the instance's initialization left them, so that it
+// reads what it would have read in a fresh instance.
 type clock struct {
-	walltime func() (int64, int32)
-	nanotime func() int64
-	rand     io.Reader
+	det        bool  // fixed wall clock at wall, monotonic from 0 (Determinism)
+	real       bool  // the host's clocks
+	wall, mono int64 // the last readings (nanoseconds)
+	// wallReads and monoReads count the readings.
+	wallReads, monoReads int64
+	rand                 io.Reader
+}
+
+// skip advances the fake clocks as if they had been read wallReads and monoReads
+// times.
+func (k *clock) skip(wallReads, monoReads int64) {
+	if k.real {
+		return
+	}
+	if !k.det {
+		k.wall += wallReads * int64(time.Millisecond)
+	}
+	k.mono += monoReads * int64(time.Millisecond)
+	k.wallReads, k.monoReads = wallReads, monoReads
 }
 
 // fakeEpoch is where the fake wall clock starts (wazero's): 2022-01-01T00:00:00Z.
@@ -78,39 +106,39 @@ var processStart = time.Now()
 // newClock returns the clocks and random source of invocation c.
 func (p *Program) newClock(c *call) clock {
 	if d := c.inv.Deterministic; d != nil {
-		sec, nsec := d.Now.Unix(), int32(d.Now.Nanosecond())
-		var mono int64
 		var seed [32]byte
 		binary.LittleEndian.PutUint64(seed[:], uint64(d.Seed))
-		return clock{
-			walltime: func() (int64, int32) { return sec, nsec },
-			// A monotonic clock that never moves would hang a guest runtime waiting
-			// on a timer; this one moves 1ms per reading, the same on every run.
-			nanotime: func() int64 { mono += 1e6; return mono },
-			rand:     rand.NewChaCha8(seed),
-		}
+		return clock{det: true, wall: d.Now.UnixNano(), rand: rand.NewChaCha8(seed)}
 	}
-	r := p.eng.randSource()
-	if p.eng.opts.WASI.RealClock {
-		return clock{
-			walltime: func() (int64, int32) {
-				now := time.Now()
-				return now.Unix(), int32(now.Nanosecond())
-			},
-			nanotime: func() int64 { return int64(time.Since(processStart)) },
-			rand:     r,
-		}
-	}
-	// wazero's fake clocks: 1ms per reading, from the fake epoch and from 0.
-	wall, mono := fakeEpoch-int64(time.Millisecond), -int64(time.Millisecond)
 	return clock{
-		walltime: func() (int64, int32) {
-			wall += int64(time.Millisecond)
-			return wall / 1e9, int32(wall % 1e9)
-		},
-		nanotime: func() int64 { mono += int64(time.Millisecond); return mono },
-		rand:     r,
+		real: p.eng.opts.WASI.RealClock,
+		wall: fakeEpoch - int64(time.Millisecond),
+		mono: -int64(time.Millisecond),
+		rand: p.eng.randSource(),
 	}
+}
+
+func (k *clock) walltime() (int64, int32) {
+	k.wallReads++
+	switch {
+	case k.real:
+		now := time.Now()
+		return now.Unix(), int32(now.Nanosecond())
+	case !k.det:
+		k.wall += int64(time.Millisecond)
+	}
+	return k.wall / 1e9, int32(k.wall % 1e9)
+}
+
+func (k *clock) nanotime() int64 {
+	k.monoReads++
+	if k.real {
+		return int64(time.Since(processStart))
+	}
+	// A monotonic clock that never moves would hang a guest runtime waiting on a
+	// timer; this one moves 1ms per reading, the same on every run.
+	k.mono += int64(time.Millisecond)
+	return k.mono
 }
 
 // moduleConfig is an instance's configuration: no files, arguments, environment or
@@ -122,8 +150,8 @@ func (p *Program) moduleConfig(iio *instanceIO) wazero.ModuleConfig {
 		WithStartFunctions().
 		WithStdout(ioWriter{io: iio}).
 		WithStderr(ioWriter{io: iio, stderr: true}).
-		WithWalltime(func() (int64, int32) { iio.c.touch(); return iio.c.clock.walltime() }, 1).
-		WithNanotime(func() int64 { iio.c.touch(); return iio.c.clock.nanotime() }, 1).
+		WithWalltime(func() (int64, int32) { return iio.c.clock.walltime() }, 1).
+		WithNanotime(func() int64 { return iio.c.clock.nanotime() }, 1).
 		WithRandSource(ioRand{io: iio})
 	if p.eng.opts.WASI.RealClock {
 		cfg = cfg.WithSysNanosleep()
@@ -132,9 +160,11 @@ func (p *Program) moduleConfig(iio *instanceIO) wazero.ModuleConfig {
 }
 
 // instantiate creates an instance for invocation c and runs _initialize in it. When
-// the module is reusable and the initialization read nothing from the host (no host
-// function, no clock, no randomness, no output: so every instance is the same after
-// it), the instance gets its snapshot.
+// the module is reusable, the instance gets its snapshot if its initialization called
+// no host function and wrote nothing, so that a reset instance is what a fresh one
+// is after initialization: the clocks it read resume where it left them, and if it
+// read random_get, it must be a Go runtime whose generator the engine can find and
+// reseed for every invocation (gorand.go).
 func (p *Program) instantiate(ctx context.Context, c *call) (*instance, error) {
 	in := &instance{mem: c.mem, io: &instanceIO{c: c}}
 	ctx = experimental.WithMemoryAllocator(ctx, in.mem.allocator())
@@ -153,10 +183,28 @@ func (p *Program) instantiate(ctx context.Context, c *call) (*instance, error) {
 			return nil, err
 		}
 	}
-	if p.reusable && !c.initTouched && !mod.IsClosed() {
+	if p.reusable && !c.initHost && !mod.IsClosed() {
 		in.snap = takeSnapshot(mod, p.rewrite.mutableGlobals)
 	}
+	if in.snap != nil {
+		in.snap.wallReads, in.snap.monoReads = c.clock.wallReads, c.clock.monoReads
+		if len(c.initRandom) > 0 {
+			if in.snap.goRand = findGoRand(in.snap.image, c.initRandom); in.snap.goRand == nil {
+				in.snap = nil
+			}
+		}
+	}
 	return in, nil
+}
+
+// resume prepares a reset instance for invocation c: the fake clocks continue from the
+// snapshot, and a Go runtime's generator is reseeded from c's random source.
+func (in *instance) resume(c *call) error {
+	c.clock.skip(in.snap.wallReads, in.snap.monoReads)
+	if in.snap.goRand != nil {
+		return reseedGoRand(in.mod.Memory(), in.snap.goRand, c.clock.rand)
+	}
+	return nil
 }
 
 func takeSnapshot(mod api.Module, globals []uint32) *snapshot {
@@ -208,12 +256,16 @@ type pool struct {
 	closed bool
 }
 
-// take returns an idle instance whose memory fits under capPages, or nil.
-func (pl *pool) take(capPages uint32) *instance {
+// take returns an idle instance whose memory fits under capPages (and, when det,
+// whose initialization drew no random numbers), or nil.
+func (pl *pool) take(capPages uint32, det bool) *instance {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	for len(pl.idle) > 0 {
 		in := pl.idle[len(pl.idle)-1]
+		if det && in.snap.goRand != nil {
+			return nil
+		}
 		pl.idle = pl.idle[:len(pl.idle)-1]
 		if uint64(len(in.snap.image)) <= uint64(capPages)<<16 {
 			return in

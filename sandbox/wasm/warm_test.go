@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -165,5 +166,52 @@ func TestReusedConsole(t *testing.T) {
 	}
 	if p.reused.Load() == 0 {
 		t.Error("no invocation reused an instance")
+	}
+}
+
+// TestGoGuestReused: a Go guest's instance is reused: its runtime's random generator is
+// reseeded for every invocation (math/rand draws differ each time), module state is
+// reset (fresh_instance returns 1), and in deterministic mode it runs as in a fresh
+// instance (the same numbers for the same seed as an engine without reuse).
+func TestGoGuestReused(t *testing.T) {
+	code := buildGuest(t, conformanceDir)
+	load := func(opts Options) *Program {
+		opts.CacheDir = sharedCacheDir()
+		p, err := newEngine(t, opts).load(context.Background(), sandbox.Source{Name: "conformance.wasm", Code: code})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close(context.Background()) })
+		return p
+	}
+	p := load(Options{})
+	if !p.reusable {
+		t.Fatal("the Go guest is not reusable")
+	}
+	seen := map[string]bool{}
+	for i := range 5 {
+		if got := invokeValue(t, p, sandbox.Invocation{Function: "fresh_instance"}); got != "1" {
+			t.Errorf("fresh_instance %d: got %s, want 1", i, got)
+		}
+		v := invokeValue(t, p, sandbox.Invocation{Function: "deterministic"})
+		var out struct{ Random []float64 }
+		if err := json.Unmarshal([]byte(v), &out); err != nil || len(out.Random) != 3 {
+			t.Fatalf("deterministic returned %s", v)
+		}
+		for _, r := range out.Random {
+			k := strconv.FormatFloat(r, 'g', -1, 64)
+			if seen[k] {
+				t.Errorf("invocation %d drew %s again", i, k)
+			}
+			seen[k] = true
+		}
+	}
+	if got := p.reused.Load(); got < 8 {
+		t.Errorf("%d of 10 invocations reused an instance, want at least 8", got)
+	}
+	fresh := load(Options{FreshInstances: true})
+	det := sandbox.Invocation{Function: "deterministic", Deterministic: &sandbox.Determinism{Seed: 9, Now: time.Unix(5, 0)}}
+	if a, b, c := invokeValue(t, p, det), invokeValue(t, p, det), invokeValue(t, fresh, det); a != b || a != c {
+		t.Errorf("seed 9: got %s, then %s, fresh %s; want all equal", a, b, c)
 	}
 }
