@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -175,6 +176,45 @@ func TestInstrumentGuests(t *testing.T) {
 				t.Fatal(err)
 			}
 			m.Close(ctx)
+		})
+	}
+}
+
+// TestInstrumentAddsSections: the rewrite adds the sections it needs where a module has
+// none (here no global and no export section; no code section), in the order the
+// binary format requires.
+func TestInstrumentAddsSections(t *testing.T) {
+	ctx := context.Background()
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	defer r.Close(ctx)
+	for name, hexCode := range map[string]string{
+		// (module (memory 1) (func (drop (memory.grow (i32.const 1)))))
+		"grow, no globals or exports": "0061736d010000000104016000000302010005030100010a09010700410140001a0b",
+		// (module (memory 1) (global (mut i32) (i32.const 0)) (export "m" (memory 0)))
+		"no code": "0061736d0100000005030100010606017f0141000b070501016d0200",
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, err := hex.DecodeString(hexCode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, info, err := instrument(code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mod, err := r.InstantiateWithConfig(ctx, out, wazero.NewModuleConfig().WithName(""))
+			if err != nil {
+				t.Fatalf("rewritten module: %v", err)
+			}
+			defer mod.Close(ctx)
+			for _, g := range info.mutableGlobals {
+				if mod.ExportedGlobal(exportGlobal(g)) == nil {
+					t.Errorf("global %d not exported", g)
+				}
+			}
+			if (mod.ExportedGlobal(exportRefused) != nil) != info.grows {
+				t.Errorf("%s exported: %v, want %v", exportRefused, !info.grows, info.grows)
+			}
 		})
 	}
 }

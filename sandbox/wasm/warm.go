@@ -209,6 +209,9 @@ func (in *instance) resume(c *call) error {
 
 func takeSnapshot(mod api.Module, globals []uint32) *snapshot {
 	mem := mod.Memory()
+	if mem == nil {
+		return nil
+	}
 	b, ok := mem.Read(0, mem.Size())
 	if !ok {
 		return nil

@@ -81,21 +81,23 @@ func TestResetAfterScribble(t *testing.T) {
 	}
 }
 
-// TestResetTimeout: an invocation that times out drops its instance; the next one is
-// pristine.
+// TestResetTimeout: a reused instance still stops at its timeout, and is dropped; the
+// next invocation is pristine.
 func TestResetTimeout(t *testing.T) {
-	p := load(t, newEngine(t, Options{}), "loop.wasm")
-	if !p.reusable {
-		t.Fatal("loop.wasm is not reusable")
-	}
+	p := loadWAT(t, newEngine(t, Options{}), "scribble.wasm")
+	want := invokeValue(t, p, sandbox.Invocation{Function: "check"})
 	for range 2 {
+		reused := p.reused.Load()
 		_, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "spin", Limits: sandbox.Limits{Timeout: 50 * time.Millisecond}})
 		if le := limitOf(err); le == nil || le.Limit != "timeout" {
 			t.Fatalf("got %v, want a timeout", err)
 		}
-	}
-	if got := p.created.Load(); got != 3 { // describe's instance at Load, then one per timeout
-		t.Errorf("%d instances made, want 3", got)
+		if p.reused.Load() != reused+1 {
+			t.Error("spin did not run in a reused instance")
+		}
+		if got := invokeValue(t, p, sandbox.Invocation{Function: "check"}); got != want {
+			t.Errorf("after a timeout check returned %s, want %s", got, want)
+		}
 	}
 }
 

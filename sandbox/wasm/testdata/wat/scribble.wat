@@ -4,6 +4,7 @@
 ;; "count" bumps a counter in memory and in a global and returns it (1 in a pristine
 ;; instance); "scribble" overwrites all of memory and every global and returns
 ;; normally; "scribble_grow" grows memory first; "scribble_trap" scribbles, then traps.
+;; "spin" scribbles, then loops forever.
 ;; "random" returns 8 bytes from WASI random_get as 16 hex digits.
 (module
   (import "wasi_snapshot_preview1" "random_get" (func $random_get (param i32 i32) (result i32)))
@@ -77,6 +78,7 @@
   (func (export "scribble") (call $scribble))
   (func (export "scribble_grow") (drop (memory.grow (i32.const 1))) (call $scribble))
   (func (export "scribble_trap") (call $scribble) unreachable)
+  (func (export "spin") (call $scribble) (loop $l (br $l)))
 
   (func (export "random")
     (drop (call $random_get (i32.const 5000) (i32.const 4)))
