@@ -26,8 +26,8 @@ const (
 
 const wasiModule = "wasi_snapshot_preview1"
 
-// Program is a compiled module. It is safe for concurrent use: every Invoke
-// instantiates the compiled module afresh.
+// Program is a compiled module. It is safe for concurrent use: every Invoke has an
+// instance of its own, new or reset to the state of a new one.
 type Program struct {
 	eng  *Engine
 	name string
@@ -236,7 +236,7 @@ func (p *Program) checkDefinition(def json.RawMessage) error {
 	return nil
 }
 
-// Invoke runs one handler export in a fresh instance.
+// Invoke runs one handler export in an instance in the state of a fresh one.
 func (p *Program) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Result, error) {
 	if p.closed.Load() {
 		return sandbox.Result{}, fmt.Errorf("wasm: invoke %s: program closed", p.name)

@@ -252,11 +252,38 @@ func (in *instance) reset() bool {
 
 func (in *instance) close() { _ = in.mod.Close(context.Background()) }
 
-// pool keeps a module's reset instances, at most GOMAXPROCS of them.
+// pool keeps a module's reset instances: at most GOMAXPROCS of them, and no more than
+// the engine's idle budget allows across all modules.
 type pool struct {
 	mu     sync.Mutex
 	idle   []*instance
 	closed bool
+	budget *idleBudget
+}
+
+// idleBudget bounds the memory held by idle instances across an engine's modules.
+type idleBudget struct {
+	mu        sync.Mutex
+	used, max int64
+}
+
+// cost is what an idle instance holds: its memory and its snapshot's copy.
+func (in *instance) cost() int64 { return 2 * int64(len(in.snap.image)) }
+
+func (b *idleBudget) reserve(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *idleBudget) release(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
 }
 
 // take returns an idle instance whose memory fits under capPages (and, when det,
@@ -270,6 +297,7 @@ func (pl *pool) take(capPages uint32, det bool) *instance {
 			return nil
 		}
 		pl.idle = pl.idle[:len(pl.idle)-1]
+		pl.budget.release(in.cost())
 		if uint64(len(in.snap.image)) <= uint64(capPages)<<16 {
 			return in
 		}
@@ -278,10 +306,11 @@ func (pl *pool) take(capPages uint32, det bool) *instance {
 	return nil
 }
 
-// put keeps a reset instance, or closes it when the pool is full or closed.
+// put keeps a reset instance, or closes it when the pool is full or closed, or the
+// engine's idle budget is spent.
 func (pl *pool) put(in *instance) {
 	pl.mu.Lock()
-	if !pl.closed && len(pl.idle) < goruntime.GOMAXPROCS(0) {
+	if !pl.closed && len(pl.idle) < goruntime.GOMAXPROCS(0) && pl.budget.reserve(in.cost()) {
 		pl.idle = append(pl.idle, in)
 		in = nil
 	}
@@ -298,6 +327,7 @@ func (pl *pool) close() {
 	pl.idle, pl.closed = nil, true
 	pl.mu.Unlock()
 	for _, in := range idle {
+		pl.budget.release(in.cost())
 		in.close()
 	}
 }

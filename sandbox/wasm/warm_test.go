@@ -110,6 +110,13 @@ func TestNotReusable(t *testing.T) {
 	if ops.reusable {
 		t.Error("opcodes.wasm (table.set, elem.drop, data.drop) is reusable")
 	}
+	first := invokeValue(t, ops, sandbox.Invocation{Function: "mix"})
+	if again := invokeValue(t, ops, sandbox.Invocation{Function: "mix"}); again != first {
+		t.Errorf("mix changed its tables and segments: got %s, then %s", first, again)
+	}
+	if ops.reused.Load() != 0 {
+		t.Error("an instance of opcodes.wasm was reused")
+	}
 	p := loadWAT(t, e, "initrand.wasm")
 	before := p.created.Load()
 	a := invokeValue(t, p, sandbox.Invocation{Function: "seed"})
@@ -215,5 +222,27 @@ func TestGoGuestReused(t *testing.T) {
 	det := sandbox.Invocation{Function: "deterministic", Deterministic: &sandbox.Determinism{Seed: 9, Now: time.Unix(5, 0)}}
 	if a, b, c := invokeValue(t, p, det), invokeValue(t, p, det), invokeValue(t, fresh, det); a != b || a != c {
 		t.Errorf("seed 9: got %s, then %s, fresh %s; want all equal", a, b, c)
+	}
+}
+
+// TestIdleBudget: instances are kept for reuse only within Options.MaxIdleBytes.
+func TestIdleBudget(t *testing.T) {
+	// scribble.wasm's instance holds 2 pages and their snapshot: 256 KiB.
+	for _, tt := range []struct {
+		max    int64
+		reused bool
+	}{{max: 200 << 10, reused: false}, {max: 300 << 10, reused: true}} {
+		e := newEngine(t, Options{MaxIdleBytes: tt.max})
+		p := loadWAT(t, e, "scribble.wasm")
+		for range 3 {
+			invokeValue(t, p, sandbox.Invocation{Function: "count"})
+		}
+		if got := p.reused.Load() > 0; got != tt.reused {
+			t.Errorf("budget %d: reused %v, want %v", tt.max, got, tt.reused)
+		}
+		_ = p.Close(context.Background())
+		if e.idle.used != 0 {
+			t.Errorf("budget %d: %d bytes still counted after Close", tt.max, e.idle.used)
+		}
 	}
 }
