@@ -129,7 +129,7 @@ func (e *Engine) compile(src sandbox.Source) (*compiled, error) {
 	}
 	// esbuild and goja parse recursively: refuse source nested deep enough to
 	// threaten the Go stack before either sees it.
-	if d := nesting(string(src.Code), maxSourceNesting, false); d > maxSourceNesting {
+	if d := goja.Nesting(string(src.Code), maxSourceNesting, false); d > maxSourceNesting {
 		return nil, &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidWorkflow, File: src.Name,
 			Message: fmt.Sprintf("sandbox/js: brackets nested deeper than %d levels", maxSourceNesting)}
 	}
@@ -162,41 +162,6 @@ func (e *Engine) compile(src sandbox.Source) (*compiled, error) {
 
 // maxSourceNesting bounds how deeply brackets may nest in a module's source.
 const maxSourceNesting = 2000
-
-// nesting returns the deepest nesting of brackets ([, {, () in s, stopping early once
-// it passes max. With json set, the contents of double-quoted strings are skipped as
-// JSON defines them; otherwise every bracket counts, which can only overestimate.
-func nesting(s string, max int, json bool) int {
-	depth, deepest := 0, 0
-	inString := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = json
-		case '[', '{', '(':
-			depth++
-			if depth > deepest {
-				deepest = depth
-				if deepest > max {
-					return deepest
-				}
-			}
-		case ']', '}', ')':
-			depth--
-		}
-	}
-	return deepest
-}
 
 // refuseSourceMap is goja's source map loader: only inline data: maps (which goja
 // decodes itself) are honoured; a script never makes the host read a file or URL.

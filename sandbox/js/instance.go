@@ -36,8 +36,7 @@ type instance struct {
 	ctx     context.Context
 	tools   sandbox.Tools
 	helpers struct {
-		parseFrozen, parse, deepFreeze, serialize, definition, resolve, describe goja.Callable
-		overflow                                                                 goja.Value
+		definition, resolve, describe goja.Callable
 	}
 	start time.Time
 
@@ -73,6 +72,7 @@ func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Inv
 	// from the file system either.
 	vm.SetParserOptions(parser.WithSourceMapLoader(refuseSourceMap))
 	vm.SetMaxCallStackSize(in.lim.MaxStackDepth)
+	in.setLimits()
 	if d := inv.Deterministic; d != nil {
 		now := d.Now
 		vm.SetTimeSource(func() time.Time { return now })
@@ -121,7 +121,18 @@ func (in *instance) installPrelude(zone *time.Location) error {
 		return float64(time.Since(in.start)) / float64(time.Millisecond)
 	})
 	_ = host.Set("emit", in.emit)
-	_ = host.Set("nesting", func(s string, max int) int { return nesting(s, max, true) })
+	overflow := vm.NewObject()
+	_ = host.Set("overflow", overflow)
+	_ = host.Set("stringify", func(call goja.FunctionCall) goja.Value {
+		s, ok, err := vm.StringifyJSON(call.Argument(0), int(call.Argument(1).ToInteger()))
+		switch {
+		case err != nil:
+			panic(err)
+		case !ok:
+			return overflow
+		}
+		return vm.ToValue(s)
+	})
 	if zone != nil {
 		at := func(ms float64) time.Time { return time.UnixMilli(int64(ms)).In(zone) }
 		_ = host.Set("zoneOffset", func(ms float64) int {
@@ -154,15 +165,39 @@ func (in *instance) installPrelude(zone *time.Location) error {
 		c, _ := goja.AssertFunction(h.Get(name))
 		return c
 	}
-	in.helpers.parseFrozen = fn("parseFrozen")
-	in.helpers.parse = fn("parse")
-	in.helpers.deepFreeze = fn("deepFreeze")
-	in.helpers.serialize = fn("serialize")
 	in.helpers.definition = fn("definition")
 	in.helpers.resolve = fn("resolve")
 	in.helpers.describe = fn("describe")
-	in.helpers.overflow = h.Get("overflow")
 	return nil
+}
+
+// Bounds on what one built-in call may allocate, derived from the memory budget: a
+// Value is about 16 bytes, a string character one or two. JSON text is quoted
+// character by character into a builder that doubles as it grows, without checking
+// for interrupts: it is kept to an eighth of the string budget (4 M characters for the
+// default 64 MiB). JSON.parse recurses natively once per nesting level.
+const (
+	bytesPerElement = 16
+	bytesPerChar    = 2
+	jsonShare       = 8
+	maxJSONNesting  = 10000
+)
+
+// setLimits makes the engine refuse, before they allocate, the built-in calls that
+// would take more than the memory budget in one step, and disables dynamic code.
+func (in *instance) setLimits() {
+	mem := in.lim.MemoryBytes
+	in.vm.SetLimits(goja.Limits{
+		MemoryBytes:        mem,
+		MaxElements:        mem / bytesPerElement,
+		MaxChars:           mem / bytesPerChar,
+		MaxJSON:            mem / bytesPerChar / jsonShare,
+		MaxJSONNesting:     maxJSONNesting,
+		DisableDynamicCode: "dynamic code evaluation (eval, new Function) is disabled in workflows",
+		Exceeded: func(kind, detail string) {
+			in.abort(&sandbox.LimitError{Limit: kind, Detail: detail})
+		},
+	})
 }
 
 // emit records one console line, dropping lines past MaxConsoleBytes and saying so
@@ -226,7 +261,7 @@ func (in *instance) parse(raw json.RawMessage) (goja.Value, error) {
 	if v, ok := in.parsed[string(raw)]; ok {
 		return v, nil
 	}
-	v, err := in.helpers.parseFrozen(goja.Undefined(), in.vm.ToValue(string(raw)))
+	v, err := in.vm.ParseJSON(string(raw), true)
 	if err != nil {
 		return nil, scripthost.Wrap(scripthost.ClassInternal, scripthost.CodeInvalidInput, err)
 	}
@@ -240,14 +275,13 @@ func (in *instance) parse(raw json.RawMessage) (goja.Value, error) {
 // serialize returns v as JSON, or a LimitError named limit when it would be larger
 // than max bytes.
 func (in *instance) serialize(v goja.Value, max int, limit, what string) (json.RawMessage, error) {
-	s, err := in.helpers.serialize(goja.Undefined(), v, in.vm.ToValue(max))
+	out, ok, err := in.vm.StringifyJSON(v, max)
 	if err != nil {
 		return nil, err
 	}
-	if s == in.helpers.overflow {
+	if !ok {
 		return nil, &sandbox.LimitError{Limit: limit, Detail: fmt.Sprintf("%s is larger than %d bytes", what, max)}
 	}
-	out := s.String()
 	if len(out) > max {
 		return nil, &sandbox.LimitError{Limit: limit, Detail: fmt.Sprintf("%s is %d bytes, more than %d", what, len(out), max)}
 	}

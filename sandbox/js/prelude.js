@@ -1,28 +1,26 @@
-// The prelude runs in every fresh runtime before the workflow module. It captures the
-// built-ins the host relies on before a script can replace them, installs the guards on
-// built-ins that allocate in one step, and returns the helpers the Go side calls.
+// The prelude runs in every fresh runtime before the workflow module. It installs the
+// guards that are not built into the engine (String methods that build a string in one
+// step, the timing of regular expressions, Date in a fixed zone), the console, and
+// returns the helpers the Go side calls. The engine refuses the other built-ins that
+// allocate or loop in one step itself (goja.Limits, set in instance.go).
 // `host` holds Go functions: abort(kind, detail), elapsed() (milliseconds, monotonic),
-// emit(level, text).
+// emit(level, text), stringify(v, max) (JSON text, or the overflow marker past max).
 (function (host, lim) {
   'use strict';
   const G = globalThis;
   const O = Object, A = Array, R = Reflect;
-  const freeze = O.freeze, isFrozen = O.isFrozen, names = O.getOwnPropertyNames;
-  const defineProperty = O.defineProperty, keys = O.keys, isArray = A.isArray;
+  const freeze = O.freeze, defineProperty = O.defineProperty, keys = O.keys, isArray = A.isArray;
   const hasOwn = O.prototype.hasOwnProperty;
   const apply = R.apply, construct = R.construct;
-  const parse = JSON.parse, stringify = JSON.stringify;
+  const stringify = JSON.stringify;
   const ProxyC = Proxy, ErrorC = Error, StringC = String;
-  const abort = host.abort, elapsed = host.elapsed, emit = host.emit;
+  const abort = host.abort, elapsed = host.elapsed, emit = host.emit, bounded = host.stringify;
+  const overflow = host.overflow;
 
   // maxElems and maxChars bound what one built-in call may allocate: a Value is about
   // 16 bytes, a string character one or two.
   const maxElems = Math.floor(lim.memoryBytes / 16);
   const maxChars = Math.floor(lim.memoryBytes / 2);
-  // JSON text is quoted character by character into a builder that doubles as it
-  // grows, and goja does it slowly (tens of MB/s) without checking for interrupts: keep
-  // it to an eighth of the string budget (4 M characters for the default 64 MiB).
-  const maxJSON = Math.floor(maxChars / 8);
 
   function toLen(v) {
     const n = Math.trunc(+v);
@@ -55,87 +53,6 @@
     return new ProxyC(C, handler);
   }
 
-  function rel(v, len, dflt) {
-    if (v === undefined) return dflt;
-    const n = Math.trunc(+v) || 0;
-    return n < 0 ? Math.max(len + n, 0) : Math.min(n, len);
-  }
-
-  guard(A.prototype, 'fill', function (self, args) {
-    const len = self == null ? 0 : toLen(self.length);
-    const n = rel(args[2], len, len) - rel(args[1], len, 0);
-    if (n > maxElems) refuse('Array.prototype.fill', n);
-  });
-  // Array methods loop over 0..length natively, holes included, without checking for
-  // interrupts: an array (or array-like) longer than the element budget is refused
-  // before the loop starts.
-  function lengthGuard(name) {
-    return function (self) {
-      const len = self == null ? 0 : toLen(self.length);
-      if (len > maxElems) refuse('Array.prototype.' + name + ' over a length', len);
-    };
-  }
-  for (const name of ['at', 'copyWithin', 'every', 'filter', 'find', 'findIndex', 'findLast', 'findLastIndex',
-    'forEach', 'includes', 'indexOf', 'lastIndexOf', 'map', 'reduce', 'reduceRight', 'reverse', 'shift',
-    'slice', 'some', 'sort', 'splice', 'toLocaleString', 'unshift', 'toReversed', 'toSorted', 'toSpliced', 'with']) {
-    guard(A.prototype, name, lengthGuard(name));
-  }
-  guard(A.prototype, 'join', function (self, args) {
-    const len = self == null ? 0 : toLen(self.length);
-    if (len > maxElems) refuse('Array.prototype.join over a length', len);
-    const sep = args[0] === undefined ? 1 : StringC(args[0]).length;
-    let n = len * sep;
-    for (let i = 0; i < len && n <= maxChars; i++) {
-      const x = self[i];
-      n += typeof x === 'string' ? x.length : 8;
-    }
-    if (n > maxChars) refuse('Array.prototype.join', n);
-  });
-  guard(A.prototype, 'concat', function (self, args) {
-    let n = self == null ? 0 : toLen(self.length);
-    for (let i = 0; i < args.length; i++) n += isArray(args[i]) ? toLen(args[i].length) : 1;
-    if (n > maxElems) refuse('Array.prototype.concat', n);
-  });
-  // flat copies shared subtrees once per reference: count what it would produce.
-  function flatGuard(self, args) {
-    const depth = args[0] === undefined ? 1 : +args[0];
-    let n = 0;
-    const count = (a, d) => {
-      const len = toLen(a.length);
-      if (len > maxElems) refuse('Array.prototype.flat over a length', len);
-      for (let i = 0; i < len && n <= maxElems; i++) {
-        const x = a[i];
-        if (d > 0 && isArray(x)) count(x, d - 1);
-        else n++;
-      }
-    };
-    if (self != null) count(self, depth);
-    if (n > maxElems) refuse('Array.prototype.flat', n);
-  }
-  guard(A.prototype, 'flat', flatGuard);
-  // Spread and destructuring iterate natively: bound the length before they start.
-  for (const name of ['values', 'keys', 'entries']) guard(A.prototype, name, lengthGuard(name));
-  defineProperty(A.prototype, Symbol.iterator, { value: A.prototype.values, writable: true, configurable: true, enumerable: false });
-  guard(A.prototype, 'flatMap', lengthGuard('flatMap'));
-  guard(A, 'from', function (self, args) {
-    const src = args[0];
-    if (src != null && (typeof src === 'object' || typeof src === 'string')) {
-      const n = toLen(src.length);
-      if (n > maxElems) refuse('Array.from', n);
-    }
-  });
-  const ArrayProxy = proxyConstructor(A, {
-    construct(target, args, newTarget) {
-      if (args.length === 1 && typeof args[0] === 'number' && args[0] > maxElems) refuse('Array', args[0]);
-      return construct(target, args, newTarget === ArrayProxy ? target : newTarget);
-    },
-    apply(target, self, args) {
-      if (args.length === 1 && typeof args[0] === 'number' && args[0] > maxElems) refuse('Array', args[0]);
-      return apply(target, self, args);
-    },
-  });
-  defineProperty(A.prototype, 'constructor', { value: ArrayProxy, writable: true, configurable: true, enumerable: false });
-  defineProperty(G, 'Array', { value: ArrayProxy, writable: true, configurable: true, enumerable: false });
   guard(StringC.prototype, 'split', function (self, args) {
     const s = StringC(self);
     if (s.length > maxElems && args[0] === '') refuse('String.prototype.split', s.length);
@@ -166,40 +83,6 @@
       if (n > maxChars) refuse('String.prototype.' + pad, n);
     });
   }
-  function argsGuard(list) {
-    if (list != null && typeof list === 'object') {
-      const n = toLen(list.length);
-      if (n > maxElems) refuse('argument list', n);
-    }
-  }
-  guard(Function.prototype, 'apply', function (self, args) { argsGuard(args[1]); });
-  guard(R, 'apply', function (self, args) { argsGuard(args[2]); });
-  guard(R, 'construct', function (self, args) { argsGuard(args[1]); });
-
-  // Buffers and typed arrays are constructed through proxies that check the size; the
-  // prototypes' constructor properties point at the proxies so that
-  // `new x.constructor(n)` takes the same path.
-  const ArrayBufferC = ArrayBuffer;
-  for (const name of ['ArrayBuffer', 'SharedArrayBuffer', 'Int8Array', 'Uint8Array', 'Uint8ClampedArray',
-    'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'Float32Array', 'Float64Array',
-    'BigInt64Array', 'BigUint64Array']) {
-    const C = G[name];
-    if (typeof C !== 'function') continue;
-    const per = C.BYTES_PER_ELEMENT || 1;
-    const P = proxyConstructor(C, {
-      construct(target, args, newTarget) {
-        const a = args[0];
-        let n = 0;
-        if (typeof a === 'number') n = toLen(a);
-        else if (a != null && typeof a === 'object' && !(a instanceof ArrayBufferC)) n = toLen(a.length);
-        if (n * per > lim.memoryBytes) refuse(name, n * per);
-        return construct(target, args, newTarget === P ? target : newTarget);
-      },
-    });
-    defineProperty(C.prototype, 'constructor', { value: P, writable: true, configurable: true, enumerable: false });
-    defineProperty(G, name, { value: P, writable: true, configurable: true, enumerable: false });
-  }
-
   // Regular expressions: regexp2 gives up on a backtracking match after its
   // process-wide timeout and reports "no match"; timing every match turns that silent
   // answer into a limit error.
@@ -224,75 +107,6 @@
   }
   for (const k of ['exec', 'test', Symbol.match, Symbol.matchAll, Symbol.replace, Symbol.search, Symbol.split]) {
     timeRegex(RP, k);
-  }
-
-  // bounded stringifies v, giving up (returning undefined) once the estimated output
-  // passes limit: an object graph that shares subtrees can stringify to far more than
-  // it occupies, and JSON.stringify ignores interrupts.
-  const overflow = {};
-  function bounded(v, limit, user, space) {
-    let n = 0;
-    try {
-      return stringify(v, function (k, x) {
-        if (user) x = apply(user, this, [k, x]);
-        n += k.length + (typeof x === 'string' ? x.length + 2 : 6);
-        if (n > limit) throw overflow;
-        return x;
-      }, space);
-    } catch (e) {
-      if (e === overflow) return overflow;
-      throw e;
-    }
-  }
-
-  const userStringify = {
-    stringify(v, replacer, space) {
-      if (isArray(replacer)) {
-        const r = apply(stringify, JSON, [v, replacer, space]);
-        if (typeof r === 'string' && r.length > maxJSON) refuse('JSON.stringify', r.length);
-        return r;
-      }
-      const r = bounded(v, maxJSON, typeof replacer === 'function' ? replacer : null, space);
-      if (r === overflow) refuse('JSON.stringify', 'more than ' + maxJSON + ' characters');
-      return r;
-    },
-  }.stringify;
-  defineProperty(JSON, 'stringify', { value: userStringify, writable: true, configurable: true, enumerable: false });
-
-  // Dynamic code is not allowed: a workflow is the file that was loaded. This also
-  // keeps goja's recursive parser away from script-made source.
-  const FunctionProto = O.getPrototypeOf(function () {});
-  const noEval = {
-    eval() { throw new EvalError('dynamic code evaluation (eval, new Function) is disabled in workflows'); },
-  }.eval;
-  defineProperty(G, 'eval', { value: noEval, writable: true, configurable: true, enumerable: false });
-  // goja has no async generators (esbuild lowers them), so there are three constructors.
-  for (const f of [function () {}, async function () {}, function* () {}]) {
-    const proto = O.getPrototypeOf(f);
-    const stub = function Function() { return noEval(); };
-    defineProperty(stub, 'prototype', { value: proto, writable: false, configurable: false, enumerable: false });
-    defineProperty(proto, 'constructor', { value: stub, writable: true, configurable: true, enumerable: false });
-    if (proto === FunctionProto) defineProperty(G, 'Function', { value: stub, writable: true, configurable: true, enumerable: false });
-  }
-
-  // JSON.parse recurses natively once per nesting level; a script-made string nested a
-  // few million deep would overflow the Go stack and kill the process.
-  const maxNesting = 10000;
-  guard(JSON, 'parse', function (self, args) {
-    const text = args[0];
-    if (typeof text === 'string' && text.length > maxNesting && host.nesting(text, maxNesting) > maxNesting) {
-      abort('stack', 'JSON.parse of text nested deeper than ' + maxNesting + ' levels');
-      throw new ErrorC('stack limit');
-    }
-  });
-
-  function deepFreeze(v) {
-    if (v !== null && (typeof v === 'object' || typeof v === 'function') && !isFrozen(v)) {
-      freeze(v);
-      const ks = names(v);
-      for (let i = 0; i < ks.length; i++) deepFreeze(v[ks[i]]);
-    }
-    return v;
   }
 
   function format(v, room) {
@@ -453,18 +267,5 @@
 
   if (lim.zone) installZone(host.zoneOffset, host.zoneName);
 
-  return {
-    parseFrozen(s) { return deepFreeze(parse(s)); },
-    parse(s) { return parse(s); },
-    deepFreeze,
-    // serialize returns the JSON text of v, null for undefined, or the overflow marker.
-    serialize(v, limit) {
-      const s = bounded(v, limit);
-      return s === undefined ? 'null' : s;
-    },
-    overflow,
-    definition,
-    resolve,
-    describe,
-  };
+  return { definition, resolve, describe };
 })

@@ -39,7 +39,7 @@ func (in *instance) installTools() error {
 			return &scripthost.Error{Class: scripthost.ClassInternal, Code: scripthost.CodeInvalidWorkflow,
 				Message: fmt.Sprintf("sandbox/js: tool namespace %s would hide the global of that name", name)}
 		}
-		if _, err := in.helpers.deepFreeze(goja.Undefined(), namespaces[name]); err != nil {
+		if err := in.freezeNamespace(namespaces[name]); err != nil {
 			return fmt.Errorf("sandbox/js: tool namespace %s: %w", name, err)
 		}
 		if err := global.DefineDataProperty(name, namespaces[name], goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE); err != nil {
@@ -47,6 +47,18 @@ func (in *instance) installTools() error {
 		}
 	}
 	return nil
+}
+
+// freezeNamespace freezes a tool namespace and its methods.
+func (in *instance) freezeNamespace(ns *goja.Object) error {
+	for _, k := range ns.Keys() {
+		if m, ok := ns.Get(k).(*goja.Object); ok {
+			if err := in.vm.Freeze(m); err != nil {
+				return err
+			}
+		}
+	}
+	return in.vm.Freeze(ns)
 }
 
 func (in *instance) toolMethod(t sandbox.ToolName, errorCtor goja.Value) func(goja.FunctionCall) goja.Value {
@@ -76,7 +88,7 @@ func (in *instance) toolMethod(t sandbox.ToolName, errorCtor goja.Value) func(go
 			if len(out) == 0 {
 				out = json.RawMessage("null")
 			}
-			v, perr := in.helpers.parse(goja.Undefined(), vm.ToValue(string(out)))
+			v, perr := vm.ParseJSON(string(out), false)
 			if perr != nil {
 				bad := scripthost.Errorf(scripthost.ClassInternal, scripthost.CodeInvalidInput, "sandbox/js: %s returned invalid JSON", name)
 				obj := in.toolError(name, bad, errorCtor)

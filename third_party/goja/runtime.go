@@ -190,6 +190,9 @@ type Runtime struct {
 
 	symbolRegistry map[unistring.String]*Symbol
 
+	// limits bound what one built-in call may allocate (scripthost patch: see SetLimits).
+	limits *Limits
+
 	fieldsInfoCache  map[reflect.Type]*reflectFieldsInfo
 	methodsInfoCache map[reflect.Type]*reflectMethodsInfo
 
@@ -919,6 +922,7 @@ func (r *Runtime) builtin_thrower(call FunctionCall) Value {
 }
 
 func (r *Runtime) eval(srcVal String, direct, strict bool) Value {
+	r.checkDynamicCode()
 	src := escapeInvalidUtf16(srcVal)
 	vm := r.vm
 	inGlobal := true

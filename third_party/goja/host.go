@@ -1,0 +1,66 @@
+package goja
+
+// Helpers for embedders (scripthost patch): values handed to a script and taken back
+// from it without a round trip through JavaScript.
+
+// Freeze does what Object.freeze(o) does.
+func (r *Runtime) Freeze(o *Object) error {
+	return r.try(func() { r.object_freeze(FunctionCall{Arguments: []Value{o}}) })
+}
+
+// ParseJSON parses text as JSON.parse does (without a reviver), refusing text nested
+// deeper than the runtime's Limits.MaxJSONNesting. With frozen set, every object and
+// array of the result is frozen, as a deep Object.freeze would leave it.
+func (r *Runtime) ParseJSON(text string, frozen bool) (v Value, err error) {
+	err = r.try(func() {
+		r.limitJSONNesting(text)
+		v = r.parseJSON(text)
+		if frozen {
+			freezeParsed(v)
+		}
+	})
+	return
+}
+
+// freezeParsed freezes v, a value parseJSON just built: plain objects and dense
+// arrays of data properties, nothing shared, no cycles.
+func freezeParsed(v Value) {
+	o, ok := v.(*Object)
+	if !ok {
+		return
+	}
+	switch self := o.self.(type) {
+	case *arrayObject:
+		for i, x := range self.values {
+			freezeParsed(x)
+			self.values[i] = &valueProperty{value: x, enumerable: true}
+		}
+		self.propValueCount = len(self.values)
+		self.lengthProp.writable = false
+		self.extensible = false
+	case *baseObject:
+		for _, name := range self.propNames {
+			x := self.values[name]
+			freezeParsed(x)
+			self.values[name] = &valueProperty{value: x, enumerable: true}
+		}
+		self.extensible = false
+	}
+}
+
+// StringifyJSON returns JSON.stringify(v) as a Go string, "null" where
+// JSON.stringify returns undefined. ok is false, and s empty, when the text would be
+// longer than max characters (max 0: no bound); the work stops there.
+func (r *Runtime) StringifyJSON(v Value, max int) (s string, ok bool, err error) {
+	err = r.try(func() {
+		res, overflow := r.stringifyJSON(FunctionCall{Arguments: []Value{v}}, max)
+		switch {
+		case overflow:
+		case res == _undefined:
+			s, ok = "null", true
+		default:
+			s, ok = res.String(), true
+		}
+	})
+	return
+}

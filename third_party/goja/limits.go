@@ -1,0 +1,133 @@
+package goja
+
+import (
+	"fmt"
+)
+
+// Limits bound what one call of a built-in may allocate or loop over natively, in one
+// step and without checking for interrupts (scripthost patch). An embedder that runs
+// untrusted code under a memory budget cannot stop such a call once it started: the
+// call is refused before it allocates. A zero field means no bound.
+type Limits struct {
+	// MemoryBytes is the budget the bounds derive from; refusals name it.
+	MemoryBytes int64
+	// MaxElements bounds the length of an array or array-like that an Array method
+	// loops over or an Array constructor creates, the length of an argument list
+	// spread by Function.prototype.apply, Reflect.apply and Reflect.construct, and what
+	// Array.prototype.concat, flat and fill produce.
+	MaxElements int64
+	// MaxChars bounds the length of the string Array.prototype.join builds.
+	MaxChars int64
+	// MaxJSON bounds the length of the text JSON.stringify builds.
+	MaxJSON int64
+	// MaxJSONNesting bounds how deeply JSON.parse input may nest: the parser recurses
+	// natively once per level.
+	MaxJSONNesting int
+	// DisableDynamicCode makes eval, indirect eval and the Function, AsyncFunction and
+	// GeneratorFunction constructors throw an EvalError with this message.
+	DisableDynamicCode string
+	// Exceeded is called before a refused call throws, with the kind of limit
+	// ("memory" or "stack") and what was refused; an embedder typically interrupts the
+	// runtime from it. The call then throws an Error ("memory limit", "stack limit").
+	Exceeded func(kind, detail string)
+}
+
+// SetLimits installs l (scripthost patch). It must be called before any code runs.
+func (r *Runtime) SetLimits(l Limits) {
+	r.limits = &l
+}
+
+// refuse reports what was refused and throws.
+func (r *Runtime) refuse(kind, detail string) {
+	if f := r.limits.Exceeded; f != nil {
+		f(kind, detail)
+	}
+	panic(r.newError(r.getError(), kind+" limit"))
+}
+
+func (r *Runtime) refuseMemory(what string, n any) {
+	r.refuse("memory", fmt.Sprintf("%s of %v exceeds the memory budget of %d bytes", what, n, r.limits.MemoryBytes))
+}
+
+// limitElems refuses n elements over MaxElements.
+func (r *Runtime) limitElems(what string, n int64) {
+	if l := r.limits; l != nil && l.MaxElements > 0 && n > l.MaxElements {
+		r.refuseMemory(what, n)
+	}
+}
+
+// limitChars refuses a string of n characters over MaxChars.
+func (r *Runtime) limitChars(what string, n int64) {
+	if l := r.limits; l != nil && l.MaxChars > 0 && n > l.MaxChars {
+		r.refuseMemory(what, n)
+	}
+}
+
+// limitLength refuses a method of Array.prototype looping over a length over
+// MaxElements.
+func (r *Runtime) limitLength(method string, n int64) {
+	if l := r.limits; l != nil && l.MaxElements > 0 && n > l.MaxElements {
+		r.refuseMemory("Array.prototype."+method+" over a length", n)
+	}
+}
+
+// limitBytes refuses an ArrayBuffer or typed array of n bytes over MemoryBytes.
+func (r *Runtime) limitBytes(what string, n int64) {
+	if l := r.limits; l != nil && l.MemoryBytes > 0 && n > l.MemoryBytes {
+		r.refuseMemory(what, n)
+	}
+}
+
+// checkDynamicCode throws when dynamic code is disabled.
+func (r *Runtime) checkDynamicCode() {
+	if l := r.limits; l != nil && l.DisableDynamicCode != "" {
+		panic(r.newError(r.getEvalError(), l.DisableDynamicCode))
+	}
+}
+
+// limitJSONNesting refuses JSON text nested deeper than MaxJSONNesting.
+func (r *Runtime) limitJSONNesting(s string) {
+	l := r.limits
+	if l == nil || l.MaxJSONNesting <= 0 || len(s) <= l.MaxJSONNesting {
+		return
+	}
+	if Nesting(s, l.MaxJSONNesting, true) > l.MaxJSONNesting {
+		r.refuse("stack", fmt.Sprintf("JSON.parse of text nested deeper than %d levels", l.MaxJSONNesting))
+	}
+}
+
+// Nesting returns the deepest nesting of brackets ([, {, () in s, stopping early once
+// it passes max (scripthost patch). With json set, the contents of double-quoted
+// strings are skipped as JSON defines them; otherwise every bracket counts, which can
+// only overestimate.
+func Nesting(s string, max int, json bool) int {
+	depth, deepest := 0, 0
+	inString := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = json
+		case '[', '{', '(':
+			depth++
+			if depth > deepest {
+				deepest = depth
+				if deepest > max {
+					return deepest
+				}
+			}
+		case ']', '}', ')':
+			depth--
+		}
+	}
+	return deepest
+}
