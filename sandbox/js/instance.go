@@ -36,8 +36,10 @@ type instance struct {
 	ctx     context.Context
 	tools   sandbox.Tools
 	helpers struct {
-		definition, resolve, describe goja.Callable
+		definition, resolve, describe, console goja.Callable
 	}
+	// prims are built-ins the prelude captured before any script ran, for platform.js.
+	prims goja.Value
 	start time.Time
 
 	toolCalls   int
@@ -72,6 +74,7 @@ func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Inv
 	// from the file system either.
 	vm.SetParserOptions(parser.WithSourceMapLoader(refuseSourceMap))
 	vm.SetMaxCallStackSize(in.lim.MaxStackDepth)
+	vm.SetLazyGlobals(lazyGlobals, in.global)
 	in.setLimits()
 	if d := inv.Deterministic; d != nil {
 		now := d.Now
@@ -168,7 +171,21 @@ func (in *instance) installPrelude(zone *time.Location) error {
 	in.helpers.definition = fn("definition")
 	in.helpers.resolve = fn("resolve")
 	in.helpers.describe = fn("describe")
+	in.helpers.console = fn("console")
+	in.prims = h.Get("prims")
 	return nil
+}
+
+// global builds the lazy global name: the console, or a web-platform global.
+func (in *instance) global(name string) goja.Value {
+	if name != consoleGlobal {
+		return in.platform.global(name)
+	}
+	v, err := in.helpers.console(goja.Undefined())
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // Bounds on what one built-in call may allocate, derived from the memory budget: a

@@ -137,8 +137,10 @@
       },
     }[level];
   }
-  const console = freeze({ log: printer('log'), info: printer('log'), debug: printer('log'), warn: printer('warn'), error: printer('error') });
-  defineProperty(G, 'console', { value: console, writable: false, configurable: false, enumerable: false });
+  // console makes the console global, on its first use.
+  function console() {
+    return freeze({ log: printer('log'), info: printer('log'), debug: printer('log'), warn: printer('warn'), error: printer('error') });
+  }
 
   // definition converts the default export to JSON, replacing every function by its
   // path from the root.
@@ -267,5 +269,10 @@
 
   if (lim.zone) installZone(host.zoneOffset, host.zoneName);
 
-  return { definition, resolve, describe };
+  // prims are what platform.js, which runs on first use, takes from the built-ins.
+  const prims = {
+    Object: O, Reflect: R, defineProperty, keys, freeze, apply, ownKeys: R.ownKeys,
+    String: StringC, Error: ErrorC, TypeError, RangeError, numberValueOf: Number.prototype.valueOf,
+  };
+  return { definition, resolve, describe, console, prims };
 })

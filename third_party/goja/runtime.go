@@ -192,6 +192,9 @@ type Runtime struct {
 
 	// limits bound what one built-in call may allocate (scripthost patch: see SetLimits).
 	limits *Limits
+	// buildGlobal and building serve SetLazyGlobals (scripthost patch).
+	buildGlobal func(name string) Value
+	building    map[unistring.String]bool
 
 	fieldsInfoCache  map[reflect.Type]*reflectFieldsInfo
 	methodsInfoCache map[reflect.Type]*reflectMethodsInfo
