@@ -36,10 +36,8 @@ type instance struct {
 	ctx     context.Context
 	tools   sandbox.Tools
 	helpers struct {
-		definition, resolve, describe, console goja.Callable
+		definition, describe, console goja.Callable
 	}
-	// prims are built-ins the prelude captured before any script ran, for platform.js.
-	prims goja.Value
 	start time.Time
 
 	toolCalls   int
@@ -117,13 +115,10 @@ func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Inv
 func (in *instance) installPrelude(zone *time.Location) error {
 	vm := in.vm
 	host := vm.NewObject()
-	_ = host.Set("abort", func(kind, detail string) {
-		in.abort(&sandbox.LimitError{Limit: kind, Detail: detail})
+	_ = host.Set("emit", func(call goja.FunctionCall) goja.Value {
+		in.emit(call.Argument(0).String(), call.Argument(1).String())
+		return goja.Undefined()
 	})
-	_ = host.Set("elapsed", func() float64 {
-		return float64(time.Since(in.start)) / float64(time.Millisecond)
-	})
-	_ = host.Set("emit", in.emit)
 	overflow := vm.NewObject()
 	_ = host.Set("overflow", overflow)
 	_ = host.Set("stringify", func(call goja.FunctionCall) goja.Value {
@@ -148,11 +143,8 @@ func (in *instance) installPrelude(zone *time.Location) error {
 		})
 	}
 	lim := vm.NewObject()
-	_ = lim.Set("memoryBytes", in.lim.MemoryBytes)
 	_ = lim.Set("maxConsoleBytes", in.lim.MaxConsoleBytes)
 	_ = lim.Set("zone", zone != nil)
-	rt := min(in.lim.RegexTimeout, regexHardTimeout)
-	_ = lim.Set("regexTimeoutMs", float64(rt)/float64(time.Millisecond))
 
 	fv, err := vm.RunProgram(prelude)
 	if err != nil {
@@ -169,10 +161,8 @@ func (in *instance) installPrelude(zone *time.Location) error {
 		return c
 	}
 	in.helpers.definition = fn("definition")
-	in.helpers.resolve = fn("resolve")
 	in.helpers.describe = fn("describe")
 	in.helpers.console = fn("console")
-	in.prims = h.Get("prims")
 	return nil
 }
 
@@ -210,6 +200,7 @@ func (in *instance) setLimits() {
 		MaxChars:           mem / bytesPerChar,
 		MaxJSON:            mem / bytesPerChar / jsonShare,
 		MaxJSONNesting:     maxJSONNesting,
+		RegexTimeout:       min(in.lim.RegexTimeout, regexHardTimeout),
 		DisableDynamicCode: "dynamic code evaluation (eval, new Function) is disabled in workflows",
 		Exceeded: func(kind, detail string) {
 			in.abort(&sandbox.LimitError{Limit: kind, Detail: detail})

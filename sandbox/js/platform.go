@@ -134,7 +134,7 @@ func (p *platform) load() *goja.Object {
 		panic(vm.NewGoError(fmt.Errorf("sandbox/js: platform: %w", err)))
 	}
 	f, _ := goja.AssertFunction(fv)
-	ev, err := f(goja.Undefined(), vm.ToValue(p.native), lim, in.prims)
+	ev, err := f(goja.Undefined(), vm.ToValue(p.native), lim)
 	if err != nil {
 		panic(vm.NewGoError(fmt.Errorf("sandbox/js: platform: %w", err)))
 	}

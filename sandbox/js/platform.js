@@ -6,15 +6,16 @@
 // the fixed-zone Date of deterministic mode.
 // `native()` returns the Go half (platform*.go), built on its first call.
 // `lim` carries the memory budget and its element and character bounds, and whether
-// Date's local time is a fixed zone; `prims` the built-ins captured by the prelude,
-// before any script ran.
-(function (native0, lim, prims) {
+// Date's local time is a fixed zone. The built-ins used here are read when this file
+// first runs, which may be after the script changed them: that can only break the
+// script's own invocation, as the Go half checks everything it is given.
+(function (native0, lim) {
   'use strict';
   const G = globalThis;
-  const O = prims.Object, R = prims.Reflect;
-  const defineProperty = prims.defineProperty, keys = prims.keys, freeze = prims.freeze;
-  const apply = prims.apply, ownKeys = prims.ownKeys;
-  const StringC = prims.String, ErrorC = prims.Error, TypeErrorC = prims.TypeError, RangeErrorC = prims.RangeError;
+  const O = Object, R = Reflect;
+  const defineProperty = O.defineProperty, keys = O.keys, freeze = O.freeze;
+  const apply = R.apply, ownKeys = R.ownKeys;
+  const StringC = String, ErrorC = Error, TypeErrorC = TypeError, RangeErrorC = RangeError;
 
   const maxElems = lim.maxElems;
   const maxChars = lim.maxChars;
@@ -662,7 +663,7 @@
   lazy('Intl', intl);
   // The locale methods of Number and Date; the Go side defines the methods and calls
   // these with the receiver.
-  const numberValueOf = prims.numberValueOf;
+  const numberValueOf = Number.prototype.valueOf;
   const locale = {
     number(self, locales, opts) {
       const n = apply(numberValueOf, self, []);

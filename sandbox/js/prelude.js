@@ -1,113 +1,19 @@
-// The prelude runs in every fresh runtime before the workflow module. It installs the
-// guards that are not built into the engine (String methods that build a string in one
-// step, the timing of regular expressions, Date in a fixed zone), the console, and
-// returns the helpers the Go side calls. The engine refuses the other built-ins that
-// allocate or loop in one step itself (goja.Limits, set in instance.go).
-// `host` holds Go functions: abort(kind, detail), elapsed() (milliseconds, monotonic),
-// emit(level, text), stringify(v, max) (JSON text, or the overflow marker past max).
+// The prelude runs in every fresh runtime before the workflow module, and is kept
+// small: the engine itself refuses the built-in calls that would allocate or loop past
+// the memory budget in one step, times regular expressions and disables dynamic code
+// (goja.Limits, set in instance.go). It captures what the host's helpers rely on before
+// a script can replace it, installs Date's fixed zone in deterministic mode, and
+// returns the helpers the Go side calls and the maker of the console (a lazy global).
+// `host` holds Go functions: emit(level, text), stringify(v, max) (JSON text, or
+// host.overflow past max), and in deterministic mode zoneOffset(ms) and zoneName(ms).
 (function (host, lim) {
   'use strict';
   const G = globalThis;
-  const O = Object, A = Array, R = Reflect;
-  const freeze = O.freeze, defineProperty = O.defineProperty, keys = O.keys, isArray = A.isArray;
-  const hasOwn = O.prototype.hasOwnProperty;
-  const apply = R.apply, construct = R.construct;
+  const O = Object;
+  const freeze = O.freeze, defineProperty = O.defineProperty, keys = O.keys, isArray = Array.isArray;
   const stringify = JSON.stringify;
-  const ProxyC = Proxy, ErrorC = Error, StringC = String;
-  const abort = host.abort, elapsed = host.elapsed, emit = host.emit, bounded = host.stringify;
-  const overflow = host.overflow;
-
-  // maxElems and maxChars bound what one built-in call may allocate: a Value is about
-  // 16 bytes, a string character one or two.
-  const maxElems = Math.floor(lim.memoryBytes / 16);
-  const maxChars = Math.floor(lim.memoryBytes / 2);
-
-  function toLen(v) {
-    const n = Math.trunc(+v);
-    return n > 0 ? n : 0;
-  }
-
-  function refuse(what, n) {
-    abort('memory', what + ' of ' + n + ' exceeds the memory budget of ' + lim.memoryBytes + ' bytes');
-    throw new ErrorC('memory limit');
-  }
-
-  function guard(obj, name, check) {
-    const orig = obj[name];
-    if (typeof orig !== 'function') return;
-    const wrapped = {
-      [name](...args) {
-        check(this, args);
-        return apply(orig, this, args);
-      },
-    }[name];
-    defineProperty(obj, name, { value: wrapped, writable: true, configurable: true, enumerable: false });
-  }
-
-  // goja's instanceof does not see through proxies of constructors: answer it for them.
-  function proxyConstructor(C, handler) {
-    handler.get = function (target, key, receiver) {
-      if (key === Symbol.hasInstance) return (x) => x instanceof target;
-      return R.get(target, key, receiver);
-    };
-    return new ProxyC(C, handler);
-  }
-
-  guard(StringC.prototype, 'split', function (self, args) {
-    const s = StringC(self);
-    if (s.length > maxElems && args[0] === '') refuse('String.prototype.split', s.length);
-  });
-  guard(StringC.prototype, 'concat', function (self, args) {
-    let n = StringC(self).length;
-    for (let i = 0; i < args.length; i++) n += typeof args[i] === 'string' ? args[i].length : 8;
-    if (n > maxChars) refuse('String.prototype.concat', n);
-  });
-  for (const name of ['replace', 'replaceAll']) {
-    guard(StringC.prototype, name, function (self, args) {
-      const pat = args[0], rep = args[1];
-      if (typeof pat !== 'string' || typeof rep !== 'string' || rep.length <= pat.length) return;
-      const s = StringC(self);
-      let count = 0;
-      if (name === 'replace') count = s.indexOf(pat) >= 0 ? 1 : 0;
-      else for (let i = s.indexOf(pat); i >= 0 && count * rep.length <= maxChars; i = s.indexOf(pat, i + (pat.length || 1))) count++;
-      if (s.length + count * (rep.length - pat.length) > maxChars) refuse('String.prototype.' + name, count * rep.length);
-    });
-  }
-  guard(StringC.prototype, 'repeat', function (self, args) {
-    const n = StringC(self).length * toLen(args[0]);
-    if (n > maxChars) refuse('String.prototype.repeat', n);
-  });
-  for (const pad of ['padStart', 'padEnd']) {
-    guard(StringC.prototype, pad, function (self, args) {
-      const n = toLen(args[0]);
-      if (n > maxChars) refuse('String.prototype.' + pad, n);
-    });
-  }
-  // Regular expressions: regexp2 gives up on a backtracking match after its
-  // process-wide timeout and reports "no match"; timing every match turns that silent
-  // answer into a limit error.
-  const RP = RegExp.prototype;
-  const regexTimeout = lim.regexTimeoutMs;
-  function timeRegex(obj, key) {
-    const orig = obj[key];
-    if (typeof orig !== 'function') return;
-    const wrapped = {
-      [typeof key === 'symbol' ? 'regex' : key](...args) {
-        const start = elapsed();
-        const r = apply(orig, this, args);
-        const took = elapsed() - start;
-        if (took >= regexTimeout) {
-          abort('regex', 'a regular expression match took ' + Math.round(took) + 'ms, over the ' + regexTimeout + 'ms limit');
-          throw new ErrorC('regex limit');
-        }
-        return r;
-      },
-    }[typeof key === 'symbol' ? 'regex' : key];
-    defineProperty(obj, key, { value: wrapped, writable: true, configurable: true, enumerable: false });
-  }
-  for (const k of ['exec', 'test', Symbol.match, Symbol.matchAll, Symbol.replace, Symbol.search, Symbol.split]) {
-    timeRegex(RP, k);
-  }
+  const ErrorC = Error, StringC = String;
+  const emit = host.emit, bounded = host.stringify, overflow = host.overflow;
 
   function format(v, room) {
     switch (typeof v) {
@@ -166,19 +72,6 @@
     return walk(def, '');
   }
 
-  // resolve finds the function at path through own properties only, returning it
-  // with the object it is a method of.
-  function resolve(def, path) {
-    let v = def, self;
-    const parts = apply(StringC.prototype.split, path, ['.']);
-    for (let i = 0; i < parts.length; i++) {
-      if (v === null || (typeof v !== 'object' && typeof v !== 'function') || !apply(hasOwn, v, [parts[i]])) return undefined;
-      self = v;
-      v = v[parts[i]];
-    }
-    return typeof v === 'function' ? { self, fn: v } : undefined;
-  }
-
   // describe returns [message, stack] for a thrown value without letting a hostile
   // value escape: any failure gives a fixed message.
   function describe(v) {
@@ -204,6 +97,15 @@
   // (minutes, UTC minus local); nameOf(ms) the zone's abbreviation. Date.parse of a
   // string without a zone still reads it in the process's zone.
   function installZone(offsetOf, nameOf) {
+    const R = Reflect, apply = R.apply, construct = R.construct;
+    // goja's instanceof does not see through proxies of constructors: answer it for them.
+    const proxyConstructor = (C, handler) => {
+      handler.get = function (target, key, receiver) {
+        if (key === Symbol.hasInstance) return (x) => x instanceof target;
+        return R.get(target, key, receiver);
+      };
+      return new Proxy(C, handler);
+    };
     const D = Date, DP = D.prototype;
     const getTime = DP.getTime, setTime = DP.setTime, UTC = D.UTC;
     const parts = ['FullYear', 'Month', 'Date', 'Hours', 'Minutes', 'Seconds', 'Milliseconds'];
@@ -269,10 +171,5 @@
 
   if (lim.zone) installZone(host.zoneOffset, host.zoneName);
 
-  // prims are what platform.js, which runs on first use, takes from the built-ins.
-  const prims = {
-    Object: O, Reflect: R, defineProperty, keys, freeze, apply, ownKeys: R.ownKeys,
-    String: StringC, Error: ErrorC, TypeError, RangeError, numberValueOf: Number.prototype.valueOf,
-  };
-  return { definition, resolve, describe, console, prims };
+  return { definition, describe, console };
 })

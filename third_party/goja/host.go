@@ -1,7 +1,15 @@
 package goja
 
+import "github.com/dop251/goja/unistring"
+
 // Helpers for embedders (scripthost patch): values handed to a script and taken back
 // from it without a round trip through JavaScript.
+
+// HasOwn reports whether o has an own property name, as Object.hasOwn does (a proxy's
+// trap runs; what it throws panics, see Runtime.Try).
+func (o *Object) HasOwn(name string) bool {
+	return o.self.hasOwnPropertyStr(unistring.NewFromString(name))
+}
 
 // Freeze does what Object.freeze(o) does.
 func (r *Runtime) Freeze(o *Object) error {

@@ -2,6 +2,8 @@ package goja
 
 import (
 	"fmt"
+	"strings"
+	"time"
 )
 
 // Limits bound what one call of a built-in may allocate or loop over natively, in one
@@ -23,6 +25,11 @@ type Limits struct {
 	// MaxJSONNesting bounds how deeply JSON.parse input may nest: the parser recurses
 	// natively once per level.
 	MaxJSONNesting int
+	// RegexTimeout, when positive, is how long one regular expression match may take.
+	// regexp2 gives up a backtracking match after its own, process-wide timeout and
+	// reports "no match"; timing every match turns that silent answer into a refusal
+	// ("regex").
+	RegexTimeout time.Duration
 	// DisableDynamicCode makes eval, indirect eval and the Function, AsyncFunction and
 	// GeneratorFunction constructors throw an EvalError with this message.
 	DisableDynamicCode string
@@ -82,6 +89,91 @@ func (r *Runtime) limitBytes(what string, n int64) {
 func (r *Runtime) checkDynamicCode() {
 	if l := r.limits; l != nil && l.DisableDynamicCode != "" {
 		panic(r.newError(r.getEvalError(), l.DisableDynamicCode))
+	}
+}
+
+// regexStart returns when a match starts, if matches are timed.
+func (r *Runtime) regexStart() time.Time {
+	if l := r.limits; l != nil && l.RegexTimeout > 0 {
+		return time.Now()
+	}
+	return time.Time{}
+}
+
+// limitRegex refuses a match that started at start and took RegexTimeout or more.
+func (r *Runtime) limitRegex(start time.Time) {
+	if start.IsZero() {
+		return
+	}
+	if took, max := time.Since(start), r.limits.RegexTimeout; took >= max {
+		r.refuse("regex", fmt.Sprintf("a regular expression match took %dms, over the %dms limit",
+			took.Round(time.Millisecond).Milliseconds(), max.Milliseconds()))
+	}
+}
+
+// limitStringCall refuses a call of the String.prototype method name that would
+// build a string longer than MaxChars, or split a string longer than MaxElements into
+// characters.
+func (r *Runtime) limitStringCall(name string, call FunctionCall) {
+	l := r.limits
+	if l == nil || l.MaxChars <= 0 {
+		return
+	}
+	self := func() int64 { return int64(call.This.toString().Length()) }
+	var n int64
+	switch name {
+	case "split":
+		if sep, ok := call.Argument(0).(String); ok && sep.Length() == 0 {
+			r.limitElems("String.prototype.split", self())
+		}
+		return
+	case "concat":
+		n = self()
+		for _, a := range call.Arguments {
+			if s, ok := a.(String); ok {
+				n += int64(s.Length())
+			} else {
+				n += 8
+			}
+		}
+	case "repeat":
+		if c, ln := call.Argument(0).ToInteger(), self(); c > 0 && ln > 0 && c > l.MaxChars/ln {
+			r.refuseMemory("String.prototype.repeat", float64(ln)*float64(c))
+		}
+		return
+	case "padStart", "padEnd":
+		n = max(call.Argument(0).ToInteger(), 0)
+	case "replace", "replaceAll":
+		pat, ok1 := call.Argument(0).(String)
+		rep, ok2 := call.Argument(1).(String)
+		if !ok1 || !ok2 || rep.Length() <= pat.Length() {
+			return
+		}
+		s := call.This.toString().String()
+		p := pat.String()
+		count := int64(0)
+		if name == "replace" {
+			if strings.Contains(s, p) {
+				count = 1
+			}
+		} else {
+			step := max(len(p), 1)
+			for i := strings.Index(s, p); i >= 0 && count*int64(rep.Length()) <= l.MaxChars; {
+				count++
+				j := strings.Index(s[min(i+step, len(s)):], p)
+				if j < 0 || i+step > len(s) {
+					break
+				}
+				i += step + j
+			}
+		}
+		if int64(len(s))+count*int64(rep.Length()-pat.Length()) > l.MaxChars {
+			r.refuseMemory("String.prototype."+name, count*int64(rep.Length()))
+		}
+		return
+	}
+	if n > l.MaxChars {
+		r.refuseMemory("String.prototype."+name, n)
 	}
 }
 

@@ -622,7 +622,9 @@ func (r *regexpObject) getLastIndex() int64 {
 func (r *regexpObject) execRegexp(target String) (match bool, result regexpResult) {
 	index := r.getLastIndex()
 	if index >= 0 && index <= int64(target.Length()) {
+		start := r.val.runtime.regexStart()
 		result = r.pattern.findSubmatchIndex(target, int(index))
+		r.val.runtime.limitRegex(start)
 	}
 	match = len(result.indexes) > 0 && (!r.pattern.sticky || int64(result.indexes[0]) == index)
 
