@@ -1,0 +1,67 @@
+package js
+
+import (
+	"testing"
+
+	"github.com/dop251/goja"
+)
+
+// TestBuiltinPropertiesNotEnumerable: no string-keyed property of a built-in object
+// reachable from the global object (the engine's lazy globals included) is
+// enumerable. goja's for-in relies on it to skip building the properties of built-in
+// prototypes it walks through.
+func TestBuiltinPropertiesNotEnumerable(t *testing.T) {
+	vm := goja.New()
+	vm.SetLazyGlobals(lazyGlobals, func(name string) goja.Value { return vm.NewObject() })
+	v, err := vm.RunString(`(() => {
+  const seen = new Set(), bad = [];
+  const walk = (o, path) => {
+    if (o === null || (typeof o !== 'object' && typeof o !== 'function') || seen.has(o)) return;
+    seen.add(o);
+    for (const k of Object.getOwnPropertyNames(o)) {
+      const d = Object.getOwnPropertyDescriptor(o, k);
+      if (d.enumerable) bad.push(path + '.' + k);
+      if ('value' in d) walk(d.value, path + '.' + k);
+    }
+    walk(Object.getPrototypeOf(o), path + '.__proto__');
+  };
+  walk(globalThis, 'globalThis');
+  for (const f of [function () {}, async function () {}, function* () {}, [][Symbol.iterator](), new Map().entries(), new Set().values(), ''[Symbol.iterator](), /x/g[Symbol.matchAll]('')]) walk(f, String(f));
+  return [seen.size, bad];
+})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := v.Export().([]any)
+	if n := res[0].(int64); n < 300 {
+		t.Fatalf("walked %d objects, want the realm's few hundred", n)
+	}
+	if bad := res[1].([]any); len(bad) > 0 {
+		t.Errorf("enumerable built-in properties: %v", bad)
+	}
+}
+
+// TestForInSeesAddedPrototypeProperties: for-in through built-in prototypes, which
+// does not build their properties, still lists what a script added to them or made
+// enumerable, as goja did when it built them all first.
+func TestForInSeesAddedPrototypeProperties(t *testing.T) {
+	vm := goja.New()
+	v, err := vm.RunString(`(() => {
+  Object.prototype.extra = 1;
+  Array.prototype.more = 2;
+  Object.defineProperty(Array.prototype, 'hidden', { value: 3, enumerable: false });
+  Object.defineProperty(Object.prototype, 'hidden', { value: 4, enumerable: true });
+  Object.defineProperty(Object.prototype, 'toString', { value: () => 'x', enumerable: true });
+  const ks = [];
+  for (const k in [5]) ks.push(k);
+  delete Object.prototype.extra;
+  for (const k in {}) ks.push(k);
+  return ks.join(',');
+})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := v.String(), "0,more,extra,toString,hidden"; got != want {
+		t.Errorf("for-in listed %s, want %s", got, want)
+	}
+}
