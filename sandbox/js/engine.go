@@ -4,16 +4,19 @@
 // compiled once, and then evaluated in a fresh goja runtime for every definition read
 // and every invocation: nothing a script does survives its invocation.
 //
-// goja has no memory limit and its built-ins ignore interrupts, so the engine guards
-// the built-ins that allocate or loop natively in one step (Array.prototype.fill and the
-// other length-driven array methods, String.prototype.repeat, typed arrays, spread,
-// JSON.stringify, ...; see prelude.js) and watches the process heap while invocations
-// run (see memwatch.go). goja's parsers and JSON.parse recurse natively per nesting
-// level, and a Go stack overflow kills the process, so module source and JSON.parse
-// input nested too deeply are refused, and dynamic code (eval, new Function) is
-// disabled: a workflow is the file that was loaded. Backtracking regular expressions run on regexp2, whose match timeout is
-// a process-wide setting: importing this package sets regexp2.DefaultMatchTimeout to
-// sandbox.DefaultLimits.RegexTimeout.
+// goja has no memory limit and its built-ins ignore interrupts, so the engine (a goja
+// patched for it, in third_party/goja) refuses the built-in calls that would allocate
+// or loop past the memory budget in one step (Array.prototype.fill and the other
+// length-driven array methods, String.prototype.repeat, typed arrays, spread,
+// JSON.stringify, ...; see goja.Limits and setLimits) and the sandbox watches the
+// process heap while invocations run (see memwatch.go). goja's parsers and JSON.parse
+// recurse natively per nesting level, and a Go stack overflow kills the process, so
+// module source and JSON.parse input nested too deeply are refused, and dynamic code
+// (eval, new Function) is disabled: a workflow is the file that was loaded.
+// Backtracking regular expressions run on regexp2, whose match timeout is a
+// process-wide setting: importing this package sets regexp2.DefaultMatchTimeout to
+// sandbox.DefaultLimits.RegexTimeout, and the engine times every match against the
+// invocation's RegexTimeout.
 package js
 
 import (

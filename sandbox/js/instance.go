@@ -18,26 +18,21 @@ import (
 	"github.com/scripthost/scripthost/sandbox"
 )
 
-//go:embed prelude.js
-var preludeSource string
+//go:embed zone.js
+var zoneSource string
 
-// preludeName is the file name prelude frames carry in stack traces.
-const preludeName = "<sandbox>"
-
-var prelude = goja.MustCompile(preludeName, preludeSource, true)
+// zoneProgram fixes Date's local time to a zone in deterministic mode.
+var zoneProgram = goja.MustCompile("<sandbox>", zoneSource, true)
 
 // instance is one fresh goja runtime running one module for one invocation (or one
 // definition read). It is owned by the goroutine that created it; only abort may be
 // called from other goroutines.
 type instance struct {
-	vm      *goja.Runtime
-	mod     *compiled
-	lim     sandbox.Limits
-	ctx     context.Context
-	tools   sandbox.Tools
-	helpers struct {
-		definition, describe, console goja.Callable
-	}
+	vm    *goja.Runtime
+	mod   *compiled
+	lim   sandbox.Limits
+	ctx   context.Context
+	tools sandbox.Tools
 	start time.Time
 
 	toolCalls   int
@@ -55,8 +50,9 @@ type instance struct {
 	reason error // why the runtime was interrupted; the first reason wins
 }
 
-// newInstance creates a runtime with the prelude, the console, the tools and the
-// globals of inv installed, but without the module evaluated.
+// newInstance creates a runtime with the limits, the lazy globals (console, web
+// platform), the tools and the globals of inv installed, but without the module
+// evaluated. No JavaScript of the host's runs, except zone.js in deterministic mode.
 func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Invocation) (*instance, error) {
 	in := &instance{
 		vm:         goja.New(),
@@ -95,8 +91,10 @@ func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Inv
 		}
 		zone = loc
 	}
-	if err := in.installPrelude(zone); err != nil {
-		return nil, err
+	if zone != nil {
+		if err := in.installZone(zone); err != nil {
+			return nil, err
+		}
 	}
 	if err := in.installPlatform(inv.Deterministic, zone); err != nil {
 		return nil, err
@@ -110,72 +108,36 @@ func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Inv
 	return in, nil
 }
 
-// installPrelude runs the prelude. A non-nil zone replaces the process's time zone in
-// Date's local-time methods.
-func (in *instance) installPrelude(zone *time.Location) error {
+// installZone makes Date's local-time methods use zone (deterministic mode).
+func (in *instance) installZone(zone *time.Location) error {
 	vm := in.vm
 	host := vm.NewObject()
-	_ = host.Set("emit", func(call goja.FunctionCall) goja.Value {
-		in.emit(call.Argument(0).String(), call.Argument(1).String())
-		return goja.Undefined()
+	at := func(ms float64) time.Time { return time.UnixMilli(int64(ms)).In(zone) }
+	_ = host.Set("zoneOffset", func(ms float64) int {
+		_, off := at(ms).Zone()
+		return -off / 60
 	})
-	overflow := vm.NewObject()
-	_ = host.Set("overflow", overflow)
-	_ = host.Set("stringify", func(call goja.FunctionCall) goja.Value {
-		s, ok, err := vm.StringifyJSON(call.Argument(0), int(call.Argument(1).ToInteger()))
-		switch {
-		case err != nil:
-			panic(err)
-		case !ok:
-			return overflow
-		}
-		return vm.ToValue(s)
+	_ = host.Set("zoneName", func(ms float64) string {
+		name, _ := at(ms).Zone()
+		return name
 	})
-	if zone != nil {
-		at := func(ms float64) time.Time { return time.UnixMilli(int64(ms)).In(zone) }
-		_ = host.Set("zoneOffset", func(ms float64) int {
-			_, off := at(ms).Zone()
-			return -off / 60
-		})
-		_ = host.Set("zoneName", func(ms float64) string {
-			name, _ := at(ms).Zone()
-			return name
-		})
-	}
-	lim := vm.NewObject()
-	_ = lim.Set("maxConsoleBytes", in.lim.MaxConsoleBytes)
-	_ = lim.Set("zone", zone != nil)
-
-	fv, err := vm.RunProgram(prelude)
+	fv, err := vm.RunProgram(zoneProgram)
 	if err != nil {
-		return fmt.Errorf("sandbox/js: prelude: %w", err)
+		return fmt.Errorf("sandbox/js: zone: %w", err)
 	}
 	f, _ := goja.AssertFunction(fv)
-	hv, err := f(goja.Undefined(), host, lim)
-	if err != nil {
-		return fmt.Errorf("sandbox/js: prelude: %w", err)
+	if _, err := f(goja.Undefined(), host); err != nil {
+		return fmt.Errorf("sandbox/js: zone: %w", err)
 	}
-	h := hv.ToObject(vm)
-	fn := func(name string) goja.Callable {
-		c, _ := goja.AssertFunction(h.Get(name))
-		return c
-	}
-	in.helpers.definition = fn("definition")
-	in.helpers.describe = fn("describe")
-	in.helpers.console = fn("console")
 	return nil
 }
 
 // global builds the lazy global name: the console, or a web-platform global.
 func (in *instance) global(name string) goja.Value {
-	if name != consoleGlobal {
-		return in.platform.global(name)
+	if name == consoleGlobal {
+		return in.makeConsole()
 	}
-	v, err := in.helpers.console(goja.Undefined())
-	if err != nil {
-		panic(err)
-	}
-	return v
+	return in.platform.global(name)
 }
 
 // Bounds on what one built-in call may allocate, derived from the memory budget: a

@@ -30,7 +30,7 @@ var platformSource string
 
 var platformProgram = goja.MustCompile("<platform>", platformSource, true)
 
-// platformGlobals are the globals platform.js makes, and consoleGlobal the prelude's;
+// platformGlobals are the globals platform.js makes, and consoleGlobal helpers.go's;
 // lazyGlobals adds them to goja's built-ins, built on first use.
 var (
 	platformGlobals = []string{"DOMException", "btoa", "atob", "TextEncoder", "TextDecoder", "URL",

@@ -682,7 +682,7 @@
   dateLocale('toLocaleDateString', 'date', 'date');
   dateLocale('toLocaleTimeString', 'time', 'time');
 
-  // In deterministic mode Date's local time is a fixed zone (see the prelude); a
+  // In deterministic mode Date's local time is a fixed zone (see zone.js); a
   // date-time string without a zone is read in that zone too, never the process's.
   function zone() {
     const D = G.Date, parse = D.parse;

@@ -36,7 +36,7 @@ func (p *program) Definition(ctx context.Context) (json.RawMessage, error) {
 		return append(json.RawMessage(nil), def...), nil
 	}
 	res, err := p.run(ctx, sandbox.Invocation{}, func(in *instance, def *goja.Object) (goja.Value, error) {
-		return in.helpers.definition(goja.Undefined(), def)
+		return in.definition(def)
 	})
 	if err != nil {
 		return nil, err

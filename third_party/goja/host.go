@@ -5,6 +5,23 @@ import "github.com/dop251/goja/unistring"
 // Helpers for embedders (scripthost patch): values handed to a script and taken back
 // from it without a round trip through JavaScript.
 
+// IsError reports whether v is an object that inherits from the runtime's own
+// Error.prototype, as v instanceof Error does before a script replaces Error.
+func (r *Runtime) IsError(v Value) bool {
+	o, ok := v.(*Object)
+	if !ok {
+		return false
+	}
+	proto := r.getErrorPrototype()
+	// A proxy's getPrototypeOf trap may make the chain endless.
+	for p, n := o.self.proto(), 0; p != nil && n < 10000; p, n = p.self.proto(), n+1 {
+		if p == proto {
+			return true
+		}
+	}
+	return false
+}
+
 // HasOwn reports whether o has an own property name, as Object.hasOwn does (a proxy's
 // trap runs; what it throws panics, see Runtime.Try).
 func (o *Object) HasOwn(name string) bool {

@@ -1,96 +1,10 @@
-// The prelude runs in every fresh runtime before the workflow module, and is kept
-// small: the engine itself refuses the built-in calls that would allocate or loop past
-// the memory budget in one step, times regular expressions and disables dynamic code
-// (goja.Limits, set in instance.go). It captures what the host's helpers rely on before
-// a script can replace it, installs Date's fixed zone in deterministic mode, and
-// returns the helpers the Go side calls and the maker of the console (a lazy global).
-// `host` holds Go functions: emit(level, text), stringify(v, max) (JSON text, or
-// host.overflow past max), and in deterministic mode zoneOffset(ms) and zoneName(ms).
-(function (host, lim) {
+// zone.js runs, in deterministic mode only, before the workflow module: it makes
+// Date's local-time methods use the invocation's fixed zone instead of the process's
+// time.Local. `host` holds Go functions: zoneOffset(ms) and zoneName(ms).
+(function (host) {
   'use strict';
   const G = globalThis;
-  const O = Object;
-  const freeze = O.freeze, defineProperty = O.defineProperty, keys = O.keys, isArray = Array.isArray;
-  const stringify = JSON.stringify;
-  const ErrorC = Error, StringC = String;
-  const emit = host.emit, bounded = host.stringify, overflow = host.overflow;
-
-  function format(v, room) {
-    switch (typeof v) {
-      case 'string': return v;
-      case 'undefined': return 'undefined';
-      case 'function': return '[Function' + (v.name ? ': ' + v.name : '') + ']';
-      case 'symbol': case 'bigint': return StringC(v);
-    }
-    if (v instanceof ErrorC) return StringC(v.stack || v);
-    try {
-      const s = bounded(v, room);
-      return s === overflow ? '[too large to print]' : StringC(s);
-    } catch (e) {
-      return '[unprintable: ' + StringC(e && e.message) + ']';
-    }
-  }
-
-  function printer(level) {
-    return {
-      [level](...args) {
-        let line = '';
-        for (let i = 0; i < args.length; i++) {
-          if (i > 0) line += ' ';
-          line += format(args[i], lim.maxConsoleBytes);
-        }
-        emit(level, line);
-      },
-    }[level];
-  }
-  // console makes the console global, on its first use.
-  function console() {
-    return freeze({ log: printer('log'), info: printer('log'), debug: printer('log'), warn: printer('warn'), error: printer('error') });
-  }
-
-  // definition converts the default export to JSON, replacing every function by its
-  // path from the root.
-  function definition(def) {
-    const seen = [];
-    function walk(v, path) {
-      if (typeof v === 'function') return path;
-      if (v === null || typeof v !== 'object') return v;
-      if (seen.indexOf(v) >= 0) throw new TypeError('the definition refers to itself at ' + path);
-      seen.push(v);
-      let out;
-      if (isArray(v)) {
-        out = [];
-        for (let i = 0; i < v.length; i++) out.push(walk(v[i], path ? path + '.' + i : StringC(i)));
-      } else {
-        out = {};
-        const ks = keys(v);
-        for (let i = 0; i < ks.length; i++) out[ks[i]] = walk(v[ks[i]], path ? path + '.' + ks[i] : ks[i]);
-      }
-      seen.pop();
-      return out;
-    }
-    return walk(def, '');
-  }
-
-  // describe returns [message, stack] for a thrown value without letting a hostile
-  // value escape: any failure gives a fixed message.
-  function describe(v) {
-    try {
-      if (v instanceof ErrorC) {
-        const stack = v.stack;
-        return [StringC(v.name) + ': ' + StringC(v.message), typeof stack === 'string' ? stack : ''];
-      }
-      if (v !== null && typeof v === 'object') {
-        const s = bounded(v, 1000);
-        return ['uncaught exception: ' + (s === overflow || s === undefined ? '[object]' : s), ''];
-      }
-      if (typeof v === 'string') return ['uncaught exception: ' + stringify(v), ''];
-      return ['uncaught exception: ' + StringC(v), ''];
-    } catch (e) {
-      return ['uncaught exception (unprintable)', ''];
-    }
-  }
-
+  const defineProperty = Object.defineProperty, StringC = String;
 
   // installZone makes Date's local-time methods use a fixed zone instead of the
   // process's time.Local (deterministic mode). offsetOf(ms) is getTimezoneOffset at ms
@@ -169,7 +83,5 @@
     defineProperty(G, 'Date', { value: P, writable: true, configurable: true, enumerable: false });
   }
 
-  if (lim.zone) installZone(host.zoneOffset, host.zoneName);
-
-  return { definition, describe, console };
+  installZone(host.zoneOffset, host.zoneName);
 })
