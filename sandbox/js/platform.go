@@ -41,13 +41,13 @@ var (
 
 const consoleGlobal = "console"
 
-// localeMethods are the methods platform.js implements for Number.prototype and
-// Date.prototype: the key in platform.js's locale table by prototype and name.
-var localeMethods = []struct{ ctor, name, key string }{
-	{"Number", "toLocaleString", "number"},
-	{"Date", "toLocaleString", "toLocaleString"},
-	{"Date", "toLocaleDateString", "toLocaleDateString"},
-	{"Date", "toLocaleTimeString", "toLocaleTimeString"},
+// localeKeys maps the locale methods goja hands to the sandbox to their
+// implementations in platform.js's locale table.
+var localeKeys = map[string]string{
+	"Number.prototype.toLocaleString":   "number",
+	"Date.prototype.toLocaleString":     "toLocaleString",
+	"Date.prototype.toLocaleDateString": "toLocaleDateString",
+	"Date.prototype.toLocaleTimeString": "toLocaleTimeString",
 }
 
 // platform is the per-instance state of the web platform.
@@ -69,8 +69,8 @@ type platform struct {
 }
 
 // installPlatform prepares the web platform of in's runtime: the globals themselves
-// are lazy (see lazyGlobals and global), the locale methods of Number and Date are
-// defined here and run platform.js on their first call. It is the one place the
+// are lazy (see lazyGlobals and global), and the locale methods of Number and Date
+// run platform.js on their first call. It is the one place the
 // platform is installed; det is the invocation's deterministic settings (nil outside
 // deterministic mode) and zone the time zone Date's local time uses (nil for the
 // process's), in which case platform.js runs now, before the module.
@@ -90,21 +90,14 @@ func (in *instance) installPlatform(det *sandbox.Determinism, zone *time.Locatio
 		in.vm.SetTimeSource(func() time.Time { return start.Add(p.timers.virtual) })
 	}
 	vm := in.vm
-	for _, m := range localeMethods {
-		proto := vm.Get(m.ctor).ToObject(vm).Get("prototype").ToObject(vm)
-		key := m.key
-		f := func(call goja.FunctionCall) goja.Value {
-			impl, _ := goja.AssertFunction(p.load().Get("locale").ToObject(vm).Get(key))
-			v, err := impl(goja.Undefined(), call.This, call.Argument(0), call.Argument(1))
-			if err != nil {
-				panic(err)
-			}
-			return v
+	vm.SetLocaleMethods(func(method string, call goja.FunctionCall) goja.Value {
+		impl, _ := goja.AssertFunction(p.load().Get("locale").ToObject(vm).Get(localeKeys[method]))
+		v, err := impl(goja.Undefined(), call.This, call.Argument(0), call.Argument(1))
+		if err != nil {
+			panic(err)
 		}
-		if err := proto.DefineDataProperty(m.name, vm.ToValue(f), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
-			return fmt.Errorf("sandbox/js: platform: %w", err)
-		}
-	}
+		return v
+	})
 	if zone != nil && det != nil {
 		zoneFn, _ := goja.AssertFunction(p.load().Get("zone"))
 		if _, err := zoneFn(goja.Undefined()); err != nil {

@@ -19,7 +19,6 @@ func (in *instance) installTools() error {
 		return nil
 	}
 	vm := in.vm
-	errorCtor := vm.GlobalObject().Get("Error") // captured before any script runs
 	namespaces := map[string]*goja.Object{}
 	var order []string
 	for _, t := range in.tools.List() {
@@ -29,7 +28,7 @@ func (in *instance) installTools() error {
 			namespaces[t.Namespace] = ns
 			order = append(order, t.Namespace)
 		}
-		if err := ns.Set(t.Method, in.toolMethod(t, errorCtor)); err != nil {
+		if err := ns.Set(t.Method, in.toolMethod(t)); err != nil {
 			return fmt.Errorf("sandbox/js: tool %s.%s: %w", t.Namespace, t.Method, err)
 		}
 	}
@@ -61,7 +60,7 @@ func (in *instance) freezeNamespace(ns *goja.Object) error {
 	return in.vm.Freeze(ns)
 }
 
-func (in *instance) toolMethod(t sandbox.ToolName, errorCtor goja.Value) func(goja.FunctionCall) goja.Value {
+func (in *instance) toolMethod(t sandbox.ToolName) func(goja.FunctionCall) goja.Value {
 	name := t.Namespace + "." + t.Method
 	vm := in.vm
 	return func(call goja.FunctionCall) goja.Value {
@@ -81,7 +80,7 @@ func (in *instance) toolMethod(t sandbox.ToolName, errorCtor goja.Value) func(go
 			in.abort(err)
 			panic(vm.NewTypeError("invocation terminated"))
 		case err != nil:
-			obj := in.toolError(name, err, errorCtor)
+			obj := in.toolError(name, err)
 			in.toolErrors[obj] = err
 			_ = reject(obj)
 		default:
@@ -91,7 +90,7 @@ func (in *instance) toolMethod(t sandbox.ToolName, errorCtor goja.Value) func(go
 			v, perr := vm.ParseJSON(string(out), false)
 			if perr != nil {
 				bad := scripthost.Errorf(scripthost.ClassInternal, scripthost.CodeInvalidInput, "sandbox/js: %s returned invalid JSON", name)
-				obj := in.toolError(name, bad, errorCtor)
+				obj := in.toolError(name, bad)
 				in.toolErrors[obj] = bad
 				_ = reject(obj)
 			} else {
@@ -139,15 +138,9 @@ func (in *instance) callTool(t sandbox.ToolName, input json.RawMessage) (out jso
 
 // toolError builds the Error object a tool call rejects with: name "ToolError", the
 // message, and the class and code of the Go error.
-func (in *instance) toolError(name string, err error, errorCtor goja.Value) *goja.Object {
-	vm := in.vm
+func (in *instance) toolError(name string, err error) *goja.Object {
 	class, code, msg := describe(err)
-	ctor, _ := errorCtor.(*goja.Object)
-	obj, cerr := vm.New(ctor, vm.ToValue(msg))
-	if cerr != nil {
-		obj = vm.NewObject()
-		_ = obj.Set("message", msg)
-	}
+	obj := in.vm.NewError(msg)
 	_ = obj.Set("name", "ToolError")
 	_ = obj.Set("class", string(class))
 	_ = obj.Set("code", code)

@@ -1,6 +1,6 @@
 // zone.js runs, in deterministic mode only, before the workflow module: it makes
 // Date's local-time methods use the invocation's fixed zone instead of the process's
-// time.Local. `host` holds Go functions: zoneOffset(ms) and zoneName(ms).
+// time.Local (the locale methods are the web platform's, see platform.go). `host` holds Go functions: zoneOffset(ms) and zoneName(ms).
 (function (host) {
   'use strict';
   const G = globalThis;
@@ -65,9 +65,6 @@
     format('toString', (s, t) => datePart(s) + ' ' + timePart(s, t));
     format('toDateString', (s) => datePart(s));
     format('toTimeString', (s, t) => timePart(s, t));
-    format('toLocaleString', (s, t) => datePart(s) + ' ' + timePart(s, t));
-    format('toLocaleDateString', (s) => datePart(s));
-    format('toLocaleTimeString', (s, t) => timePart(s, t));
     const P = proxyConstructor(D, {
       construct(target, args, newTarget) {
         const nt = newTarget === P ? target : newTarget;

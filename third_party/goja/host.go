@@ -89,3 +89,24 @@ func (r *Runtime) StringifyJSON(v Value, max int) (s string, ok bool, err error)
 	})
 	return
 }
+
+// SetLocaleMethods makes Number.prototype.toLocaleString and Date.prototype's
+// toLocaleString, toLocaleDateString and toLocaleTimeString call f with their full
+// name ("Date.prototype.toLocaleString") instead of goja's locale-less versions, for
+// an embedder that implements locales, without building the methods in every runtime.
+func (r *Runtime) SetLocaleMethods(f func(method string, call FunctionCall) Value) {
+	r.localeMethods = f
+}
+
+func (r *Runtime) numberproto_toLocaleString(call FunctionCall) Value {
+	if f := r.localeMethods; f != nil {
+		return f("Number.prototype.toLocaleString", call)
+	}
+	return r.numberproto_toString(call)
+}
+
+// NewError returns a new Error with message msg, made by the runtime's own Error
+// constructor whatever a script did to the global.
+func (r *Runtime) NewError(msg string) *Object {
+	return r.newError(r.getError(), msg).(*Object)
+}

@@ -195,6 +195,8 @@ type Runtime struct {
 	// buildGlobal and building serve SetLazyGlobals (scripthost patch).
 	buildGlobal func(name string) Value
 	building    map[unistring.String]bool
+	// localeMethods serves SetLocaleMethods (scripthost patch).
+	localeMethods func(method string, call FunctionCall) Value
 
 	fieldsInfoCache  map[reflect.Type]*reflectFieldsInfo
 	methodsInfoCache map[reflect.Type]*reflectMethodsInfo
