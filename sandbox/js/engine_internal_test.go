@@ -1,6 +1,7 @@
 package js
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/dop251/goja"
@@ -63,5 +64,35 @@ func TestForInSeesAddedPrototypeProperties(t *testing.T) {
 	}
 	if got, want := v.String(), "0,more,extra,toString,hidden"; got != want {
 		t.Errorf("for-in listed %s, want %s", got, want)
+	}
+}
+
+// TestPromiseBuiltOnDemand: the Promise constructor and prototype, built property by
+// property on first use, behave as the eagerly built ones did.
+func TestPromiseBuiltOnDemand(t *testing.T) {
+	vm := goja.New()
+	v, err := vm.RunString(`(() => {
+  const out = [];
+  try { Promise(() => {}) } catch (e) { out.push(e instanceof TypeError) }
+  class P extends Promise {}
+  const p = P.resolve(1);
+  out.push(p instanceof P, p instanceof Promise, P[Symbol.species] === P, Promise.prototype.constructor === Promise);
+  out.push(Object.prototype.toString.call(Promise.resolve()), Promise.name, Promise.length, typeof Promise.allSettled);
+  out.push(Object.getOwnPropertyNames(Promise.prototype).sort().join('|'));
+  out.push(Object.getPrototypeOf(Promise.prototype) === Object.prototype, Object.getPrototypeOf(Promise) === Function.prototype);
+  let r; new Promise((res) => res(7)).then((x) => { r = x });
+  return [out, () => r];
+})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := v.Export().([]any)
+	want := []any{true, true, true, true, true, "[object Promise]", "Promise", int64(1), "function", "catch|constructor|finally|then", true, true}
+	if fmt.Sprint(got[0]) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v", got[0], want)
+	}
+	f, _ := goja.AssertFunction(vm.ToValue(got[1]))
+	if r, _ := f(goja.Undefined()); r.ToInteger() != 7 {
+		t.Errorf("then got %v, want 7", r)
 	}
 }
