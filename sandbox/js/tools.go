@@ -74,30 +74,23 @@ func (in *instance) toolMethod(t sandbox.ToolName) func(goja.FunctionCall) goja.
 		}
 		in.toolCalls++
 		out, err := in.callTool(t, input)
-		promise, resolve, reject := vm.NewPromise()
-		switch {
-		case errors.Is(err, sandbox.ErrTerminate):
+		if errors.Is(err, sandbox.ErrTerminate) {
 			in.abort(err)
 			panic(vm.NewTypeError("invocation terminated"))
-		case err != nil:
-			obj := in.toolError(name, err)
-			in.toolErrors[obj] = err
-			_ = reject(obj)
-		default:
+		}
+		if err == nil {
 			if len(out) == 0 {
 				out = json.RawMessage("null")
 			}
 			v, perr := vm.ParseJSON(string(out), false)
-			if perr != nil {
-				bad := scripthost.Errorf(scripthost.ClassInternal, scripthost.CodeInvalidInput, "sandbox/js: %s returned invalid JSON", name)
-				obj := in.toolError(name, bad)
-				in.toolErrors[obj] = bad
-				_ = reject(obj)
-			} else {
-				_ = resolve(v)
+			if perr == nil {
+				return vm.ToValue(vm.NewSettledPromise(v, false))
 			}
+			err = scripthost.Errorf(scripthost.ClassInternal, scripthost.CodeInvalidInput, "sandbox/js: %s returned invalid JSON", name)
 		}
-		return vm.ToValue(promise)
+		obj := in.toolError(name, err)
+		in.toolErrors[obj] = err
+		return vm.ToValue(vm.NewSettledPromise(obj, true))
 	}
 }
 

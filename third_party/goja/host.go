@@ -110,3 +110,27 @@ func (r *Runtime) numberproto_toLocaleString(call FunctionCall) Value {
 func (r *Runtime) NewError(msg string) *Object {
 	return r.newError(r.getError(), msg).(*Object)
 }
+
+// NewSettledPromise returns a new promise resolved with v, or rejected with it, as
+// the resolving functions of NewPromise would leave it (a thenable v is followed),
+// without making those functions: for a host call that has its result at once.
+func (r *Runtime) NewSettledPromise(v Value, rejected bool) *Promise {
+	p := r.newPromise(r.getPromisePrototype())
+	if rejected {
+		p.reject(v)
+		return p
+	}
+	if obj, ok := v.(*Object); ok {
+		var thenAction Value
+		if ex := r.vm.try(func() { thenAction = obj.self.getStr("then", nil) }); ex != nil {
+			p.reject(ex.val)
+			return p
+		}
+		if call, ok := assertCallable(thenAction); ok {
+			r.enqueuePromiseJob(r.newPromiseResolveThenableJob(p, v, &jobCallback{callback: call}))
+			return p
+		}
+	}
+	p.fulfill(v)
+	return p
+}
