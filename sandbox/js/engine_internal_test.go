@@ -2,6 +2,7 @@ package js
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/dop251/goja"
@@ -94,5 +95,43 @@ func TestPromiseBuiltOnDemand(t *testing.T) {
 	f, _ := goja.AssertFunction(vm.ToValue(got[1]))
 	if r, _ := f(goja.Undefined()); r.ToInteger() != 7 {
 		t.Errorf("then got %v, want 7", r)
+	}
+}
+
+// TestJSONParse: JSON.parse (the engine's fast parser, with encoding/json behind it for
+// escapes, non-ASCII text and errors) reads values as JSON defines them.
+func TestJSONParse(t *testing.T) {
+	vm := goja.New()
+	for text, want := range map[string]string{
+		` {"a": [1, -0.5e2, true, false, null, "x"], "b": {}, "c": [] } `: `{"a":[1,-50,true,false,null,"x"],"b":{},"c":[]}`,
+		`"caf\u00e9 \"q\" \\ \n"`:                                     `"café \"q\" \\ \n"`,
+		`"café 中"`:                                                     `"café 中"`,
+		`{"a":1,"a":2}`:                                                `{"a":2}`,
+		`{"__proto__":{"x":1}}`:                                        `{"__proto__":{"x":1}}`,
+		`-0`:                                                           `0`,
+		`1e400`:                                                        `SyntaxError`,
+		`01`:                                                           `SyntaxError`,
+		`[1,]`:                                                         `SyntaxError`,
+		`{"a" 1}`:                                                      `SyntaxError`,
+		`"\x01"`:                                                       `SyntaxError`,
+		`"abc`:                                                         `SyntaxError`,
+		`1 2`:                                                          `SyntaxError`,
+		``:                                                             `SyntaxError`,
+		`nul`:                                                          `SyntaxError`,
+	} {
+		got := "SyntaxError"
+		v, err := vm.ParseJSON(text, false)
+		if err == nil {
+			s, _, err := vm.StringifyJSON(v, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = s
+		} else if ex, ok := err.(*goja.Exception); !ok || !strings.HasPrefix(ex.Value().String(), "SyntaxError") {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("JSON.parse(%q) = %s, want %s", text, got, want)
+		}
 	}
 }

@@ -39,6 +39,9 @@ func (r *Runtime) builtinJSON_parse(call FunctionCall) Value {
 
 // parseJSON parses text as JSON.parse does without a reviver, throwing a SyntaxError.
 func (r *Runtime) parseJSON(text string) Value {
+	if v, ok := r.parseJSONFast(text); ok {
+		return v
+	}
 	d := json.NewDecoder(strings.NewReader(text))
 
 	value, err := r.builtinJSON_decodeValue(d)
