@@ -54,20 +54,25 @@ func freezeParsed(v Value) {
 	if !ok {
 		return
 	}
+	// The properties of one object are allocated together.
 	switch self := o.self.(type) {
 	case *arrayObject:
+		props := make([]valueProperty, len(self.values))
 		for i, x := range self.values {
 			freezeParsed(x)
-			self.values[i] = &valueProperty{value: x, enumerable: true}
+			props[i] = valueProperty{value: x, enumerable: true}
+			self.values[i] = &props[i]
 		}
 		self.propValueCount = len(self.values)
 		self.lengthProp.writable = false
 		self.extensible = false
 	case *baseObject:
-		for _, name := range self.propNames {
+		props := make([]valueProperty, len(self.propNames))
+		for i, name := range self.propNames {
 			x := self.values[name]
 			freezeParsed(x)
-			self.values[name] = &valueProperty{value: x, enumerable: true}
+			props[i] = valueProperty{value: x, enumerable: true}
+			self.values[name] = &props[i]
 		}
 		self.extensible = false
 	}
