@@ -1279,6 +1279,9 @@ func (r *Runtime) flattenIntoArray(target, source *Object, sourceLen, start, dep
 					panic(r.NewTypeError("Invalid array length"))
 				}
 				r.limitElems("Array.prototype.flat", targetIndex+1)
+				if targetIndex&4095 == 0 {
+					r.checkInterrupt()
+				}
 				createDataPropertyOrThrow(target, intToValue(targetIndex), element)
 				targetIndex++
 			}

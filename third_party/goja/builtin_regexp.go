@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -773,9 +774,8 @@ func (r *Runtime) regexpproto_stdMatcher(call FunctionCall) Value {
 	}
 	if rx.pattern.global {
 		rx.setOwnStr("lastIndex", intToValue(0), true)
-		start := r.regexStart()
 		results := rx.pattern.findAllSubmatchIndex(s, 0, -1, rx.pattern.sticky)
-		r.limitRegex(start)
+		r.limitRegex(rx.pattern, time.Time{})
 		if len(results) == 0 {
 			return _null
 		}
@@ -1041,9 +1041,8 @@ func (r *Runtime) regexpproto_stdSplitter(call FunctionCall) Value {
 	lastIndex := 0
 	found := 0
 
-	start := r.regexStart()
 	results := pattern.findAllSubmatchIndex(s, 0, -1, false)
-	r.limitRegex(start)
+	r.limitRegex(pattern, time.Time{})
 	if targetLength == 0 {
 		if len(results) == 0 {
 			valueArray = append(valueArray, s)
@@ -1279,9 +1278,8 @@ func (r *Runtime) regexpproto_stdReplacer(call FunctionCall) Value {
 	} else {
 		index = rx.getLastIndex()
 	}
-	start := r.regexStart()
 	found := rx.pattern.findAllSubmatchIndex(s, toIntStrict(index), find, rx.pattern.sticky)
-	r.limitRegex(start)
+	r.limitRegex(rx.pattern, time.Time{})
 	if rx.pattern.global || rx.pattern.sticky {
 		var newLastIndex int64
 		if !rx.pattern.global && len(found) > 0 {

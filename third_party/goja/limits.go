@@ -3,6 +3,7 @@ package goja
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,10 +26,11 @@ type Limits struct {
 	// MaxJSONNesting bounds how deeply JSON.parse input may nest: the parser recurses
 	// natively once per level.
 	MaxJSONNesting int
-	// RegexTimeout, when positive, is how long one regular expression match may take.
-	// regexp2 gives up a backtracking match after its own, process-wide timeout and
-	// reports "no match"; timing every match turns that silent answer into a refusal
-	// ("regex").
+	// RegexTimeout, when positive, is how long one regular expression match may take,
+	// and turns regexp2 giving up a backtracking match at its own, process-wide timeout
+	// (which goja reports as "no match") into a refusal ("regex"). exec and test are
+	// timed against it; a scan for every match (replace, match, split with a global
+	// pattern) is held to regexp2's timeout per match.
 	RegexTimeout time.Duration
 	// DisableDynamicCode makes eval, indirect eval and the Function, AsyncFunction and
 	// GeneratorFunction constructors throw an EvalError with this message.
@@ -100,14 +102,36 @@ func (r *Runtime) regexStart() time.Time {
 	return time.Time{}
 }
 
-// limitRegex refuses a match that started at start and took RegexTimeout or more.
-func (r *Runtime) limitRegex(start time.Time) {
+// limitRegex refuses a match of p that regexp2 gave up at its own timeout, or, when
+// start is set (a single match), that took RegexTimeout or more. A scan for every
+// match is only held to regexp2's timeout, which applies to each match in it.
+func (r *Runtime) limitRegex(p *regexpPattern, start time.Time) {
+	if r.limits == nil || r.limits.RegexTimeout <= 0 {
+		return
+	}
+	if w := p.regexp2Wrapper; w != nil && w.timedOut {
+		w.timedOut = false
+		r.refuse("regex", fmt.Sprintf("a regular expression match ran past the %v limit", w.rx.MatchTimeout))
+	}
 	if start.IsZero() {
 		return
 	}
 	if took, max := time.Since(start), r.limits.RegexTimeout; took >= max {
 		r.refuse("regex", fmt.Sprintf("a regular expression match took %dms, over the %dms limit",
 			took.Round(time.Millisecond).Milliseconds(), max.Milliseconds()))
+	}
+}
+
+// checkInterrupt lets a long native loop be interrupted: it panics as the VM's own
+// loop does once Interrupt was called.
+func (r *Runtime) checkInterrupt() {
+	vm := r.vm
+	if atomic.LoadUint32(&vm.interrupted) != 0 {
+		vm.interruptLock.Lock()
+		v := &InterruptedError{iface: vm.interruptVal}
+		v.stack = vm.captureStack(nil, 0)
+		vm.interruptLock.Unlock()
+		panic(v)
 	}
 }
 
