@@ -15,8 +15,9 @@
 // (eval, new Function) is disabled: a workflow is the file that was loaded.
 // Backtracking regular expressions run on regexp2, whose match timeout is a
 // process-wide setting: importing this package sets regexp2.DefaultMatchTimeout to
-// sandbox.DefaultLimits.RegexTimeout, and the engine times every match against the
-// invocation's RegexTimeout.
+// sandbox.DefaultLimits.RegexTimeout, and the engine turns a match regexp2 gave up into
+// a "regex" limit error (exec and test are also timed against the invocation's
+// RegexTimeout; see goja.Limits).
 package js
 
 import (
@@ -45,8 +46,8 @@ var regexHardTimeout = sandbox.DefaultLimits.RegexTimeout
 func init() {
 	// regexp2 reads its default timeout when a pattern is compiled, and goja offers no
 	// per-pattern setting. Setting it here, before any goroutine can compile a
-	// pattern, avoids a data race; per-invocation RegexTimeout values are enforced on
-	// top of it by timing every match (see limits.go).
+	// pattern, avoids a data race; per-invocation RegexTimeout values below it are
+	// enforced on exec and test by timing them (goja.Limits.RegexTimeout).
 	regexp2.DefaultMatchTimeout = regexHardTimeout
 }
 
