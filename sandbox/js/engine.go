@@ -4,16 +4,20 @@
 // compiled once, and then evaluated in a fresh goja runtime for every definition read
 // and every invocation: nothing a script does survives its invocation.
 //
-// goja has no memory limit and its built-ins ignore interrupts, so the engine guards
-// the built-ins that allocate or loop natively in one step (Array.prototype.fill and the
-// other length-driven array methods, String.prototype.repeat, typed arrays, spread,
-// JSON.stringify, ...; see prelude.js) and watches the process heap while invocations
-// run (see memwatch.go). goja's parsers and JSON.parse recurse natively per nesting
-// level, and a Go stack overflow kills the process, so module source and JSON.parse
-// input nested too deeply are refused, and dynamic code (eval, new Function) is
-// disabled: a workflow is the file that was loaded. Backtracking regular expressions run on regexp2, whose match timeout is
-// a process-wide setting: importing this package sets regexp2.DefaultMatchTimeout to
-// sandbox.DefaultLimits.RegexTimeout.
+// goja has no memory limit and its built-ins ignore interrupts, so the engine (a goja
+// patched for it, in third_party/goja) refuses the built-in calls that would allocate
+// or loop past the memory budget in one step (Array.prototype.fill and the other
+// length-driven array methods, String.prototype.repeat, typed arrays, spread,
+// JSON.stringify, ...; see goja.Limits and setLimits) and the sandbox watches the
+// process heap while invocations run (see memwatch.go). goja's parsers and JSON.parse
+// recurse natively per nesting level, and a Go stack overflow kills the process, so
+// module source and JSON.parse input nested too deeply are refused, and dynamic code
+// (eval, new Function) is disabled: a workflow is the file that was loaded.
+// Backtracking regular expressions run on regexp2, whose match timeout is a
+// process-wide setting: importing this package sets regexp2.DefaultMatchTimeout to
+// sandbox.DefaultLimits.RegexTimeout, and the engine turns a match regexp2 gave up into
+// a "regex" limit error (exec and test are also timed against the invocation's
+// RegexTimeout; see goja.Limits).
 package js
 
 import (
@@ -42,8 +46,8 @@ var regexHardTimeout = sandbox.DefaultLimits.RegexTimeout
 func init() {
 	// regexp2 reads its default timeout when a pattern is compiled, and goja offers no
 	// per-pattern setting. Setting it here, before any goroutine can compile a
-	// pattern, avoids a data race; per-invocation RegexTimeout values are enforced on
-	// top of it by timing every match (see limits.go).
+	// pattern, avoids a data race; per-invocation RegexTimeout values below it are
+	// enforced on exec and test by timing them (goja.Limits.RegexTimeout).
 	regexp2.DefaultMatchTimeout = regexHardTimeout
 }
 
@@ -129,7 +133,7 @@ func (e *Engine) compile(src sandbox.Source) (*compiled, error) {
 	}
 	// esbuild and goja parse recursively: refuse source nested deep enough to
 	// threaten the Go stack before either sees it.
-	if d := nesting(string(src.Code), maxSourceNesting, false); d > maxSourceNesting {
+	if d := goja.Nesting(string(src.Code), maxSourceNesting, false); d > maxSourceNesting {
 		return nil, &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidWorkflow, File: src.Name,
 			Message: fmt.Sprintf("sandbox/js: brackets nested deeper than %d levels", maxSourceNesting)}
 	}
@@ -162,41 +166,6 @@ func (e *Engine) compile(src sandbox.Source) (*compiled, error) {
 
 // maxSourceNesting bounds how deeply brackets may nest in a module's source.
 const maxSourceNesting = 2000
-
-// nesting returns the deepest nesting of brackets ([, {, () in s, stopping early once
-// it passes max. With json set, the contents of double-quoted strings are skipped as
-// JSON defines them; otherwise every bracket counts, which can only overestimate.
-func nesting(s string, max int, json bool) int {
-	depth, deepest := 0, 0
-	inString := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = json
-		case '[', '{', '(':
-			depth++
-			if depth > deepest {
-				deepest = depth
-				if deepest > max {
-					return deepest
-				}
-			}
-		case ']', '}', ')':
-			depth--
-		}
-	}
-	return deepest
-}
 
 // refuseSourceMap is goja's source map loader: only inline data: maps (which goja
 // decodes itself) are honoured; a script never makes the host read a file or URL.

@@ -76,13 +76,7 @@ func stackOf(err error) []goja.StackFrame {
 // scriptError is the error for a value the script threw or a promise rejected with.
 // A tool's error keeps the tool's Go error, class and code.
 func (in *instance) scriptError(v goja.Value, stack []goja.StackFrame) error {
-	msg, stackText := "uncaught exception", ""
-	if d, err := in.helpers.describe(goja.Undefined(), v); err == nil {
-		if parts, ok := d.Export().([]any); ok && len(parts) == 2 {
-			msg, _ = parts[0].(string)
-			stackText, _ = parts[1].(string)
-		}
-	}
+	msg, stackText := in.describeThrown(v)
 	if stackText == "" && len(stack) > 0 {
 		var b bytes.Buffer
 		for _, f := range stack {

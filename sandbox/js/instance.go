@@ -18,27 +18,21 @@ import (
 	"github.com/scripthost/scripthost/sandbox"
 )
 
-//go:embed prelude.js
-var preludeSource string
+//go:embed zone.js
+var zoneSource string
 
-// preludeName is the file name prelude frames carry in stack traces.
-const preludeName = "<sandbox>"
-
-var prelude = goja.MustCompile(preludeName, preludeSource, true)
+// zoneProgram fixes Date's local time to a zone in deterministic mode.
+var zoneProgram = goja.MustCompile("<sandbox>", zoneSource, true)
 
 // instance is one fresh goja runtime running one module for one invocation (or one
 // definition read). It is owned by the goroutine that created it; only abort may be
 // called from other goroutines.
 type instance struct {
-	vm      *goja.Runtime
-	mod     *compiled
-	lim     sandbox.Limits
-	ctx     context.Context
-	tools   sandbox.Tools
-	helpers struct {
-		parseFrozen, parse, deepFreeze, serialize, definition, resolve, describe goja.Callable
-		overflow                                                                 goja.Value
-	}
+	vm    *goja.Runtime
+	mod   *compiled
+	lim   sandbox.Limits
+	ctx   context.Context
+	tools sandbox.Tools
 	start time.Time
 
 	toolCalls   int
@@ -56,8 +50,9 @@ type instance struct {
 	reason error // why the runtime was interrupted; the first reason wins
 }
 
-// newInstance creates a runtime with the prelude, the console, the tools and the
-// globals of inv installed, but without the module evaluated.
+// newInstance creates a runtime with the limits, the lazy globals (console, web
+// platform), the tools and the globals of inv installed, but without the module
+// evaluated. No JavaScript of the host's runs, except zone.js in deterministic mode.
 func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Invocation) (*instance, error) {
 	in := &instance{
 		vm:         goja.New(),
@@ -73,6 +68,8 @@ func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Inv
 	// from the file system either.
 	vm.SetParserOptions(parser.WithSourceMapLoader(refuseSourceMap))
 	vm.SetMaxCallStackSize(in.lim.MaxStackDepth)
+	vm.SetLazyGlobals(lazyGlobals, in.global)
+	in.setLimits()
 	if d := inv.Deterministic; d != nil {
 		now := d.Now
 		vm.SetTimeSource(func() time.Time { return now })
@@ -94,8 +91,10 @@ func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Inv
 		}
 		zone = loc
 	}
-	if err := in.installPrelude(zone); err != nil {
-		return nil, err
+	if zone != nil {
+		if err := in.installZone(zone); err != nil {
+			return nil, err
+		}
 	}
 	if err := in.installPlatform(inv.Deterministic, zone); err != nil {
 		return nil, err
@@ -109,60 +108,66 @@ func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Inv
 	return in, nil
 }
 
-// installPrelude runs the prelude. A non-nil zone replaces the process's time zone in
-// Date's local-time methods.
-func (in *instance) installPrelude(zone *time.Location) error {
+// installZone makes Date's local-time methods use zone (deterministic mode).
+func (in *instance) installZone(zone *time.Location) error {
 	vm := in.vm
 	host := vm.NewObject()
-	_ = host.Set("abort", func(kind, detail string) {
-		in.abort(&sandbox.LimitError{Limit: kind, Detail: detail})
+	at := func(ms float64) time.Time { return time.UnixMilli(int64(ms)).In(zone) }
+	_ = host.Set("zoneOffset", func(ms float64) int {
+		_, off := at(ms).Zone()
+		return -off / 60
 	})
-	_ = host.Set("elapsed", func() float64 {
-		return float64(time.Since(in.start)) / float64(time.Millisecond)
+	_ = host.Set("zoneName", func(ms float64) string {
+		name, _ := at(ms).Zone()
+		return name
 	})
-	_ = host.Set("emit", in.emit)
-	_ = host.Set("nesting", func(s string, max int) int { return nesting(s, max, true) })
-	if zone != nil {
-		at := func(ms float64) time.Time { return time.UnixMilli(int64(ms)).In(zone) }
-		_ = host.Set("zoneOffset", func(ms float64) int {
-			_, off := at(ms).Zone()
-			return -off / 60
-		})
-		_ = host.Set("zoneName", func(ms float64) string {
-			name, _ := at(ms).Zone()
-			return name
-		})
-	}
-	lim := vm.NewObject()
-	_ = lim.Set("memoryBytes", in.lim.MemoryBytes)
-	_ = lim.Set("maxConsoleBytes", in.lim.MaxConsoleBytes)
-	_ = lim.Set("zone", zone != nil)
-	rt := min(in.lim.RegexTimeout, regexHardTimeout)
-	_ = lim.Set("regexTimeoutMs", float64(rt)/float64(time.Millisecond))
-
-	fv, err := vm.RunProgram(prelude)
+	fv, err := vm.RunProgram(zoneProgram)
 	if err != nil {
-		return fmt.Errorf("sandbox/js: prelude: %w", err)
+		return fmt.Errorf("sandbox/js: zone: %w", err)
 	}
 	f, _ := goja.AssertFunction(fv)
-	hv, err := f(goja.Undefined(), host, lim)
-	if err != nil {
-		return fmt.Errorf("sandbox/js: prelude: %w", err)
+	if _, err := f(goja.Undefined(), host); err != nil {
+		return fmt.Errorf("sandbox/js: zone: %w", err)
 	}
-	h := hv.ToObject(vm)
-	fn := func(name string) goja.Callable {
-		c, _ := goja.AssertFunction(h.Get(name))
-		return c
-	}
-	in.helpers.parseFrozen = fn("parseFrozen")
-	in.helpers.parse = fn("parse")
-	in.helpers.deepFreeze = fn("deepFreeze")
-	in.helpers.serialize = fn("serialize")
-	in.helpers.definition = fn("definition")
-	in.helpers.resolve = fn("resolve")
-	in.helpers.describe = fn("describe")
-	in.helpers.overflow = h.Get("overflow")
 	return nil
+}
+
+// global builds the lazy global name: the console, or a web-platform global.
+func (in *instance) global(name string) goja.Value {
+	if name == consoleGlobal {
+		return in.makeConsole()
+	}
+	return in.platform.global(name)
+}
+
+// Bounds on what one built-in call may allocate, derived from the memory budget: a
+// Value is about 16 bytes, a string character one or two. JSON text is quoted
+// character by character into a builder that doubles as it grows, without checking
+// for interrupts: it is kept to an eighth of the string budget (4 M characters for the
+// default 64 MiB). JSON.parse recurses natively once per nesting level.
+const (
+	bytesPerElement = 16
+	bytesPerChar    = 2
+	jsonShare       = 8
+	maxJSONNesting  = 10000
+)
+
+// setLimits makes the engine refuse, before they allocate, the built-in calls that
+// would take more than the memory budget in one step, and disables dynamic code.
+func (in *instance) setLimits() {
+	mem := in.lim.MemoryBytes
+	in.vm.SetLimits(goja.Limits{
+		MemoryBytes:        mem,
+		MaxElements:        mem / bytesPerElement,
+		MaxChars:           mem / bytesPerChar,
+		MaxJSON:            mem / bytesPerChar / jsonShare,
+		MaxJSONNesting:     maxJSONNesting,
+		RegexTimeout:       min(in.lim.RegexTimeout, regexHardTimeout),
+		DisableDynamicCode: "dynamic code evaluation (eval, new Function) is disabled in workflows",
+		Exceeded: func(kind, detail string) {
+			in.abort(&sandbox.LimitError{Limit: kind, Detail: detail})
+		},
+	})
 }
 
 // emit records one console line, dropping lines past MaxConsoleBytes and saying so
@@ -226,7 +231,7 @@ func (in *instance) parse(raw json.RawMessage) (goja.Value, error) {
 	if v, ok := in.parsed[string(raw)]; ok {
 		return v, nil
 	}
-	v, err := in.helpers.parseFrozen(goja.Undefined(), in.vm.ToValue(string(raw)))
+	v, err := in.vm.ParseJSON(string(raw), true)
 	if err != nil {
 		return nil, scripthost.Wrap(scripthost.ClassInternal, scripthost.CodeInvalidInput, err)
 	}
@@ -240,14 +245,13 @@ func (in *instance) parse(raw json.RawMessage) (goja.Value, error) {
 // serialize returns v as JSON, or a LimitError named limit when it would be larger
 // than max bytes.
 func (in *instance) serialize(v goja.Value, max int, limit, what string) (json.RawMessage, error) {
-	s, err := in.helpers.serialize(goja.Undefined(), v, in.vm.ToValue(max))
+	out, ok, err := in.vm.StringifyJSON(v, max)
 	if err != nil {
 		return nil, err
 	}
-	if s == in.helpers.overflow {
+	if !ok {
 		return nil, &sandbox.LimitError{Limit: limit, Detail: fmt.Sprintf("%s is larger than %d bytes", what, max)}
 	}
-	out := s.String()
 	if len(out) > max {
 		return nil, &sandbox.LimitError{Limit: limit, Detail: fmt.Sprintf("%s is %d bytes, more than %d", what, len(out), max)}
 	}

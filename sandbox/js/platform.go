@@ -15,8 +15,10 @@ import (
 // built-ins: URL and URLSearchParams, TextEncoder and TextDecoder, atob and btoa,
 // structuredClone, crypto (getRandomValues, randomUUID, subtle digest and HMAC),
 // timers and queueMicrotask, performance.now, Intl.NumberFormat and
-// Intl.DateTimeFormat, and toLocaleString. platform.js defines them, each built on its
-// first use; the Go half (platform_*.go) is built the first time platform.js needs it.
+// Intl.DateTimeFormat, and toLocaleString. platform.js defines them; its globals are
+// goja lazy globals, so platform.js runs the first time a script touches one of them
+// (or a locale method), and the Go half (platform_*.go) is built the first time
+// platform.js needs it. A script that uses none of it pays for none of it.
 //
 // In deterministic mode every outside influence is fixed: random bytes and UUIDs come
 // from a generator seeded with the invocation's seed, timers run on a virtual clock
@@ -27,6 +29,26 @@ import (
 var platformSource string
 
 var platformProgram = goja.MustCompile("<platform>", platformSource, true)
+
+// platformGlobals are the globals platform.js makes, and consoleGlobal helpers.go's;
+// lazyGlobals adds them to goja's built-ins, built on first use.
+var (
+	platformGlobals = []string{"DOMException", "btoa", "atob", "TextEncoder", "TextDecoder", "URL",
+		"URLSearchParams", "structuredClone", "crypto", "CryptoKey", "setTimeout", "setInterval",
+		"clearTimeout", "clearInterval", "queueMicrotask", "performance", "Intl"}
+	lazyGlobals = goja.NewLazyGlobals(append([]string{consoleGlobal}, platformGlobals...)...)
+)
+
+const consoleGlobal = "console"
+
+// localeKeys maps the locale methods goja hands to the sandbox to their
+// implementations in platform.js's locale table.
+var localeKeys = map[string]string{
+	"Number.prototype.toLocaleString":   "number",
+	"Date.prototype.toLocaleString":     "toLocaleString",
+	"Date.prototype.toLocaleDateString": "toLocaleDateString",
+	"Date.prototype.toLocaleTimeString": "toLocaleTimeString",
+}
 
 // platform is the per-instance state of the web platform.
 type platform struct {
@@ -41,12 +63,17 @@ type platform struct {
 	domException, typeError, rangeError *goja.Object
 
 	timers timers
+
+	// exports is what platform.js returned, once it ran: makers, locale, zone.
+	exports *goja.Object
 }
 
-// installPlatform defines the web-platform globals in in's runtime. It is the one
-// place the platform is installed; det is the invocation's deterministic settings (nil
-// outside deterministic mode) and zone the time zone Date's local time uses (nil for
-// the process's).
+// installPlatform prepares the web platform of in's runtime: the globals themselves
+// are lazy (see lazyGlobals and global), and the locale methods of Number and Date
+// run platform.js on their first call. It is the one place the
+// platform is installed; det is the invocation's deterministic settings (nil outside
+// deterministic mode) and zone the time zone Date's local time uses (nil for the
+// process's), in which case platform.js runs now, before the module.
 func (in *instance) installPlatform(det *sandbox.Determinism, zone *time.Location) error {
 	p := &platform{in: in, det: det, zone: zone}
 	in.platform = p
@@ -63,21 +90,62 @@ func (in *instance) installPlatform(det *sandbox.Determinism, zone *time.Locatio
 		in.vm.SetTimeSource(func() time.Time { return start.Add(p.timers.virtual) })
 	}
 	vm := in.vm
+	vm.SetLocaleMethods(func(method string, call goja.FunctionCall) goja.Value {
+		impl, _ := goja.AssertFunction(p.load().Get("locale").ToObject(vm).Get(localeKeys[method]))
+		v, err := impl(goja.Undefined(), call.This, call.Argument(0), call.Argument(1))
+		if err != nil {
+			panic(err)
+		}
+		return v
+	})
+	if zone != nil && det != nil {
+		zoneFn, _ := goja.AssertFunction(p.load().Get("zone"))
+		if _, err := zoneFn(goja.Undefined()); err != nil {
+			return fmt.Errorf("sandbox/js: platform: %w", err)
+		}
+	}
+	return nil
+}
+
+// load runs platform.js the first time it is called and returns what it returned. A
+// failure is a bug of platform.js, thrown into the calling script.
+func (p *platform) load() *goja.Object {
+	if p.exports != nil {
+		return p.exports
+	}
+	in, vm := p.in, p.in.vm
 	lim := vm.NewObject()
 	_ = lim.Set("memoryBytes", in.lim.MemoryBytes)
-	_ = lim.Set("zone", zone != nil && det != nil)
+	_ = lim.Set("maxElems", in.lim.MemoryBytes/bytesPerElement)
+	_ = lim.Set("maxChars", in.lim.MemoryBytes/bytesPerChar)
+	_ = lim.Set("zone", p.zone != nil && p.det != nil)
 	_ = lim.Set("abort", func(kind, detail string) {
 		in.abort(&sandbox.LimitError{Limit: kind, Detail: detail})
 	})
 	fv, err := vm.RunProgram(platformProgram)
 	if err != nil {
-		return fmt.Errorf("sandbox/js: platform: %w", err)
+		panic(vm.NewGoError(fmt.Errorf("sandbox/js: platform: %w", err)))
 	}
 	f, _ := goja.AssertFunction(fv)
-	if _, err := f(goja.Undefined(), vm.ToValue(p.native), lim); err != nil {
-		return fmt.Errorf("sandbox/js: platform: %w", err)
+	ev, err := f(goja.Undefined(), vm.ToValue(p.native), lim)
+	if err != nil {
+		panic(vm.NewGoError(fmt.Errorf("sandbox/js: platform: %w", err)))
 	}
-	return nil
+	p.exports = ev.ToObject(vm)
+	return p.exports
+}
+
+// global builds the platform global name (a lazy global).
+func (p *platform) global(name string) goja.Value {
+	mk, _ := goja.AssertFunction(p.load().Get("makers").ToObject(p.in.vm).Get(name))
+	if mk == nil {
+		panic(p.in.vm.NewTypeError("sandbox/js: platform.js makes no global " + name))
+	}
+	v, err := mk(goja.Undefined())
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // native builds the table of Go functions platform.js calls. It runs once per

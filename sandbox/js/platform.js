@@ -1,9 +1,14 @@
 // The web platform: the WinterCG globals a handler author expects (URL, TextEncoder,
-// atob, structuredClone, crypto, timers, Intl, ...). It runs after the prelude, in every
-// fresh runtime, and installs each global lazily: the first read of a global builds
-// it, so a phase that uses none of them pays for a few property definitions only.
+// atob, structuredClone, crypto, timers, Intl, ...). Nothing of it runs in a runtime
+// whose script uses none of it: the globals it defines are built on first use by the
+// engine (goja.LazyGlobals, see platform.go), and the first of them runs this file,
+// which returns the makers of each global, the locale methods of Number and Date, and
+// the fixed-zone Date of deterministic mode.
 // `native()` returns the Go half (platform*.go), built on its first call.
-// `lim` carries the memory budget and whether Date's local time is a fixed zone.
+// `lim` carries the memory budget and its element and character bounds, and whether
+// Date's local time is a fixed zone. The built-ins used here are read when this file
+// first runs, which may be after the script changed them: that can only break the
+// script's own invocation, as the Go half checks everything it is given.
 (function (native0, lim) {
   'use strict';
   const G = globalThis;
@@ -12,8 +17,8 @@
   const apply = R.apply, ownKeys = R.ownKeys;
   const StringC = String, ErrorC = Error, TypeErrorC = TypeError, RangeErrorC = RangeError;
 
-  const maxElems = Math.floor(lim.memoryBytes / 16);
-  const maxChars = Math.floor(lim.memoryBytes / 2);
+  const maxElems = lim.maxElems;
+  const maxChars = lim.maxChars;
 
   function refuse(what, n) {
     lim.abort('memory', what + ' of ' + n + ' exceeds the memory budget of ' + lim.memoryBytes + ' bytes');
@@ -26,16 +31,9 @@
     return nat;
   }
 
+  const makers = {};
   function lazy(name, make) {
-    defineProperty(G, name, {
-      configurable: true, enumerable: false,
-      get() {
-        const v = make();
-        defineProperty(G, name, { value: v, writable: true, configurable: true, enumerable: false });
-        return v;
-      },
-      set(v) { defineProperty(G, name, { value: v, writable: true, configurable: true, enumerable: false }); },
-    });
+    makers[name] = make;
   }
   function once(make) {
     let v, done = false;
@@ -663,25 +661,30 @@
     return intlObj;
   });
   lazy('Intl', intl);
-  method(Number.prototype, 'toLocaleString', function toLocaleString(locales, opts) {
-    const n = Number.prototype.valueOf.call(this);
-    return native().numberFormat(localeList(locales), options(opts))[0](n);
-  });
+  // The locale methods of Number and Date; the Go side defines the methods and calls
+  // these with the receiver.
+  const numberValueOf = Number.prototype.valueOf;
+  const locale = {
+    number(self, locales, opts) {
+      const n = apply(numberValueOf, self, []);
+      return native().numberFormat(localeList(locales), options(opts))[0](n);
+    },
+  };
   function dateLocale(name, required, defaults) {
-    method(G.Date.prototype, name, { [name](locales, opts) {
+    locale[name] = function (self, locales, opts) {
       caps();
-      const t = apply(dateGetTime, this, []);
+      const t = apply(dateGetTime, self, []);
       if (t !== t) return 'Invalid Date';
       return native().dateFormat(localeList(locales), options(opts), required, defaults)[0](t);
-    } }[name]);
+    };
   }
   dateLocale('toLocaleString', 'any', 'all');
   dateLocale('toLocaleDateString', 'date', 'date');
   dateLocale('toLocaleTimeString', 'time', 'time');
 
-  // In deterministic mode Date's local time is a fixed zone (see the prelude); a
+  // In deterministic mode Date's local time is a fixed zone (see zone.js); a
   // date-time string without a zone is read in that zone too, never the process's.
-  if (lim.zone) {
+  function zone() {
     const D = G.Date, parse = D.parse;
     const wall = (t) => t - native().processOffset(t) * 60000;
     const zoned = (s) => {
@@ -704,4 +707,6 @@
     defineProperty(D.prototype, 'constructor', { value: P, writable: true, configurable: true, enumerable: false });
     defineProperty(G, 'Date', { value: P, writable: true, configurable: true, enumerable: false });
   }
+
+  return { makers, locale, zone };
 })

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"github.com/dop251/goja"
@@ -35,7 +36,7 @@ func (p *program) Definition(ctx context.Context) (json.RawMessage, error) {
 		return append(json.RawMessage(nil), def...), nil
 	}
 	res, err := p.run(ctx, sandbox.Invocation{}, func(in *instance, def *goja.Object) (goja.Value, error) {
-		return in.helpers.definition(goja.Undefined(), def)
+		return in.definition(def)
 	})
 	if err != nil {
 		return nil, err
@@ -49,23 +50,21 @@ func (p *program) Definition(ctx context.Context) (json.RawMessage, error) {
 // Invoke runs inv.Function in a fresh runtime.
 func (p *program) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Result, error) {
 	return p.run(ctx, inv, func(in *instance, def *goja.Object) (goja.Value, error) {
-		target, err := in.helpers.resolve(goja.Undefined(), def, in.vm.ToValue(inv.Function))
+		self, fn, err := in.resolve(def, inv.Function)
 		if err != nil {
 			return nil, err
 		}
-		if goja.IsUndefined(target) {
+		if fn == nil {
 			return nil, &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidWorkflow, File: p.mod.name,
 				Message: fmt.Sprintf("sandbox/js: the definition has no function %q", inv.Function)}
 		}
-		pair := target.ToObject(in.vm)
-		fn, _ := goja.AssertFunction(pair.Get("fn"))
 		args := make([]goja.Value, len(inv.Args))
 		for i, raw := range inv.Args {
 			if args[i], err = in.parse(raw); err != nil {
 				return nil, fmt.Errorf("sandbox/js: argument %d: %w", i, err)
 			}
 		}
-		v, err := fn(pair.Get("self"), args...)
+		v, err := fn(self, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -88,6 +87,27 @@ func (p *program) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.R
 		return nil, &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeScript, File: p.mod.name,
 			Message: fmt.Sprintf("sandbox/js: %s returned a promise that never settles: nothing it waits on can complete", inv.Function)}
 	})
+}
+
+// resolve finds the function at path ("consumers.process.prepare") in def through own
+// properties only, returning it with the object it is a method of; fn is nil when
+// there is none.
+func (in *instance) resolve(def *goja.Object, path string) (self goja.Value, fn goja.Callable, err error) {
+	ex := in.vm.Try(func() {
+		var v goja.Value = def
+		for part := range strings.SplitSeq(path, ".") {
+			obj, ok := v.(*goja.Object)
+			if !ok || !obj.HasOwn(part) {
+				return
+			}
+			self, v = obj, obj.Get(part)
+		}
+		fn, _ = goja.AssertFunction(v)
+	})
+	if ex != nil {
+		return nil, nil, ex
+	}
+	return self, fn, nil
 }
 
 // Close releases nothing: compiled modules stay in the engine's cache.

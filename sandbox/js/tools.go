@@ -19,7 +19,6 @@ func (in *instance) installTools() error {
 		return nil
 	}
 	vm := in.vm
-	errorCtor := vm.GlobalObject().Get("Error") // captured before any script runs
 	namespaces := map[string]*goja.Object{}
 	var order []string
 	for _, t := range in.tools.List() {
@@ -29,7 +28,7 @@ func (in *instance) installTools() error {
 			namespaces[t.Namespace] = ns
 			order = append(order, t.Namespace)
 		}
-		if err := ns.Set(t.Method, in.toolMethod(t, errorCtor)); err != nil {
+		if err := ns.Set(t.Method, in.toolMethod(t)); err != nil {
 			return fmt.Errorf("sandbox/js: tool %s.%s: %w", t.Namespace, t.Method, err)
 		}
 	}
@@ -39,7 +38,7 @@ func (in *instance) installTools() error {
 			return &scripthost.Error{Class: scripthost.ClassInternal, Code: scripthost.CodeInvalidWorkflow,
 				Message: fmt.Sprintf("sandbox/js: tool namespace %s would hide the global of that name", name)}
 		}
-		if _, err := in.helpers.deepFreeze(goja.Undefined(), namespaces[name]); err != nil {
+		if err := in.freezeNamespace(namespaces[name]); err != nil {
 			return fmt.Errorf("sandbox/js: tool namespace %s: %w", name, err)
 		}
 		if err := global.DefineDataProperty(name, namespaces[name], goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE); err != nil {
@@ -49,7 +48,19 @@ func (in *instance) installTools() error {
 	return nil
 }
 
-func (in *instance) toolMethod(t sandbox.ToolName, errorCtor goja.Value) func(goja.FunctionCall) goja.Value {
+// freezeNamespace freezes a tool namespace and its methods.
+func (in *instance) freezeNamespace(ns *goja.Object) error {
+	for _, k := range ns.Keys() {
+		if m, ok := ns.Get(k).(*goja.Object); ok {
+			if err := in.vm.Freeze(m); err != nil {
+				return err
+			}
+		}
+	}
+	return in.vm.Freeze(ns)
+}
+
+func (in *instance) toolMethod(t sandbox.ToolName) func(goja.FunctionCall) goja.Value {
 	name := t.Namespace + "." + t.Method
 	vm := in.vm
 	return func(call goja.FunctionCall) goja.Value {
@@ -63,30 +74,23 @@ func (in *instance) toolMethod(t sandbox.ToolName, errorCtor goja.Value) func(go
 		}
 		in.toolCalls++
 		out, err := in.callTool(t, input)
-		promise, resolve, reject := vm.NewPromise()
-		switch {
-		case errors.Is(err, sandbox.ErrTerminate):
+		if errors.Is(err, sandbox.ErrTerminate) {
 			in.abort(err)
 			panic(vm.NewTypeError("invocation terminated"))
-		case err != nil:
-			obj := in.toolError(name, err, errorCtor)
-			in.toolErrors[obj] = err
-			_ = reject(obj)
-		default:
+		}
+		if err == nil {
 			if len(out) == 0 {
 				out = json.RawMessage("null")
 			}
-			v, perr := in.helpers.parse(goja.Undefined(), vm.ToValue(string(out)))
-			if perr != nil {
-				bad := scripthost.Errorf(scripthost.ClassInternal, scripthost.CodeInvalidInput, "sandbox/js: %s returned invalid JSON", name)
-				obj := in.toolError(name, bad, errorCtor)
-				in.toolErrors[obj] = bad
-				_ = reject(obj)
-			} else {
-				_ = resolve(v)
+			v, perr := vm.ParseJSON(string(out), false)
+			if perr == nil {
+				return vm.ToValue(vm.NewSettledPromise(v, false))
 			}
+			err = scripthost.Errorf(scripthost.ClassInternal, scripthost.CodeInvalidInput, "sandbox/js: %s returned invalid JSON", name)
 		}
-		return vm.ToValue(promise)
+		obj := in.toolError(name, err)
+		in.toolErrors[obj] = err
+		return vm.ToValue(vm.NewSettledPromise(obj, true))
 	}
 }
 
@@ -127,15 +131,9 @@ func (in *instance) callTool(t sandbox.ToolName, input json.RawMessage) (out jso
 
 // toolError builds the Error object a tool call rejects with: name "ToolError", the
 // message, and the class and code of the Go error.
-func (in *instance) toolError(name string, err error, errorCtor goja.Value) *goja.Object {
-	vm := in.vm
+func (in *instance) toolError(name string, err error) *goja.Object {
 	class, code, msg := describe(err)
-	ctor, _ := errorCtor.(*goja.Object)
-	obj, cerr := vm.New(ctor, vm.ToValue(msg))
-	if cerr != nil {
-		obj = vm.NewObject()
-		_ = obj.Set("message", msg)
-	}
+	obj := in.vm.NewError(msg)
 	_ = obj.Set("name", "ToolError")
 	_ = obj.Set("class", string(class))
 	_ = obj.Set("code", code)

@@ -77,10 +77,12 @@ func (r *Runtime) builtin_newArray(args []Value, proto *Object) *Object {
 	l := len(args)
 	if l == 1 {
 		if al, ok := args[0].(valueInt); ok {
+			r.limitElems("Array", int64(al))
 			return setArrayLength(r.newArray(proto), int64(al)).val
 		} else if f, ok := args[0].(valueFloat); ok {
 			al := int64(f)
 			if float64(al) == float64(f) {
+				r.limitElems("Array", al)
 				return r.newArrayLength(al)
 			} else {
 				panic(r.newError(r.getRangeError(), "Invalid array length"))
@@ -197,12 +199,15 @@ func (r *Runtime) arrayproto_join(call FunctionCall) Value {
 	defer r.popFromStringStack()
 
 	l := int(toLength(o.self.getStr("length", nil)))
+	r.limitLength("join", int64(l))
 	var sep String
 	if s := call.Argument(0); s != _undefined {
 		sep = s.toString()
 	} else {
 		sep = asciiString(",")
 	}
+	n := int64(l) * int64(sep.Length())
+	r.limitChars("Array.prototype.join", n)
 	if l == 0 {
 		return stringEmpty
 	}
@@ -211,14 +216,20 @@ func (r *Runtime) arrayproto_join(call FunctionCall) Value {
 
 	element0 := o.self.getIdx(valueInt(0), nil)
 	if element0 != nil && element0 != _undefined && element0 != _null {
-		buf.WriteString(element0.toString())
+		str := element0.toString()
+		n += int64(str.Length())
+		r.limitChars("Array.prototype.join", n)
+		buf.WriteString(str)
 	}
 
 	for i := 1; i < l; i++ {
 		buf.WriteString(sep)
 		element := o.self.getIdx(valueInt(int64(i)), nil)
 		if element != nil && element != _undefined && element != _null {
-			buf.WriteString(element.toString())
+			str := element.toString()
+			n += int64(str.Length())
+			r.limitChars("Array.prototype.join", n)
+			buf.WriteString(str)
 		}
 	}
 
@@ -284,6 +295,7 @@ func (r *Runtime) arrayproto_toLocaleString(call FunctionCall) Value {
 		}
 	} else {
 		length := toLength(array.self.getStr("length", nil))
+		r.limitLength("toLocaleString", length)
 		for i := int64(0); i < length; i++ {
 			if i > 0 {
 				buf.WriteRune(',')
@@ -311,6 +323,7 @@ func (r *Runtime) arrayproto_concat_append(a *Object, item Value) {
 		if aLength+length >= maxInt {
 			panic(r.NewTypeError("Invalid array length"))
 		}
+		r.limitElems("Array.prototype.concat", aLength+length)
 		for i := int64(0); i < length; i++ {
 			v := obj.self.getIdx(valueInt(i), nil)
 			if v != nil {
@@ -338,6 +351,7 @@ func (r *Runtime) arrayproto_concat(call FunctionCall) Value {
 func (r *Runtime) arrayproto_slice(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("slice", length)
 	start := relToIdx(call.Argument(0).ToInteger(), length)
 	var end int64
 	if endArg := call.Argument(1); endArg != _undefined {
@@ -404,6 +418,7 @@ func (r *Runtime) arrayproto_sort(call FunctionCall) Value {
 		sort.Stable(&ctx)
 	} else {
 		length := toLength(o.self.getStr("length", nil))
+		r.limitLength("sort", length)
 		a := make([]Value, 0, length)
 		for i := int64(0); i < length; i++ {
 			idx := valueInt(i)
@@ -431,6 +446,7 @@ func (r *Runtime) arrayproto_sort(call FunctionCall) Value {
 func (r *Runtime) arrayproto_splice(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("splice", length)
 	actualStart := relToIdx(call.Argument(0).ToInteger(), length)
 	var actualDeleteCount int64
 	switch len(call.Arguments) {
@@ -532,6 +548,7 @@ func (r *Runtime) arrayproto_splice(call FunctionCall) Value {
 func (r *Runtime) arrayproto_unshift(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("unshift", length)
 	argCount := int64(len(call.Arguments))
 	newLen := intToValue(length + argCount)
 	if argCount > 0 {
@@ -575,6 +592,7 @@ func (r *Runtime) arrayproto_at(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	idx := call.Argument(0).ToInteger()
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("at", length)
 	if idx < 0 {
 		idx = length + idx
 	}
@@ -591,6 +609,7 @@ func (r *Runtime) arrayproto_at(call FunctionCall) Value {
 func (r *Runtime) arrayproto_indexOf(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("indexOf", length)
 	if length == 0 {
 		return intToValue(-1)
 	}
@@ -632,6 +651,7 @@ func (r *Runtime) arrayproto_indexOf(call FunctionCall) Value {
 func (r *Runtime) arrayproto_includes(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("includes", length)
 	if length == 0 {
 		return valueFalse
 	}
@@ -673,6 +693,7 @@ func (r *Runtime) arrayproto_includes(call FunctionCall) Value {
 func (r *Runtime) arrayproto_lastIndexOf(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("lastIndexOf", length)
 	if length == 0 {
 		return intToValue(-1)
 	}
@@ -719,6 +740,7 @@ func (r *Runtime) arrayproto_lastIndexOf(call FunctionCall) Value {
 func (r *Runtime) arrayproto_every(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("every", length)
 	callbackFn := r.toCallable(call.Argument(0))
 	fc := FunctionCall{
 		This:      call.Argument(1),
@@ -740,6 +762,7 @@ func (r *Runtime) arrayproto_every(call FunctionCall) Value {
 func (r *Runtime) arrayproto_some(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("some", length)
 	callbackFn := r.toCallable(call.Argument(0))
 	fc := FunctionCall{
 		This:      call.Argument(1),
@@ -761,6 +784,7 @@ func (r *Runtime) arrayproto_some(call FunctionCall) Value {
 func (r *Runtime) arrayproto_forEach(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("forEach", length)
 	callbackFn := r.toCallable(call.Argument(0))
 	fc := FunctionCall{
 		This:      call.Argument(1),
@@ -780,6 +804,7 @@ func (r *Runtime) arrayproto_forEach(call FunctionCall) Value {
 func (r *Runtime) arrayproto_map(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("map", length)
 	callbackFn := r.toCallable(call.Argument(0))
 	fc := FunctionCall{
 		This:      call.Argument(1),
@@ -815,6 +840,7 @@ func (r *Runtime) arrayproto_map(call FunctionCall) Value {
 func (r *Runtime) arrayproto_filter(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("filter", length)
 	callbackFn := call.Argument(0).ToObject(r)
 	if callbackFn, ok := callbackFn.self.assertCallable(); ok {
 		a := arraySpeciesCreate(o, 0)
@@ -862,6 +888,7 @@ func (r *Runtime) arrayproto_filter(call FunctionCall) Value {
 func (r *Runtime) arrayproto_reduce(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("reduce", length)
 	callbackFn := call.Argument(0).ToObject(r)
 	if callbackFn, ok := callbackFn.self.assertCallable(); ok {
 		fc := FunctionCall{
@@ -906,6 +933,7 @@ func (r *Runtime) arrayproto_reduce(call FunctionCall) Value {
 func (r *Runtime) arrayproto_reduceRight(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("reduceRight", length)
 	callbackFn := call.Argument(0).ToObject(r)
 	if callbackFn, ok := callbackFn.self.assertCallable(); ok {
 		fc := FunctionCall{
@@ -990,6 +1018,9 @@ func (r *Runtime) arrayproto_reverse(call FunctionCall) Value {
 		}
 		//TODO: go arrays
 	} else {
+		if r.limits != nil {
+			r.limitLength("reverse", toLength(o.self.getStr("length", nil)))
+		}
 		r.arrayproto_reverse_generic(o, 0)
 	}
 	return o
@@ -1012,6 +1043,7 @@ func (r *Runtime) arrayproto_shift(call FunctionCall) Value {
 		return first
 	}
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("shift", length)
 	if length == 0 {
 		o.self.setOwnStr("length", intToValue(0), true)
 		return _undefined
@@ -1035,16 +1067,25 @@ func (r *Runtime) arrayproto_shift(call FunctionCall) Value {
 }
 
 func (r *Runtime) arrayproto_values(call FunctionCall) Value {
-	return r.createArrayIterator(call.This.ToObject(r), iterationKindValue)
+	o := call.This.ToObject(r)
+	if r.limits != nil {
+		r.limitLength("values", toLength(o.self.getStr("length", nil)))
+	}
+	return r.createArrayIterator(o, iterationKindValue)
 }
 
 func (r *Runtime) arrayproto_keys(call FunctionCall) Value {
-	return r.createArrayIterator(call.This.ToObject(r), iterationKindKey)
+	o := call.This.ToObject(r)
+	if r.limits != nil {
+		r.limitLength("keys", toLength(o.self.getStr("length", nil)))
+	}
+	return r.createArrayIterator(o, iterationKindKey)
 }
 
 func (r *Runtime) arrayproto_copyWithin(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	l := toLength(o.self.getStr("length", nil))
+	r.limitLength("copyWithin", l)
 	var relEnd, dir int64
 	to := relToIdx(call.Argument(0).ToInteger(), l)
 	from := relToIdx(call.Argument(1).ToInteger(), l)
@@ -1083,7 +1124,11 @@ func (r *Runtime) arrayproto_copyWithin(call FunctionCall) Value {
 }
 
 func (r *Runtime) arrayproto_entries(call FunctionCall) Value {
-	return r.createArrayIterator(call.This.ToObject(r), iterationKindKeyValue)
+	o := call.This.ToObject(r)
+	if r.limits != nil {
+		r.limitLength("entries", toLength(o.self.getStr("length", nil)))
+	}
+	return r.createArrayIterator(o, iterationKindKeyValue)
 }
 
 func (r *Runtime) arrayproto_fill(call FunctionCall) Value {
@@ -1097,6 +1142,7 @@ func (r *Runtime) arrayproto_fill(call FunctionCall) Value {
 		relEnd = l
 	}
 	final := relToIdx(relEnd, l)
+	r.limitElems("Array.prototype.fill", final-k)
 	value := call.Argument(0)
 	if arr := r.checkStdArrayObj(o); arr != nil {
 		for ; k < final; k++ {
@@ -1113,6 +1159,7 @@ func (r *Runtime) arrayproto_fill(call FunctionCall) Value {
 func (r *Runtime) arrayproto_find(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	l := toLength(o.self.getStr("length", nil))
+	r.limitLength("find", l)
 	predicate := r.toCallable(call.Argument(0))
 	fc := FunctionCall{
 		This:      call.Argument(1),
@@ -1133,6 +1180,7 @@ func (r *Runtime) arrayproto_find(call FunctionCall) Value {
 func (r *Runtime) arrayproto_findIndex(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	l := toLength(o.self.getStr("length", nil))
+	r.limitLength("findIndex", l)
 	predicate := r.toCallable(call.Argument(0))
 	fc := FunctionCall{
 		This:      call.Argument(1),
@@ -1153,6 +1201,7 @@ func (r *Runtime) arrayproto_findIndex(call FunctionCall) Value {
 func (r *Runtime) arrayproto_findLast(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	l := toLength(o.self.getStr("length", nil))
+	r.limitLength("findLast", l)
 	predicate := r.toCallable(call.Argument(0))
 	fc := FunctionCall{
 		This:      call.Argument(1),
@@ -1173,6 +1222,7 @@ func (r *Runtime) arrayproto_findLast(call FunctionCall) Value {
 func (r *Runtime) arrayproto_findLastIndex(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	l := toLength(o.self.getStr("length", nil))
+	r.limitLength("findLastIndex", l)
 	predicate := r.toCallable(call.Argument(0))
 	fc := FunctionCall{
 		This:      call.Argument(1),
@@ -1204,6 +1254,7 @@ func (r *Runtime) arrayproto_flat(call FunctionCall) Value {
 
 func (r *Runtime) flattenIntoArray(target, source *Object, sourceLen, start, depth int64, mapperFunction func(FunctionCall) Value, thisArg Value) int64 {
 	targetIndex, sourceIndex := start, int64(0)
+	r.limitLength("flat", sourceLen)
 	for sourceIndex < sourceLen {
 		p := intToValue(sourceIndex)
 		if source.hasProperty(p.toString()) {
@@ -1227,6 +1278,10 @@ func (r *Runtime) flattenIntoArray(target, source *Object, sourceLen, start, dep
 				if targetIndex >= maxInt-1 {
 					panic(r.NewTypeError("Invalid array length"))
 				}
+				r.limitElems("Array.prototype.flat", targetIndex+1)
+				if targetIndex&4095 == 0 {
+					r.checkInterrupt()
+				}
 				createDataPropertyOrThrow(target, intToValue(targetIndex), element)
 				targetIndex++
 			}
@@ -1239,6 +1294,7 @@ func (r *Runtime) flattenIntoArray(target, source *Object, sourceLen, start, dep
 func (r *Runtime) arrayproto_flatMap(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	l := toLength(o.self.getStr("length", nil))
+	r.limitLength("flatMap", l)
 	callbackFn := r.toCallable(call.Argument(0))
 	thisArg := Undefined()
 	if len(call.Arguments) > 1 {
@@ -1254,6 +1310,7 @@ func (r *Runtime) arrayproto_with(call FunctionCall) Value {
 	relativeIndex := call.Argument(0).ToInteger()
 	value := call.Argument(1)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("with", length)
 
 	actualIndex := int64(0)
 	if relativeIndex >= 0 {
@@ -1297,6 +1354,7 @@ func (r *Runtime) arrayproto_with(call FunctionCall) Value {
 func (r *Runtime) arrayproto_toReversed(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("toReversed", length)
 
 	if src := r.checkStdArrayObj(o); src != nil {
 		a := make([]Value, 0, length)
@@ -1332,6 +1390,7 @@ func (r *Runtime) arrayproto_toSorted(call FunctionCall) Value {
 
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("toSorted", length)
 	if length >= math.MaxUint32 {
 		panic(r.newError(r.getRangeError(), "Invalid array length"))
 	}
@@ -1361,6 +1420,7 @@ func (r *Runtime) arrayproto_toSorted(call FunctionCall) Value {
 func (r *Runtime) arrayproto_toSpliced(call FunctionCall) Value {
 	o := call.This.ToObject(r)
 	length := toLength(o.self.getStr("length", nil))
+	r.limitLength("toSpliced", length)
 	actualStart := relToIdx(call.Argument(0).ToInteger(), length)
 	var actualSkipCount int64
 	if len(call.Arguments) == 1 {
@@ -1478,6 +1538,14 @@ func (r *Runtime) array_from(call FunctionCall) Value {
 	}
 	t := call.Argument(2)
 	items := call.Argument(0)
+	if r.limits != nil {
+		switch it := items.(type) {
+		case *Object:
+			r.limitElems("Array.from", toLength(it.self.getStr("length", nil)))
+		case String:
+			r.limitElems("Array.from", int64(it.Length()))
+		}
+	}
 	if mapFn == nil && call.This == r.global.Array { // mapFn may mutate the array
 		if arr := r.checkStdArrayIter(items); arr != nil {
 			items := make([]Value, len(arr.values))

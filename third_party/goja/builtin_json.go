@@ -18,19 +18,9 @@ import (
 const hex = "0123456789abcdef"
 
 func (r *Runtime) builtinJSON_parse(call FunctionCall) Value {
-	d := json.NewDecoder(strings.NewReader(call.Argument(0).toString().String()))
-
-	value, err := r.builtinJSON_decodeValue(d)
-	if errors.Is(err, io.EOF) {
-		panic(r.newErrorf(r.getSyntaxError(), "Unexpected end of JSON input (%v)", err.Error()))
-	}
-	if err != nil {
-		panic(r.newError(r.getSyntaxError(), err.Error()))
-	}
-
-	if tok, err := d.Token(); err != io.EOF {
-		panic(r.newErrorf(r.getSyntaxError(), "Unexpected token at the end: %v", tok))
-	}
+	text := call.Argument(0).toString().String()
+	r.limitJSONNesting(text)
+	value := r.parseJSON(text)
 
 	var reviver func(FunctionCall) Value
 
@@ -44,6 +34,27 @@ func (r *Runtime) builtinJSON_parse(call FunctionCall) Value {
 		return r.builtinJSON_reviveWalk(reviver, root, stringEmpty)
 	}
 
+	return value
+}
+
+// parseJSON parses text as JSON.parse does without a reviver, throwing a SyntaxError.
+func (r *Runtime) parseJSON(text string) Value {
+	if v, ok := r.parseJSONFast(text); ok {
+		return v
+	}
+	d := json.NewDecoder(strings.NewReader(text))
+
+	value, err := r.builtinJSON_decodeValue(d)
+	if errors.Is(err, io.EOF) {
+		panic(r.newErrorf(r.getSyntaxError(), "Unexpected end of JSON input (%v)", err.Error()))
+	}
+	if err != nil {
+		panic(r.newError(r.getSyntaxError(), err.Error()))
+	}
+
+	if tok, err := d.Token(); err != io.EOF {
+		panic(r.newErrorf(r.getSyntaxError(), "Unexpected token at the end: %v", tok))
+	}
 	return value
 }
 
@@ -177,12 +188,49 @@ type _builtinJSON_stringifyContext struct {
 	gap, indent      string
 	buf              bytes.Buffer
 	allAscii         bool
+	// max, when positive, bounds the length of the text (scripthost patch).
+	max int
+}
+
+// jsonOverflow is what a bounded stringify panics with once its text passes max.
+type jsonOverflow struct{}
+
+// checkMax gives up once the text would pass max.
+func (ctx *_builtinJSON_stringifyContext) checkMax(more int) {
+	if ctx.max > 0 && ctx.buf.Len()+more > ctx.max {
+		panic(jsonOverflow{})
+	}
 }
 
 func (r *Runtime) builtinJSON_stringify(call FunctionCall) Value {
+	max := 0
+	if r.limits != nil {
+		max = int(r.limits.MaxJSON)
+	}
+	v, overflow := r.stringifyJSON(call, max)
+	if overflow {
+		r.refuseMemory("JSON.stringify", fmt.Sprintf("more than %d characters", max))
+	}
+	return v
+}
+
+// stringifyJSON is JSON.stringify giving up, with overflow set, once the text would
+// be longer than max characters (max 0: no bound).
+func (r *Runtime) stringifyJSON(call FunctionCall, max int) (ret Value, overflow bool) {
 	ctx := _builtinJSON_stringifyContext{
 		r:        r,
 		allAscii: true,
+		max:      max,
+	}
+	if max > 0 {
+		defer func() {
+			if x := recover(); x != nil {
+				if _, ok := x.(jsonOverflow); !ok {
+					panic(x)
+				}
+				ret, overflow = nil, true
+			}
+		}()
 	}
 
 	replacer, _ := call.Argument(1).(*Object)
@@ -262,14 +310,14 @@ func (r *Runtime) builtinJSON_stringify(call FunctionCall) Value {
 
 	if ctx.do(call.Argument(0)) {
 		if ctx.allAscii {
-			return asciiString(ctx.buf.String())
+			return asciiString(ctx.buf.String()), false
 		} else {
 			return &importedString{
 				s: ctx.buf.String(),
-			}
+			}, false
 		}
 	}
-	return _undefined
+	return _undefined, false
 }
 
 func (ctx *_builtinJSON_stringifyContext) do(v Value) bool {
@@ -279,6 +327,7 @@ func (ctx *_builtinJSON_stringifyContext) do(v Value) bool {
 }
 
 func (ctx *_builtinJSON_stringifyContext) str(key Value, holder *Object) bool {
+	ctx.checkMax(0)
 	ctx.check(0) // scripthost patch: see SetMaxStringLength
 	value := nilSafe(holder.get(key, nil))
 
@@ -500,6 +549,7 @@ func (ctx *_builtinJSON_stringifyContext) check(n int) {
 }
 
 func (ctx *_builtinJSON_stringifyContext) quote(str String) {
+	ctx.checkMax(str.Length() + 2)
 	ctx.check(str.Length() + 2) // scripthost patch: see SetMaxStringLength
 	ctx.buf.WriteByte('"')
 	reader := &lenientUtf16Decoder{utf16Reader: str.utf16Reader()}

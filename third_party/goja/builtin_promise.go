@@ -2,6 +2,7 @@ package goja
 
 import (
 	"reflect"
+	"sync"
 
 	"github.com/dop251/goja/unistring"
 )
@@ -544,32 +545,50 @@ func (r *Runtime) promise_resolve(call FunctionCall) Value {
 	return r.promiseResolve(r.toObject(call.This), call.Argument(0))
 }
 
-func (r *Runtime) createPromiseProto(val *Object) objectImpl {
-	o := newBaseObjectObj(val, r.global.ObjectPrototype, classObject)
-	o._putProp("constructor", r.getPromise(), true, false, true)
+// The Promise constructor and prototype are templates, built property by property on
+// first use, like the other built-ins: an async function needs Promise.prototype but
+// rarely its statics (scripthost patch).
 
-	o._putProp("catch", r.newNativeFunc(r.promiseProto_catch, "catch", 1), true, false, true)
-	o._putProp("finally", r.newNativeFunc(r.promiseProto_finally, "finally", 1), true, false, true)
-	o._putProp("then", r.newNativeFunc(r.promiseProto_then, "then", 2), true, false, true)
+var promiseProtoTemplate, promiseTemplate *objectTemplate
+var promiseProtoTemplateOnce, promiseTemplateOnce sync.Once
 
-	o._putSym(SymToStringTag, valueProp(asciiString(classPromise), false, false, true))
-
-	return o
+func getPromiseProtoTemplate() *objectTemplate {
+	promiseProtoTemplateOnce.Do(func() {
+		t := newObjectTemplate()
+		t.protoFactory = func(r *Runtime) *Object { return r.global.ObjectPrototype }
+		t.putStr("constructor", func(r *Runtime) Value { return valueProp(r.getPromise(), true, false, true) })
+		t.putStr("catch", func(r *Runtime) Value { return r.methodProp(r.promiseProto_catch, "catch", 1) })
+		t.putStr("finally", func(r *Runtime) Value { return r.methodProp(r.promiseProto_finally, "finally", 1) })
+		t.putStr("then", func(r *Runtime) Value { return r.methodProp(r.promiseProto_then, "then", 2) })
+		t.putSym(SymToStringTag, func(r *Runtime) Value { return valueProp(asciiString(classPromise), false, false, true) })
+		promiseProtoTemplate = t
+	})
+	return promiseProtoTemplate
 }
 
-func (r *Runtime) createPromise(val *Object) objectImpl {
-	o := r.newNativeConstructOnly(val, r.builtin_newPromise, r.getPromisePrototype(), "Promise", 1)
-
-	o._putProp("all", r.newNativeFunc(r.promise_all, "all", 1), true, false, true)
-	o._putProp("allSettled", r.newNativeFunc(r.promise_allSettled, "allSettled", 1), true, false, true)
-	o._putProp("any", r.newNativeFunc(r.promise_any, "any", 1), true, false, true)
-	o._putProp("race", r.newNativeFunc(r.promise_race, "race", 1), true, false, true)
-	o._putProp("reject", r.newNativeFunc(r.promise_reject, "reject", 1), true, false, true)
-	o._putProp("resolve", r.newNativeFunc(r.promise_resolve, "resolve", 1), true, false, true)
-
-	r.putSpeciesReturnThis(o)
-
-	return o
+func getPromiseTemplate() *objectTemplate {
+	promiseTemplateOnce.Do(func() {
+		t := newObjectTemplate()
+		t.protoFactory = func(r *Runtime) *Object { return r.getFunctionPrototype() }
+		t.putStr("length", func(r *Runtime) Value { return valueProp(intToValue(1), false, false, true) })
+		t.putStr("name", func(r *Runtime) Value { return valueProp(asciiString("Promise"), false, false, true) })
+		t.putStr("prototype", func(r *Runtime) Value { return valueProp(r.getPromisePrototype(), false, false, false) })
+		t.putStr("all", func(r *Runtime) Value { return r.methodProp(r.promise_all, "all", 1) })
+		t.putStr("allSettled", func(r *Runtime) Value { return r.methodProp(r.promise_allSettled, "allSettled", 1) })
+		t.putStr("any", func(r *Runtime) Value { return r.methodProp(r.promise_any, "any", 1) })
+		t.putStr("race", func(r *Runtime) Value { return r.methodProp(r.promise_race, "race", 1) })
+		t.putStr("reject", func(r *Runtime) Value { return r.methodProp(r.promise_reject, "reject", 1) })
+		t.putStr("resolve", func(r *Runtime) Value { return r.methodProp(r.promise_resolve, "resolve", 1) })
+		t.putSym(SymSpecies, func(r *Runtime) Value {
+			return &valueProperty{
+				getterFunc:   r.newNativeFunc(r.returnThis, "get [Symbol.species]", 0),
+				accessor:     true,
+				configurable: true,
+			}
+		})
+		promiseTemplate = t
+	})
+	return promiseTemplate
 }
 
 func (r *Runtime) getPromisePrototype() *Object {
@@ -577,7 +596,7 @@ func (r *Runtime) getPromisePrototype() *Object {
 	if ret == nil {
 		ret = &Object{runtime: r}
 		r.global.PromisePrototype = ret
-		ret.self = r.createPromiseProto(ret)
+		r.newTemplatedObject(getPromiseProtoTemplate(), ret)
 	}
 	return ret
 }
@@ -587,7 +606,14 @@ func (r *Runtime) getPromise() *Object {
 	if ret == nil {
 		ret = &Object{runtime: r}
 		r.global.Promise = ret
-		ret.self = r.createPromise(ret)
+		r.newTemplatedFuncObject(getPromiseTemplate(), ret, func(call FunctionCall) Value {
+			return r.builtin_newPromise(call.Arguments, nil)
+		}, func(args []Value, newTarget *Object) *Object {
+			if newTarget == nil {
+				newTarget = ret
+			}
+			return r.builtin_newPromise(args, newTarget)
+		})
 	}
 	return ret
 }

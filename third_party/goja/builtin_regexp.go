@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -774,6 +775,7 @@ func (r *Runtime) regexpproto_stdMatcher(call FunctionCall) Value {
 	if rx.pattern.global {
 		rx.setOwnStr("lastIndex", intToValue(0), true)
 		results := rx.pattern.findAllSubmatchIndex(s, 0, -1, rx.pattern.sticky)
+		r.limitRegex(rx.pattern, time.Time{})
 		if len(results) == 0 {
 			return _null
 		}
@@ -1040,6 +1042,7 @@ func (r *Runtime) regexpproto_stdSplitter(call FunctionCall) Value {
 	found := 0
 
 	results := pattern.findAllSubmatchIndex(s, 0, -1, false)
+	r.limitRegex(pattern, time.Time{})
 	if targetLength == 0 {
 		if len(results) == 0 {
 			valueArray = append(valueArray, s)
@@ -1276,6 +1279,7 @@ func (r *Runtime) regexpproto_stdReplacer(call FunctionCall) Value {
 		index = rx.getLastIndex()
 	}
 	found := rx.pattern.findAllSubmatchIndex(s, toIntStrict(index), find, rx.pattern.sticky)
+	r.limitRegex(rx.pattern, time.Time{})
 	if rx.pattern.global || rx.pattern.sticky {
 		var newLastIndex int64
 		if !rx.pattern.global && len(found) > 0 {

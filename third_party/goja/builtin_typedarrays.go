@@ -93,7 +93,9 @@ func (r *Runtime) builtin_newArrayBuffer(args []Value, newTarget *Object) *Objec
 	}
 	b := r._newArrayBuffer(r.getPrototypeFromCtor(newTarget, r.getArrayBuffer(), r.getArrayBufferPrototype()), nil)
 	if len(args) > 0 {
-		b.data = allocByteSlice(r.toIndex(args[0]))
+		n := r.toIndex(args[0])
+		r.limitBytes("ArrayBuffer", int64(n))
+		b.data = allocByteSlice(n)
 	}
 	return b.val
 }
@@ -1374,6 +1376,7 @@ func (r *Runtime) allocateTypedArray(newTarget *Object, length int, taCtor typed
 	buf := r._newArrayBuffer(r.getArrayBufferPrototype(), nil)
 	ta := taCtor(buf, 0, length, r.getPrototypeFromCtor(newTarget, nil, proto))
 	if length > 0 {
+		r.limitBytes("typed array", int64(length)*int64(ta.elemSize))
 		buf.data = allocByteSlice(length * ta.elemSize)
 	}
 	return ta
@@ -1493,6 +1496,7 @@ func (r *Runtime) _newTypedArrayFromTypedArray(src *typedArrayObject, newTarget 
 	src.viewedArrayBuf.ensureNotDetached(true)
 	l := src.length
 
+	r.limitBytes("typed array", int64(l)*int64(dst.elemSize))
 	dst.viewedArrayBuf.data = allocByteSlice(toIntStrict(int64(l) * int64(dst.elemSize)))
 	src.viewedArrayBuf.ensureNotDetached(true)
 	if src.defaultCtor == dst.defaultCtor {

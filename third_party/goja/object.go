@@ -1157,7 +1157,13 @@ func (i *recursivePropIter) next() (propIterItem, iterNextFunc) {
 		item, i.cur = i.cur()
 		if i.cur == nil {
 			if proto := i.o.proto(); proto != nil {
-				i.cur = proto.self.iterateStringKeys()
+				if t, ok := proto.self.(*templatedObject); ok {
+					// for-in needs the names and which are enumerable, not the
+					// values: a built-in's own properties are not (scripthost patch).
+					i.cur = t.iterateStringKeysUnbuilt()
+				} else {
+					i.cur = proto.self.iterateStringKeys()
+				}
 				i.o = proto.self
 				continue
 			}

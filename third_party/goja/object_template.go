@@ -277,6 +277,35 @@ func (o *templatedObject) iterateStringKeys() iterNextFunc {
 	return o.baseObject.iterateStringKeys()
 }
 
+// iterateStringKeysUnbuilt is iterateStringKeys without building the properties
+// the template has not built yet: they are yielded as not enumerable, which every
+// built-in property is (scripthost patch; TestTemplatePropsNotEnumerable).
+func (o *templatedObject) iterateStringKeysUnbuilt() iterNextFunc {
+	names := o.tmpl.propNames // shared and never changed
+	if o.propNames != nil {
+		names = append([]unistring.String(nil), o.propNames...)
+	}
+	var next iterNextFunc
+	next = func() (propIterItem, iterNextFunc) {
+		for len(names) > 0 {
+			name := names[0]
+			names = names[1:]
+			v, built := o.values[name]
+			if !built {
+				if _, inTemplate := o.tmpl.props[name]; inTemplate {
+					return propIterItem{name: stringValueFromRaw(name), enumerable: _ENUM_FALSE}, next
+				}
+				continue
+			}
+			if v != nil {
+				return propIterItem{name: stringValueFromRaw(name), value: v}, next
+			}
+		}
+		return propIterItem{}, nil
+	}
+	return next
+}
+
 func (o *templatedObject) iterateSymbols() iterNextFunc {
 	o.materialiseSymbols()
 	return o.baseObject.iterateSymbols()

@@ -22,6 +22,9 @@ type regexp2MatchCache struct {
 type regexp2Wrapper struct {
 	rx    *regexp2.Regexp
 	cache *regexp2MatchCache
+	// timedOut is set when regexp2 gave up a match at its timeout, which goja
+	// otherwise reports as "no match" (scripthost patch: see Limits.RegexTimeout).
+	timedOut bool
 }
 
 type regexpWrapper regexp.Regexp
@@ -238,6 +241,7 @@ func (r *regexp2Wrapper) findUTF16Cached(s String, start int, doCache bool) (mat
 		cache = nil
 	}
 	match, err = wrapped.FindRunesMatchStartingAt(runes, start)
+	r.timedOut = r.timedOut || err != nil
 	if doCache && match != nil && err == nil {
 		if cache == nil {
 			if r.cache == nil {
@@ -301,6 +305,7 @@ func (r *regexp2Wrapper) findUnicodeCached(s String, start int, doCache bool) (m
 		savedRune, runes[mappedStart] = runes[mappedStart], second
 	}
 	match, err = wrapped.FindRunesMatchStartingAt(runes, mappedStart)
+	r.timedOut = r.timedOut || err != nil
 	if doCache && match != nil && err == nil {
 		if splitPair {
 			runes[mappedStart] = savedRune
@@ -386,6 +391,7 @@ func (r *regexp2Wrapper) findAllSubmatchIndexUTF16(s String, start, limit int, s
 		}
 		match, err = wrapped.FindNextMatch(match)
 		if err != nil {
+			r.timedOut = true
 			return nil
 		}
 	}
@@ -468,6 +474,7 @@ func (r *regexp2Wrapper) findAllSubmatchIndexUnicode(s unicodeString, start, lim
 		results = append(results, result)
 		match, err = wrapped.FindNextMatch(match)
 		if err != nil {
+			r.timedOut = true
 			return nil
 		}
 	}
@@ -622,7 +629,9 @@ func (r *regexpObject) getLastIndex() int64 {
 func (r *regexpObject) execRegexp(target String) (match bool, result regexpResult) {
 	index := r.getLastIndex()
 	if index >= 0 && index <= int64(target.Length()) {
+		start := r.val.runtime.regexStart()
 		result = r.pattern.findSubmatchIndex(target, int(index))
+		r.val.runtime.limitRegex(r.pattern, start)
 	}
 	match = len(result.indexes) > 0 && (!r.pattern.sticky || int64(result.indexes[0]) == index)
 

@@ -190,6 +190,14 @@ type Runtime struct {
 
 	symbolRegistry map[unistring.String]*Symbol
 
+	// limits bound what one built-in call may allocate (scripthost patch: see SetLimits).
+	limits *Limits
+	// buildGlobal and building serve SetLazyGlobals (scripthost patch).
+	buildGlobal func(name string) Value
+	building    map[unistring.String]bool
+	// localeMethods serves SetLocaleMethods (scripthost patch).
+	localeMethods func(method string, call FunctionCall) Value
+
 	fieldsInfoCache  map[reflect.Type]*reflectFieldsInfo
 	methodsInfoCache map[reflect.Type]*reflectMethodsInfo
 
@@ -919,6 +927,7 @@ func (r *Runtime) builtin_thrower(call FunctionCall) Value {
 }
 
 func (r *Runtime) eval(srcVal String, direct, strict bool) Value {
+	r.checkDynamicCode()
 	src := escapeInvalidUtf16(srcVal)
 	vm := r.vm
 	inGlobal := true

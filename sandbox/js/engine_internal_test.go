@@ -1,0 +1,137 @@
+package js
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/dop251/goja"
+)
+
+// TestBuiltinPropertiesNotEnumerable: no string-keyed property of a built-in object
+// reachable from the global object (the engine's lazy globals included) is
+// enumerable. goja's for-in relies on it to skip building the properties of built-in
+// prototypes it walks through.
+func TestBuiltinPropertiesNotEnumerable(t *testing.T) {
+	vm := goja.New()
+	vm.SetLazyGlobals(lazyGlobals, func(name string) goja.Value { return vm.NewObject() })
+	v, err := vm.RunString(`(() => {
+  const seen = new Set(), bad = [];
+  const walk = (o, path) => {
+    if (o === null || (typeof o !== 'object' && typeof o !== 'function') || seen.has(o)) return;
+    seen.add(o);
+    for (const k of Object.getOwnPropertyNames(o)) {
+      const d = Object.getOwnPropertyDescriptor(o, k);
+      if (d.enumerable) bad.push(path + '.' + k);
+      if ('value' in d) walk(d.value, path + '.' + k);
+    }
+    walk(Object.getPrototypeOf(o), path + '.__proto__');
+  };
+  walk(globalThis, 'globalThis');
+  for (const f of [function () {}, async function () {}, function* () {}, [][Symbol.iterator](), new Map().entries(), new Set().values(), ''[Symbol.iterator](), /x/g[Symbol.matchAll]('')]) walk(f, String(f));
+  return [seen.size, bad];
+})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := v.Export().([]any)
+	if n := res[0].(int64); n < 300 {
+		t.Fatalf("walked %d objects, want the realm's few hundred", n)
+	}
+	if bad := res[1].([]any); len(bad) > 0 {
+		t.Errorf("enumerable built-in properties: %v", bad)
+	}
+}
+
+// TestForInSeesAddedPrototypeProperties: for-in through built-in prototypes, which
+// does not build their properties, still lists what a script added to them or made
+// enumerable, as goja did when it built them all first.
+func TestForInSeesAddedPrototypeProperties(t *testing.T) {
+	vm := goja.New()
+	v, err := vm.RunString(`(() => {
+  Object.prototype.extra = 1;
+  Array.prototype.more = 2;
+  Object.defineProperty(Array.prototype, 'hidden', { value: 3, enumerable: false });
+  Object.defineProperty(Object.prototype, 'hidden', { value: 4, enumerable: true });
+  Object.defineProperty(Object.prototype, 'toString', { value: () => 'x', enumerable: true });
+  const ks = [];
+  for (const k in [5]) ks.push(k);
+  delete Object.prototype.extra;
+  for (const k in {}) ks.push(k);
+  return ks.join(',');
+})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := v.String(), "0,more,extra,toString,hidden"; got != want {
+		t.Errorf("for-in listed %s, want %s", got, want)
+	}
+}
+
+// TestPromiseBuiltOnDemand: the Promise constructor and prototype, built property by
+// property on first use, behave as the eagerly built ones did.
+func TestPromiseBuiltOnDemand(t *testing.T) {
+	vm := goja.New()
+	v, err := vm.RunString(`(() => {
+  const out = [];
+  try { Promise(() => {}) } catch (e) { out.push(e instanceof TypeError) }
+  class P extends Promise {}
+  const p = P.resolve(1);
+  out.push(p instanceof P, p instanceof Promise, P[Symbol.species] === P, Promise.prototype.constructor === Promise);
+  out.push(Object.prototype.toString.call(Promise.resolve()), Promise.name, Promise.length, typeof Promise.allSettled);
+  out.push(Object.getOwnPropertyNames(Promise.prototype).sort().join('|'));
+  out.push(Object.getPrototypeOf(Promise.prototype) === Object.prototype, Object.getPrototypeOf(Promise) === Function.prototype);
+  let r; new Promise((res) => res(7)).then((x) => { r = x });
+  return [out, () => r];
+})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := v.Export().([]any)
+	want := []any{true, true, true, true, true, "[object Promise]", "Promise", int64(1), "function", "catch|constructor|finally|then", true, true}
+	if fmt.Sprint(got[0]) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v", got[0], want)
+	}
+	f, _ := goja.AssertFunction(vm.ToValue(got[1]))
+	if r, _ := f(goja.Undefined()); r.ToInteger() != 7 {
+		t.Errorf("then got %v, want 7", r)
+	}
+}
+
+// TestJSONParse: JSON.parse (the engine's fast parser, with encoding/json behind it for
+// escapes, non-ASCII text and errors) reads values as JSON defines them.
+func TestJSONParse(t *testing.T) {
+	vm := goja.New()
+	for text, want := range map[string]string{
+		` {"a": [1, -0.5e2, true, false, null, "x"], "b": {}, "c": [] } `: `{"a":[1,-50,true,false,null,"x"],"b":{},"c":[]}`,
+		`"caf\u00e9 \"q\" \\ \n"`: `"café \"q\" \\ \n"`,
+		`"café 中"`:                `"café 中"`,
+		`{"a":1,"a":2}`:           `{"a":2}`,
+		`{"__proto__":{"x":1}}`:   `{"__proto__":{"x":1}}`,
+		`-0`:                      `0`,
+		`1e400`:                   `SyntaxError`,
+		`01`:                      `SyntaxError`,
+		`[1,]`:                    `SyntaxError`,
+		`{"a" 1}`:                 `SyntaxError`,
+		`"\x01"`:                  `SyntaxError`,
+		`"abc`:                    `SyntaxError`,
+		`1 2`:                     `SyntaxError`,
+		``:                        `SyntaxError`,
+		`nul`:                     `SyntaxError`,
+	} {
+		got := "SyntaxError"
+		v, err := vm.ParseJSON(text, false)
+		if err == nil {
+			s, _, err := vm.StringifyJSON(v, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = s
+		} else if ex, ok := err.(*goja.Exception); !ok || !strings.HasPrefix(ex.Value().String(), "SyntaxError") {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("JSON.parse(%q) = %s, want %s", text, got, want)
+		}
+	}
+}

@@ -1,0 +1,249 @@
+package goja
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Limits bound what one call of a built-in may allocate or loop over natively, in one
+// step and without checking for interrupts (scripthost patch). An embedder that runs
+// untrusted code under a memory budget cannot stop such a call once it started: the
+// call is refused before it allocates. A zero field means no bound.
+type Limits struct {
+	// MemoryBytes is the budget the bounds derive from; refusals name it.
+	MemoryBytes int64
+	// MaxElements bounds the length of an array or array-like that an Array method
+	// loops over or an Array constructor creates, the length of an argument list
+	// spread by Function.prototype.apply, Reflect.apply and Reflect.construct, and what
+	// Array.prototype.concat, flat and fill produce.
+	MaxElements int64
+	// MaxChars bounds the length of the string Array.prototype.join builds.
+	MaxChars int64
+	// MaxJSON bounds the length of the text JSON.stringify builds.
+	MaxJSON int64
+	// MaxJSONNesting bounds how deeply JSON.parse input may nest: the parser recurses
+	// natively once per level.
+	MaxJSONNesting int
+	// RegexTimeout, when positive, is how long one regular expression match may take,
+	// and turns regexp2 giving up a backtracking match at its own, process-wide timeout
+	// (which goja reports as "no match") into a refusal ("regex"). exec and test are
+	// timed against it; a scan for every match (replace, match, split with a global
+	// pattern) is held to regexp2's timeout per match.
+	RegexTimeout time.Duration
+	// DisableDynamicCode makes eval, indirect eval and the Function, AsyncFunction and
+	// GeneratorFunction constructors throw an EvalError with this message.
+	DisableDynamicCode string
+	// Exceeded is called before a refused call throws, with the kind of limit
+	// ("memory" or "stack") and what was refused; an embedder typically interrupts the
+	// runtime from it. The call then throws an Error ("memory limit", "stack limit").
+	Exceeded func(kind, detail string)
+}
+
+// SetLimits installs l (scripthost patch). It must be called before any code runs.
+func (r *Runtime) SetLimits(l Limits) {
+	r.limits = &l
+}
+
+// refuse reports what was refused and throws.
+func (r *Runtime) refuse(kind, detail string) {
+	if f := r.limits.Exceeded; f != nil {
+		f(kind, detail)
+	}
+	panic(r.newError(r.getError(), kind+" limit"))
+}
+
+func (r *Runtime) refuseMemory(what string, n any) {
+	r.refuse("memory", fmt.Sprintf("%s of %v exceeds the memory budget of %d bytes", what, n, r.limits.MemoryBytes))
+}
+
+// limitElems refuses n elements over MaxElements.
+func (r *Runtime) limitElems(what string, n int64) {
+	if l := r.limits; l != nil && l.MaxElements > 0 && n > l.MaxElements {
+		r.refuseMemory(what, n)
+	}
+}
+
+// limitChars refuses a string of n characters over MaxChars.
+func (r *Runtime) limitChars(what string, n int64) {
+	if l := r.limits; l != nil && l.MaxChars > 0 && n > l.MaxChars {
+		r.refuseMemory(what, n)
+	}
+}
+
+// limitLength refuses a method of Array.prototype looping over a length over
+// MaxElements.
+func (r *Runtime) limitLength(method string, n int64) {
+	if l := r.limits; l != nil && l.MaxElements > 0 && n > l.MaxElements {
+		r.refuseMemory("Array.prototype."+method+" over a length", n)
+	}
+}
+
+// limitBytes refuses an ArrayBuffer or typed array of n bytes over MemoryBytes.
+func (r *Runtime) limitBytes(what string, n int64) {
+	if l := r.limits; l != nil && l.MemoryBytes > 0 && n > l.MemoryBytes {
+		r.refuseMemory(what, n)
+	}
+}
+
+// checkDynamicCode throws when dynamic code is disabled.
+func (r *Runtime) checkDynamicCode() {
+	if l := r.limits; l != nil && l.DisableDynamicCode != "" {
+		panic(r.newError(r.getEvalError(), l.DisableDynamicCode))
+	}
+}
+
+// regexStart returns when a match starts, if matches are timed.
+func (r *Runtime) regexStart() time.Time {
+	if l := r.limits; l != nil && l.RegexTimeout > 0 {
+		return time.Now()
+	}
+	return time.Time{}
+}
+
+// limitRegex refuses a match of p that regexp2 gave up at its own timeout, or, when
+// start is set (a single match), that took RegexTimeout or more. A scan for every
+// match is only held to regexp2's timeout, which applies to each match in it.
+func (r *Runtime) limitRegex(p *regexpPattern, start time.Time) {
+	if r.limits == nil || r.limits.RegexTimeout <= 0 {
+		return
+	}
+	if w := p.regexp2Wrapper; w != nil && w.timedOut {
+		w.timedOut = false
+		r.refuse("regex", fmt.Sprintf("a regular expression match ran past the %v limit", w.rx.MatchTimeout))
+	}
+	if start.IsZero() {
+		return
+	}
+	if took, max := time.Since(start), r.limits.RegexTimeout; took >= max {
+		r.refuse("regex", fmt.Sprintf("a regular expression match took %dms, over the %dms limit",
+			took.Round(time.Millisecond).Milliseconds(), max.Milliseconds()))
+	}
+}
+
+// checkInterrupt lets a long native loop be interrupted: it panics as the VM's own
+// loop does once Interrupt was called.
+func (r *Runtime) checkInterrupt() {
+	vm := r.vm
+	if atomic.LoadUint32(&vm.interrupted) != 0 {
+		vm.interruptLock.Lock()
+		v := &InterruptedError{iface: vm.interruptVal}
+		v.stack = vm.captureStack(nil, 0)
+		vm.interruptLock.Unlock()
+		panic(v)
+	}
+}
+
+// limitStringCall refuses a call of the String.prototype method name that would
+// build a string longer than MaxChars, or split a string longer than MaxElements into
+// characters.
+func (r *Runtime) limitStringCall(name string, call FunctionCall) {
+	l := r.limits
+	if l == nil || l.MaxChars <= 0 {
+		return
+	}
+	self := func() int64 { return int64(call.This.toString().Length()) }
+	var n int64
+	switch name {
+	case "split":
+		if sep, ok := call.Argument(0).(String); ok && sep.Length() == 0 {
+			r.limitElems("String.prototype.split", self())
+		}
+		return
+	case "concat":
+		n = self()
+		for _, a := range call.Arguments {
+			if s, ok := a.(String); ok {
+				n += int64(s.Length())
+			} else {
+				n += 8
+			}
+		}
+	case "repeat":
+		if c, ln := call.Argument(0).ToInteger(), self(); c > 0 && ln > 0 && c > l.MaxChars/ln {
+			r.refuseMemory("String.prototype.repeat", float64(ln)*float64(c))
+		}
+		return
+	case "padStart", "padEnd":
+		n = max(call.Argument(0).ToInteger(), 0)
+	case "replace", "replaceAll":
+		pat, ok1 := call.Argument(0).(String)
+		rep, ok2 := call.Argument(1).(String)
+		if !ok1 || !ok2 || rep.Length() <= pat.Length() {
+			return
+		}
+		s := call.This.toString().String()
+		p := pat.String()
+		count := int64(0)
+		if name == "replace" {
+			if strings.Contains(s, p) {
+				count = 1
+			}
+		} else {
+			step := max(len(p), 1)
+			for i := strings.Index(s, p); i >= 0 && count*int64(rep.Length()) <= l.MaxChars; {
+				count++
+				j := strings.Index(s[min(i+step, len(s)):], p)
+				if j < 0 || i+step > len(s) {
+					break
+				}
+				i += step + j
+			}
+		}
+		if int64(len(s))+count*int64(rep.Length()-pat.Length()) > l.MaxChars {
+			r.refuseMemory("String.prototype."+name, count*int64(rep.Length()))
+		}
+		return
+	}
+	if n > l.MaxChars {
+		r.refuseMemory("String.prototype."+name, n)
+	}
+}
+
+// limitJSONNesting refuses JSON text nested deeper than MaxJSONNesting.
+func (r *Runtime) limitJSONNesting(s string) {
+	l := r.limits
+	if l == nil || l.MaxJSONNesting <= 0 || len(s) <= l.MaxJSONNesting {
+		return
+	}
+	if Nesting(s, l.MaxJSONNesting, true) > l.MaxJSONNesting {
+		r.refuse("stack", fmt.Sprintf("JSON.parse of text nested deeper than %d levels", l.MaxJSONNesting))
+	}
+}
+
+// Nesting returns the deepest nesting of brackets ([, {, () in s, stopping early once
+// it passes max (scripthost patch). With json set, the contents of double-quoted
+// strings are skipped as JSON defines them; otherwise every bracket counts, which can
+// only overestimate.
+func Nesting(s string, max int, json bool) int {
+	depth, deepest := 0, 0
+	inString := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = json
+		case '[', '{', '(':
+			depth++
+			if depth > deepest {
+				deepest = depth
+				if deepest > max {
+					return deepest
+				}
+			}
+		case ']', '}', ')':
+			depth--
+		}
+	}
+	return deepest
+}
