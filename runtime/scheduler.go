@@ -105,7 +105,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 		return did, err
 	}
 	for _, r := range active {
-		_, moved, err := rt.Drive(ctx, r.ID)
+		_, moved, err := rt.driveRun(ctx, r, false)
 		if err != nil {
 			return did, err
 		}
@@ -270,7 +270,7 @@ func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[stri
 		if err != nil {
 			return did, err
 		}
-		if _, _, err := rt.Drive(ctx, next.ID); err != nil {
+		if _, _, err := rt.driveRun(ctx, next, true); err != nil {
 			return true, err
 		}
 		did = true
@@ -372,15 +372,48 @@ func (rt *Runtime) startRun(ctx context.Context, workflow string, version int, h
 // startRunWith is startRun with the handler's state already read.
 func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version int, handler string, kind scripthost.HandlerKind,
 	hs ledger.HandlerState) (scripthost.Run, error) {
-	run, err := rt.cfg.Store.CreateRun(ctx, ledger.NewRun{
-		Workflow: workflow, Version: version, Handler: handler, Kind: kind, InputState: hs.State,
-	})
+	nr := ledger.NewRun{Workflow: workflow, Version: version, Handler: handler, Kind: kind, InputState: hs.State}
+	// Without a guard the first phase starts at once, in the transaction that creates
+	// the run: a run found pending or in its first phase after a restart runs that
+	// phase either way.
+	cctx := ctx
+	start, phase := rt.firstPhase(ctx, workflow, version, handler, kind)
+	if start != "" {
+		nr.Start = start
+		// The store names the run it creates on the event.
+		cctx = with(ctx, phaseEvent(scripthost.Run{Attempt: 1}, ledger.EventPhaseStarted, phase))
+	}
+	run, err := rt.cfg.Store.CreateRun(cctx, nr)
 	if err != nil {
 		return run, err
 	}
 	rt.failpoint(string(kind) + ":created")
-	run, _, err = rt.Drive(ctx, run.ID)
+	if start != "" {
+		rt.failpoint(string(kind) + ":after:" + string(scripthost.RunPending))
+	}
+	run, _, err = rt.driveRun(ctx, run, true)
 	return run, err
+}
+
+// firstPhase returns the run phase a new run of the handler may be created in, and
+// the phase event that starts it, when the handler has no guard to run first; "" when
+// it must be created pending.
+func (rt *Runtime) firstPhase(ctx context.Context, workflow string, version int, handler string,
+	kind scripthost.HandlerKind) (scripthost.RunPhase, scripthost.Phase) {
+	l, err := rt.program(ctx, workflow, version)
+	if err != nil {
+		return "", "" // Drive reports it
+	}
+	if kind == scripthost.KindProducer {
+		if p, ok := l.def.Producers[handler]; ok && p.Guard == "" {
+			return scripthost.RunExecuting, scripthost.PhaseProducer
+		}
+		return "", ""
+	}
+	if c, ok := l.def.Consumers[handler]; ok && c.Guard == "" {
+		return scripthost.RunPreparing, scripthost.PhasePrepare
+	}
+	return "", ""
 }
 
 func (rt *Runtime) workflowLock(name string) *sync.Mutex {
@@ -514,6 +547,20 @@ func (rt *Runtime) Wake(workflows ...string) {
 		select {
 		case rt.wakeChan(wf) <- struct{}{}:
 		default: // a wake-up is already waiting
+		}
+	}
+}
+
+// wakeFor wakes the workflows that events a run of workflow published belong to (an
+// empty Workflow is the run's own), so that their consumers see them at once.
+func (rt *Runtime) wakeFor(workflow string, published []ledger.NewEvent) {
+	for i, e := range published {
+		wf := e.Workflow
+		if wf == "" {
+			wf = workflow
+		}
+		if i == 0 || wf != published[i-1].Workflow {
+			rt.Wake(wf)
 		}
 	}
 }
