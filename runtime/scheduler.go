@@ -132,6 +132,9 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 	}
 
 	now := rt.now()
+	// nextProducer is when the earliest producer that did not run becomes due.
+	var nextProducer time.Time
+	producersRan := false
 	for _, name := range sortedKeys(def.Producers) {
 		if blocked(name) {
 			continue
@@ -141,32 +144,56 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 			return did, err
 		}
 		if !s.NextRunAt.IsZero() && s.NextRunAt.After(now) {
+			if nextProducer.IsZero() || s.NextRunAt.Before(nextProducer) {
+				nextProducer = s.NextRunAt
+			}
 			continue
 		}
 		if err := rt.start(ctx, workflow, version, name, scripthost.KindProducer); err != nil {
 			return did, err
 		}
-		did = true
+		did, producersRan = true, true
 	}
-	for _, name := range sortedKeys(def.Consumers) {
-		if blocked(name) {
-			continue
+	// The consumers go round in name order, one run each per round, for as long as
+	// every run a round started ended committed or skipped and nothing else came due:
+	// the next pass would then find nothing to reconcile, resume or retry and no
+	// producer due, and run the same consumers in the same order, so a round is that
+	// pass without its reads. The number of rounds is bounded, so that a workflow
+	// paused or a version loaded meanwhile is seen soon.
+	for round := 1; ; round++ {
+		ran, settled := false, true
+		for _, name := range sortedKeys(def.Consumers) {
+			if blocked(name) {
+				continue
+			}
+			last, hasLast := latest[name]
+			run, started, err := rt.tickConsumer(ctx, workflow, version, def.Consumers[name], last, hasLast, now)
+			did = did || started
+			if err != nil {
+				return did, err
+			}
+			if started {
+				ran, latest[name] = true, run
+				settled = settled && (run.Status == scripthost.StatusCommitted || run.Status == scripthost.StatusSkipped)
+			}
 		}
-		last, hasLast := latest[name]
-		ran, err := rt.tickConsumer(ctx, workflow, version, def.Consumers[name], last, hasLast, now)
-		did = did || ran
-		if err != nil {
-			return did, err
+		if !ran || !settled || producersRan || round >= maxRounds {
+			return did, nil
+		}
+		if now = rt.now(); !nextProducer.IsZero() && !nextProducer.After(now) {
+			return did, nil
 		}
 	}
-	return did, nil
 }
+
+// maxRounds bounds the consumer rounds of one scheduling pass.
+const maxRounds = 16
 
 // tickConsumer starts a run of consumer c if it has pending events newer than what it
 // last ignored, or a due wake-up, and reports whether it did. last is the handler's
 // newest run, if it has one.
 func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version int, c *Consumer,
-	last scripthost.Run, hasLast bool, now time.Time) (bool, error) {
+	last scripthost.Run, hasLast bool, now time.Time) (scripthost.Run, bool, error) {
 	st := rt.cfg.Store
 	name := c.Name
 	key := workflow + "/" + name
@@ -181,11 +208,11 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 	}
 	newest, err := rt.newestPending(ctx, workflow, c.Subscribe, scan)
 	if err != nil {
-		return false, err
+		return scripthost.Run{}, false, err
 	}
 	hs, err := st.HandlerState(ctx, workflow, name)
 	if err != nil {
-		return false, err
+		return scripthost.Run{}, false, err
 	}
 	// A wake-up is due once its time has come, unless a run started since then
 	// (a wake-up time in the past that a commit kept is not a new request).
@@ -194,17 +221,17 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 		wake = false
 	}
 	if !wake && newest <= idleAt {
-		return false, nil
+		return scripthost.Run{}, false, nil
 	}
 	run, err := rt.startRunWith(ctx, workflow, version, name, scripthost.KindConsumer, hs)
 	if err != nil {
-		return true, err
+		return run, true, err
 	}
 	// A run that reserved nothing (or was skipped by its guard) leaves the pending
 	// events as they were: wait for a newer event or a wake-up before trying again.
 	if len(run.Reservations) == 0 {
 		if newest, err = rt.newestPending(ctx, workflow, c.Subscribe, pendingScan); err != nil {
-			return true, err
+			return run, true, err
 		}
 		rt.mu.Lock()
 		rt.idle[key] = newest
@@ -214,7 +241,7 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 		delete(rt.idle, key)
 		rt.mu.Unlock()
 	}
-	return true, nil
+	return run, true, nil
 }
 
 // acquire takes one of the Concurrency slots, waiting for one to be free.
