@@ -129,16 +129,12 @@ func (rt *Runtime) stepProducer(ctx context.Context, l *loaded, p *Producer, run
 			return scripthost.Run{}, true, rt.routeError(ctx, run, p.Lifecycle, scripthost.PhaseProducer, err)
 		}
 		state := newState(res, run.InputState)
-		published := w.Published()
 		next, err := st.CommitProducer(with(ctx, rt.commitEvents(run, scripthost.PhaseProducer, w)...), run.ID, ledger.Commit{
 			State:     state,
 			Output:    res,
-			Publish:   published,
+			Publish:   w.Published(),
 			NextRunAt: p.Schedule.NextAfter(rt.now()),
 		})
-		if err == nil {
-			rt.wakeFor(run.Workflow, published)
-		}
 		return next, true, err
 	}
 	return scripthost.Run{}, false, fmt.Errorf("runtime: run %s: producer in unexpected phase %s", run.ID, run.Phase)
@@ -266,9 +262,6 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		}
 		next, err := st.CommitConsumer(with(ctx, rt.commitEvents(run, scripthost.PhaseNext, w)...), run.ID,
 			ledger.Commit{State: state, Output: output, Publish: publish, WakeAt: wake})
-		if err == nil {
-			rt.wakeFor(run.Workflow, publish)
-		}
 		return next, true, err
 	}
 	return scripthost.Run{}, false, fmt.Errorf("runtime: run %s: consumer in unexpected phase %s", run.ID, run.Phase)

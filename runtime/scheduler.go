@@ -578,20 +578,6 @@ func (rt *Runtime) Wake(workflows ...string) {
 	}
 }
 
-// wakeFor wakes the workflows that events a run of workflow published belong to (an
-// empty Workflow is the run's own), so that their consumers see them at once.
-func (rt *Runtime) wakeFor(workflow string, published []ledger.NewEvent) {
-	for i, e := range published {
-		wf := e.Workflow
-		if wf == "" {
-			wf = workflow
-		}
-		if i == 0 || wf != published[i-1].Workflow {
-			rt.Wake(wf)
-		}
-	}
-}
-
 func (rt *Runtime) wakeChan(workflow string) chan struct{} {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
