@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
@@ -166,6 +167,7 @@ func TestHTTPOutcomeMatrix(t *testing.T) {
 	applied := matrixRow{scripthost.MutationApplied, scripthost.StatusCommitted, scripthost.EventConsumed, 1}
 	refused := matrixRow{scripthost.MutationFailed, scripthost.StatusFailedLogic, scripthost.EventPending, 0}
 	denied := matrixRow{scripthost.MutationFailed, scripthost.StatusPausedApproval, scripthost.EventPending, 0}
+	waiting := matrixRow{scripthost.MutationNeedsReconcile, scripthost.StatusPausedReconciliation, scripthost.EventReserved, 0}
 	unknown := func(applies int) matrixRow {
 		return matrixRow{scripthost.MutationIndeterminate, scripthost.StatusPausedReconciliation, scripthost.EventReserved, applies}
 	}
@@ -178,9 +180,11 @@ func TestHTTPOutcomeMatrix(t *testing.T) {
 		{fakesvc.Fail4xx, refused, refused},
 		{fakesvc.Unauthorized, denied, denied},
 		{fakesvc.Forbidden, denied, denied},
-		// 503 before applying: the reconcile request finds nothing, so it definitely
-		// failed; without one nobody can tell.
-		{fakesvc.Fail5xx, refused, unknown(0)},
+		// 503 before applying: the reconcile request finds nothing, which is trusted
+		// once the first request cannot still be under way; the run is then prepared
+		// again and its new charge meets the same 503. Without a reconcile request
+		// nobody can tell.
+		{fakesvc.Fail5xx, waiting, unknown(0)},
 		{fakesvc.ApplyTimeout, applied, unknown(1)},
 		{fakesvc.ApplyDrop, applied, unknown(1)},
 	}
@@ -196,6 +200,21 @@ func TestHTTPOutcomeMatrix(t *testing.T) {
 				svc.SetDefault(tc.behavior)
 				e := newHTTPEnv(t, svc.URL(), file, 1, "400ms")
 				e.mustRun()
+				if want == waiting {
+					// The look-up's 404 came inside the window in which a slow first
+					// request could still land (timeout + settle, 800ms): nothing is
+					// released, and the next attempt, due after it, trusts the 404.
+					e.checkRow(t, svc, waiting)
+					m := e.mutations()[0]
+					if end := m.CreatedAt.Add(800 * time.Millisecond); m.NextReconcileAt == nil || m.NextReconcileAt.Before(end) {
+						t.Fatalf("next reconcile at %v, want after the window ends at %s", m.NextReconcileAt, end)
+					}
+					time.Sleep(time.Until(*m.NextReconcileAt))
+					e.mustRun()
+					if got := e.mutations(); len(got) != 2 || got[0].Status != scripthost.MutationFailed || !strings.Contains(got[0].Error, "reconciled as failed") {
+						t.Fatalf("after the window: got %+v, want the first charge reconciled as failed and a second one", got)
+					}
+				}
 				e.checkRow(t, svc, want)
 				before, total := e.snapshot(), svc.Total()
 				e.mustRun()

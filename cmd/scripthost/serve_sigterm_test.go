@@ -91,7 +91,10 @@ func TestServeSIGTERMMidMutation(t *testing.T) {
 		t.Fatalf("after SIGTERM: got mutations %+v, want the in-flight one applied and no other started", ms)
 	}
 	// The next start charges the second event; nothing is applied twice.
-	out, errOut, code := runBin(t, bin, "--db", e.db, "run", e.wf, "--once", "--tools", e.tools, "--workspace", e.dir)
+	// The service has no record of the charge, but until the tool's timeout and the
+	// settle time after it (3s + 3s) have passed since it was recorded, a slow request
+	// could still land: the restart waits that out before trusting the look-up.
+	out, errOut, code := runBin(t, bin, "--db", e.db, "run", e.wf, "--once", "--wait", "30s", "--tools", e.tools, "--workspace", e.dir)
 	if code != 0 {
 		t.Fatalf("restart: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -134,7 +137,7 @@ func TestServeSIGTERMGraceOver(t *testing.T) {
 	// The service takes a second before it applies a charge and a second before it
 	// answers; a client gone before the first second leaves nothing applied.
 	svc.SetLatency(time.Second)
-	e := newHTTPEnv(t, svc.URL(), "tools.json", 1, "20s")
+	e := newHTTPEnv(t, svc.URL(), "tools.json", 1, "3s")
 
 	var stderr lockedBuffer
 	cmd := exec.Command(bin, "--db", e.db, "serve", e.wf, "--tools", e.tools, "--workspace", e.dir,
@@ -170,7 +173,10 @@ func TestServeSIGTERMGraceOver(t *testing.T) {
 		t.Fatalf("after the cut: got %d mutations, want the one recorded before the call", len(ms))
 	}
 
-	out, errOut, code := runBin(t, bin, "--db", e.db, "run", e.wf, "--once", "--tools", e.tools, "--workspace", e.dir)
+	// The service has no record of the charge, but until the tool's timeout and the
+	// settle time after it (3s + 3s) have passed since it was recorded, a slow request
+	// could still land: the restart waits that out before trusting the look-up.
+	out, errOut, code := runBin(t, bin, "--db", e.db, "run", e.wf, "--once", "--wait", "30s", "--tools", e.tools, "--workspace", e.dir)
 	if code != 0 {
 		t.Fatalf("restart: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -62,6 +62,9 @@ type reconcileRequest struct {
 	replay bool // re-send the mutation itself; method and url are unused
 	method string
 	url    template
+	// settle is how long past the call's timeout a look-up's 404 may still mean a
+	// request under way rather than one that never arrived.
+	settle time.Duration
 }
 
 // maxReadRetries bounds the extra attempts a read makes when the service asks it to
@@ -97,7 +100,8 @@ func (h *httpTool) execute(ctx context.Context, input json.RawMessage) (json.Raw
 
 // reconcileMutation asks the service about m: by replaying the mutation, or with the
 // declared look-up request, whose 2xx means applied (the body is the result), 404
-// failed, and anything else retry later.
+// failed once the first request can no longer be under way (m.CreatedAt plus the
+// timeout and settle; retry later before that), and anything else retry later.
 func (h *httpTool) reconcileMutation(ctx context.Context, m scripthost.Mutation) (scripthost.Reconciliation, error) {
 	if h.reconcile.replay {
 		return h.replay(ctx, m)
@@ -115,6 +119,15 @@ func (h *httpTool) reconcileMutation(ctx context.Context, m scripthost.Mutation)
 	case resp.status/100 == 2:
 		return scripthost.Reconciliation{Outcome: scripthost.ReconcileApplied, Result: asJSON(resp.body)}, nil
 	case resp.status == http.StatusNotFound:
+		// No record may be no record yet: the first request can still be on its way or
+		// being processed until its timeout (and the service's own lag, settle) has
+		// passed. Concluding "failed" before that would let a fresh attempt, under a
+		// new key, apply the same effect a second time.
+		if until := m.CreatedAt.Add(h.timeout + h.reconcile.settle); !m.CreatedAt.IsZero() && h.now().Before(until) {
+			return scripthost.Reconciliation{Outcome: scripthost.ReconcileRetryLater, RetryAfter: until.Sub(h.now()),
+				Reason: fmt.Sprintf("%s %s: HTTP 404: no record yet; the first request may still be under way until %s",
+					h.reconcile.method, redactURL(u), until.UTC().Format(time.RFC3339Nano))}, nil
+		}
 		return scripthost.Reconciliation{Outcome: scripthost.ReconcileFailed,
 			Reason: fmt.Sprintf("%s %s: HTTP 404: the service has no record of the mutation", h.reconcile.method, redactURL(u))}, nil
 	}

@@ -48,11 +48,12 @@ type reconcileConfig struct {
 	Strategy string `json:"strategy"`
 	Method   string `json:"method"`
 	URL      string `json:"url"`
+	Settle   string `json:"settle"`
 }
 
 var (
 	toolFields      = []string{"namespace", "method", "description", "url", "http_method", "headers", "body", "content_type", "body_field", "repeat_in_body", "input_schema", "output_schema", "read_only", "timeout", "reconcile", "secret_fields"}
-	reconcileFields = []string{"strategy", "method", "url"}
+	reconcileFields = []string{"strategy", "method", "url", "settle"}
 	httpMethods     = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead}
 	placeholderRE   = regexp.MustCompile(`\{([^{}]*)\}`)
 	fieldRE         = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -263,7 +264,7 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 		return nil, err
 	}
 	if c.Reconcile != nil {
-		if h.reconcile, err = c.reconcileRequest(props); err != nil {
+		if h.reconcile, err = c.reconcileRequest(props, h.timeout); err != nil {
 			return nil, err
 		}
 		if h.reconcile.replay && len(c.SecretFields) > 0 {
@@ -390,15 +391,15 @@ func (h *httpTool) placeFields(repeat []string) error {
 
 // reconcileRequest checks the reconcile declaration: a lookup (the default) asks a URL
 // about the key; replay re-sends the mutation itself.
-func (c *config) reconcileRequest(props []string) (*reconcileRequest, error) {
+func (c *config) reconcileRequest(props []string, timeout time.Duration) (*reconcileRequest, error) {
 	if c.ReadOnly {
 		return nil, fmt.Errorf("reconcile: a read-only tool has no mutations to reconcile")
 	}
 	rc := c.Reconcile
 	switch rc.Strategy {
 	case "replay":
-		if rc.Method != "" || rc.URL != "" {
-			return nil, fmt.Errorf("reconcile: strategy replay re-sends the tool's own request: method and url are not used")
+		if rc.Method != "" || rc.URL != "" || rc.Settle != "" {
+			return nil, fmt.Errorf("reconcile: strategy replay re-sends the tool's own request: method, url and settle are not used")
 		}
 		return &reconcileRequest{replay: true}, nil
 	case "", "lookup":
@@ -419,7 +420,15 @@ func (c *config) reconcileRequest(props []string) (*reconcileRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &reconcileRequest{method: m, url: t}, nil
+	settle := timeout
+	if rc.Settle != "" {
+		d, err := time.ParseDuration(rc.Settle)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("reconcile: settle %q: want a duration such as 30s (0s trusts a 404 at once)", rc.Settle)
+		}
+		settle = d
+	}
+	return &reconcileRequest{method: m, url: t, settle: settle}, nil
 }
 
 // expandEnv replaces ${NAME} in a header value and returns the values it used.

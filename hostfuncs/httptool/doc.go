@@ -64,7 +64,10 @@
 //
 // Reconcile strategies. A lookup (reconcile: {method, url}) asks the service about the
 // key: 2xx applied with its body as the result, 404 failed, anything else try again
-// later. Replay (reconcile: {strategy: replay}) re-sends the mutation itself, same
+// later. A 404 is trusted only once the first request cannot still be under way: until
+// the mutation's record is older than the tool's timeout plus reconcile.settle (by
+// default the timeout again), it means "try again then", because a service that has
+// not yet committed a slow request has no record of it either. Replay (reconcile: {strategy: replay}) re-sends the mutation itself, same
 // method, URL, body and key, to a service that answers a key it has seen with the
 // outcome it stored (Stripe, the IETF Idempotency-Key draft): 2xx applied with that
 // result; 409, 401, 403, 408, 429 and 5xx try again later; 422, or a 4xx whose error

@@ -47,6 +47,8 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"unknown field", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/\n  colour: red\n", []string{"t.yaml", "Svc.charge", `unknown field "colour"`}},
 		{"unknown reconcile field", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/\n  reconcile: {url: 'http://x/{key}', verb: GET}\n", []string{"Svc.charge", `unknown field "verb" in reconcile`}},
+		{"bad settle", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/\n  reconcile: {url: 'http://x/{key}', settle: soon}\n", []string{"Svc.charge", `reconcile: settle "soon"`}},
+		{"settle with replay", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/\n  reconcile: {strategy: replay, settle: 5s}\n", []string{"Svc.charge", "method, url and settle are not used"}},
 		{"missing url", "t.json", `[{"namespace":"Svc","method":"charge"}]`, []string{"t.json", "Svc.charge", "missing url"}},
 		{"bad template field", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/{a-b}\n", []string{"Svc.charge", `bad template field "{a-b}"`}},
 		{"template field not in schema", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/{id}\n  input_schema: {type: object, properties: {amount: {type: integer}}}\n", []string{"Svc.charge", "{id}: not a property of the input schema"}},

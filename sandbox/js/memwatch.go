@@ -30,7 +30,8 @@ import (
 // memory hog with the same budget may be interrupted too; memory other parts of the
 // process retain while scripts run is charged to the scripts. A single huge allocation
 // inside a built-in cannot be interrupted until it returns, which is why the one-shot
-// allocating built-ins are guarded before they allocate (see prelude.js).
+// allocating built-ins are guarded before they allocate (see prelude.js, and
+// limitStrings for every string).
 const watchPeriod = time.Millisecond
 
 const (
@@ -56,13 +57,13 @@ var watcher struct {
 }
 
 // liveHeap returns the heap the last collection found live, first forcing a
-// collection when more than collectAfter bytes were allocated since then (always
-// when collectAfter is negative, never when it is 0).
+// collection when more than collectAfter bytes were allocated since then (never when
+// it is 0).
 func liveHeap(collectAfter int64) int64 {
 	s := []metrics.Sample{{Name: heapObjects}, {Name: heapLive}}
 	metrics.Read(s)
 	objects, live := int64(s[0].Value.Uint64()), int64(s[1].Value.Uint64())
-	if collectAfter < 0 || collectAfter > 0 && objects-live > collectAfter {
+	if collectAfter > 0 && objects-live > collectAfter {
 		runtime.GC()
 		metrics.Read(s)
 		live = int64(s[1].Value.Uint64())
@@ -88,20 +89,14 @@ func watch(budget int64, abort func(error)) *memEntry {
 	return e
 }
 
-// done charges the growth since the last sample and unregisters the invocation, so
-// that what it allocated at the end is not charged to the others.
+// done charges the growth seen since the last sample and unregisters the invocation.
+// It does not force a collection to see an interrupted script's last allocations:
+// that would mark the whole of its heap while it is still reachable, the costliest
+// collection there is, and every goroutine allocating meanwhile helps with it. What
+// it allocated unseen is freed with its runtime, so the next collection shows it
+// gone together with the rest of the script's heap.
 func (e *memEntry) done() {
-	watcher.mu.Lock()
-	killed := e.killed
-	watcher.mu.Unlock()
-	var cur int64
-	if killed {
-		// A hog's last allocations are only seen after a collection; collect while
-		// its runtime is still reachable, so they are charged to it.
-		cur = liveHeap(-1)
-	} else {
-		cur = liveHeap(0)
-	}
+	cur := liveHeap(0)
 	watcher.mu.Lock()
 	top := chargeLocked(cur)
 	delete(watcher.entries, e)
@@ -209,8 +204,8 @@ func kill(e *memEntry) {
 // it happened, and a concatenation doubles a string in one step, so a string-doubling
 // script would be seen at a budget's worth of strings only once its next doubling, to
 // twice that, had been made. With this limit the strings such a script builds, and
-// keeps, total at most the budget. The built-ins that build a string in one call are
-// guarded in prelude.js.
+// keeps, total at most the budget. goja checks the same limit in every built-in that
+// builds a string (replace, join, String.raw, JSON.stringify, ...), before it grows.
 func limitStrings(vm *goja.Runtime, budget int64, abort func(error)) {
 	limit := budget / 4
 	vm.SetMaxStringLength(int(limit), func(n int) {

@@ -207,7 +207,7 @@ func (r *Runtime) arrayproto_join(call FunctionCall) Value {
 		return stringEmpty
 	}
 
-	var buf StringBuilder
+	buf := StringBuilder{limit: r.vm} // scripthost patch: see SetMaxStringLength
 
 	element0 := o.self.getIdx(valueInt(0), nil)
 	if element0 != nil && element0 != _undefined && element0 != _null {
@@ -274,7 +274,7 @@ func (r *Runtime) arrayproto_toLocaleString(call FunctionCall) Value {
 	}
 	defer r.popFromStringStack()
 
-	var buf StringBuilder
+	buf := StringBuilder{limit: r.vm} // scripthost patch: see SetMaxStringLength
 	if a := r.checkStdArrayObj(array); a != nil {
 		for i, item := range a.values {
 			if i > 0 {

@@ -92,6 +92,7 @@ func (r *Runtime) _encode(uriString String, unescaped *[256]bool) String {
 		return uriString
 	}
 
+	r.vm.checkStringLength(l) // scripthost patch: see SetMaxStringLength
 	buf := make([]byte, l)
 	i := 0
 	reader = uriString.Reader()
@@ -238,11 +239,14 @@ func (r *Runtime) builtin_encodeURIComponent(call FunctionCall) Value {
 	return r._encode(uriString, &uriUnescaped)
 }
 
-func (r *Runtime) builtin_escape(call FunctionCall) Value {
+func (rt *Runtime) builtin_escape(call FunctionCall) Value {
 	s := call.Argument(0).toString()
 	var sb strings.Builder
 	l := s.Length()
 	for i := 0; i < l; i++ {
+		if i&0xfff == 0 { // escapes grow the text up to six times: scripthost patch
+			rt.vm.checkStringLength(sb.Len() + l - i)
+		}
 		r := s.CharAt(i)
 		if r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' ||
 			r == '@' || r == '*' || r == '_' || r == '+' || r == '-' || r == '.' || r == '/' {

@@ -279,6 +279,7 @@ func (ctx *_builtinJSON_stringifyContext) do(v Value) bool {
 }
 
 func (ctx *_builtinJSON_stringifyContext) str(key Value, holder *Object) bool {
+	ctx.check(0) // scripthost patch: see SetMaxStringLength
 	value := nilSafe(holder.get(key, nil))
 
 	switch value.(type) {
@@ -319,6 +320,7 @@ func (ctx *_builtinJSON_stringifyContext) str(key Value, holder *Object) bool {
 				if err != nil {
 					panic(ctx.r.NewGoError(err))
 				}
+				ctx.check(len(b)) // scripthost patch: see SetMaxStringLength
 				ctx.buf.Write(b)
 				ctx.allAscii = false
 				return true
@@ -365,7 +367,9 @@ func (ctx *_builtinJSON_stringifyContext) str(key Value, holder *Object) bool {
 		ctx.r.typeErrorResult(true, "Do not know how to serialize a BigInt")
 	case *Object:
 		if value1.self.className() == classRawJSON {
-			ctx.buf.WriteString(value1.self.getStr("rawJSON", nil).String())
+			raw := value1.self.getStr("rawJSON", nil).String()
+			ctx.check(len(raw)) // scripthost patch: see SetMaxStringLength
+			ctx.buf.WriteString(raw)
 			return true
 		}
 		for _, object := range ctx.stack {
@@ -486,13 +490,26 @@ func (ctx *_builtinJSON_stringifyContext) jo(object *Object) {
 	ctx.buf.WriteByte('}')
 }
 
+// check refuses output that would grow past the maximum string length, counted in
+// bytes of the UTF-8 text being built (at least its length in UTF-16 code units).
+// (scripthost patch: see SetMaxStringLength.)
+func (ctx *_builtinJSON_stringifyContext) check(n int) {
+	if ctx.r.vm.maxStringLength > 0 {
+		ctx.r.vm.checkStringLength(ctx.buf.Len() + n)
+	}
+}
+
 func (ctx *_builtinJSON_stringifyContext) quote(str String) {
+	ctx.check(str.Length() + 2) // scripthost patch: see SetMaxStringLength
 	ctx.buf.WriteByte('"')
 	reader := &lenientUtf16Decoder{utf16Reader: str.utf16Reader()}
-	for {
+	for n := 1; ; n++ {
 		r, _, err := reader.ReadRune()
 		if err != nil {
 			break
+		}
+		if n&0xfff == 0 { // escapes grow the text up to six times: scripthost patch
+			ctx.check(0)
 		}
 		switch r {
 		case '"', '\\':

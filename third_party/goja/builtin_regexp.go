@@ -1115,7 +1115,7 @@ func (r *Runtime) regexpproto_stdReplacerGeneric(rxObj *Object, s, replaceStr St
 	}
 	lengthS := s.Length()
 	nextSourcePosition := 0
-	var resultBuf StringBuilder
+	resultBuf := StringBuilder{limit: r.vm} // scripthost patch: see SetMaxStringLength
 	for _, result := range results {
 		obj := r.toObject(result)
 		nCaptures := max(toLength(obj.self.getStr("length", nil))-1, 0)

@@ -106,6 +106,7 @@ func (r *Runtime) stringproto_iterator(call FunctionCall) Value {
 }
 
 func (r *Runtime) string_fromcharcode(call FunctionCall) Value {
+	r.vm.checkStringLength(len(call.Arguments)) // scripthost patch: see SetMaxStringLength
 	b := make([]byte, len(call.Arguments))
 	for i, arg := range call.Arguments {
 		chr := toUint16(arg)
@@ -130,7 +131,7 @@ func (r *Runtime) string_fromcharcode(call FunctionCall) Value {
 }
 
 func (r *Runtime) string_fromcodepoint(call FunctionCall) Value {
-	var sb StringBuilder
+	sb := StringBuilder{limit: r.vm} // scripthost patch: see SetMaxStringLength
 	for _, arg := range call.Arguments {
 		num := arg.ToNumber()
 		var c rune
@@ -154,7 +155,7 @@ func (r *Runtime) string_raw(call FunctionCall) Value {
 	if literalSegments <= 0 {
 		return stringEmpty
 	}
-	var stringElements StringBuilder
+	stringElements := StringBuilder{limit: r.vm} // scripthost patch: see SetMaxStringLength
 	nextIndex := int64(0)
 	numberOfSubstitutions := int64(len(call.Arguments) - 1)
 	for {
@@ -252,11 +253,12 @@ func (r *Runtime) stringproto_concat(call FunctionCall) Value {
 		}
 	}
 
+	r.vm.checkStringLength(totalLen) // scripthost patch: see SetMaxStringLength
 	if allAscii {
 		var buf strings.Builder
 		buf.Grow(totalLen)
 		for _, s := range strs {
-			buf.WriteString(s.String())
+			writeChunked(&buf, s.String()) // scripthost patch: see copyChunk
 		}
 		return asciiString(buf.String())
 	} else {
@@ -271,7 +273,7 @@ func (r *Runtime) stringproto_concat(call FunctionCall) Value {
 					pos++
 				}
 			case unicodeString:
-				copy(buf[pos:], s[1:])
+				copyUTF16(buf[pos:], s[1:]) // scripthost patch: see copyChunk
 				pos += s.Length()
 			}
 		}
@@ -467,13 +469,12 @@ func (r *Runtime) stringproto_normalize(call FunctionCall) Value {
 	case asciiString:
 		return s
 	case unicodeString:
-		ss := s.String()
-		return newStringValue(f.String(ss))
+		return r.normalize(f, s.String())
 	case *importedString:
 		if s.scanned && s.u == nil {
 			return asciiString(s.s)
 		}
-		return newStringValue(f.String(s.s))
+		return r.normalize(f, s.s)
 	default:
 		panic(unknownStringTypeErr(s))
 	}
@@ -501,6 +502,7 @@ func (r *Runtime) _stringPad(call FunctionCall, start bool) Value {
 		fillerAscii = " "
 		filler = fillerAscii
 	}
+	r.checkStringLength64(maxLength) // scripthost patch: see SetMaxStringLength
 	remaining := toIntStrict(maxLength - stringLength)
 	if fillerUnicode == nil && strUnicode == nil {
 		fl := fillerAscii.Length()
@@ -563,6 +565,11 @@ func (r *Runtime) stringproto_repeat(call FunctionCall) Value {
 	if numInt == 0 || s.Length() == 0 {
 		return stringEmpty
 	}
+	if l := int64(s.Length()); numInt > math.MaxInt64/l { // scripthost patch: see SetMaxStringLength
+		r.checkStringLength64(math.MaxInt64)
+	} else {
+		r.checkStringLength64(l * numInt)
+	}
 	num := toIntStrict(numInt)
 	a, u := devirtualizeString(s)
 	if u == nil {
@@ -600,7 +607,7 @@ func (r *Runtime) stringReplace(s String, found []regexpResult, newstring String
 
 	a, u := devirtualizeString(s)
 
-	var buf StringBuilder
+	buf := StringBuilder{limit: r.vm} // scripthost patch: see SetMaxStringLength
 
 	lastIndex := 0
 	lengthS := s.Length()

@@ -332,10 +332,10 @@ func (s asciiString) Concat(other String) String {
 		for i := 0; i < len(s); i++ {
 			b[i+1] = uint16(s[i])
 		}
-		copy(b[len(s)+1:], u[1:])
+		copyUTF16(b[len(s)+1:], u[1:])
 		return unicodeString(b)
 	}
-	return s + a
+	return asciiString(concatASCII(string(s), string(a))) // scripthost patch: see copyChunk
 }
 
 func (s asciiString) Substring(start, end int) String {

@@ -47,6 +47,11 @@ type lenientUtf16Decoder struct {
 type StringBuilder struct {
 	asciiBuilder   strings.Builder
 	unicodeBuilder unicodeStringBuilder
+
+	// limit, when not nil, refuses writes past its maximum string length: the
+	// built-ins that build a string from script values set it. (scripthost patch:
+	// see Runtime.SetMaxStringLength.)
+	limit *vm
 }
 
 type unicodeStringBuilder struct {
@@ -207,7 +212,12 @@ func (b *unicodeStringBuilder) writeASCIIString(bytes string) {
 }
 
 func (b *unicodeStringBuilder) writeUnicodeString(str unicodeString) {
-	b.buf = append(b.buf, str[1:]...)
+	str = str[1:]
+	for len(str) > copyChunk/2 { // scripthost patch: see copyChunk
+		b.buf = append(b.buf, str[:copyChunk/2]...)
+		str = str[copyChunk/2:]
+	}
+	b.buf = append(b.buf, str...)
 	b.unicode = true
 }
 
@@ -218,11 +228,13 @@ func (b *StringBuilder) ascii() bool {
 func (b *StringBuilder) WriteString(s String) {
 	a, u := devirtualizeString(s)
 	if u != nil {
+		b.check(u.Length())
 		b.switchToUnicode(u.Length())
 		b.unicodeBuilder.writeUnicodeString(u)
 	} else {
+		b.check(len(a))
 		if b.ascii() {
-			b.asciiBuilder.WriteString(string(a))
+			writeChunked(&b.asciiBuilder, string(a))
 		} else {
 			b.unicodeBuilder.writeASCIIString(string(a))
 		}
@@ -230,6 +242,9 @@ func (b *StringBuilder) WriteString(s String) {
 }
 
 func (b *StringBuilder) WriteUTF8String(s string) {
+	if b.limit != nil && b.limit.maxStringLength > 0 {
+		b.check(utf16Length(s))
+	}
 	firstUnicodeIdx := 0
 	if b.ascii() {
 		for i := 0; i < len(s); i++ {
@@ -250,6 +265,7 @@ unicode:
 }
 
 func (b *StringBuilder) writeASCII(s string) {
+	b.check(len(s))
 	if b.ascii() {
 		b.asciiBuilder.WriteString(s)
 	} else {
@@ -258,6 +274,7 @@ func (b *StringBuilder) writeASCII(s string) {
 }
 
 func (b *StringBuilder) WriteRune(r rune) {
+	b.check(2)
 	if r < utf8.RuneSelf {
 		if b.ascii() {
 			b.asciiBuilder.WriteByte(byte(r))
@@ -276,6 +293,23 @@ func (b *StringBuilder) WriteRune(r rune) {
 	}
 }
 
+// Len returns the length of the string built so far, in UTF-16 code units.
+// (scripthost patch.)
+func (b *StringBuilder) Len() int {
+	if b.ascii() {
+		return b.asciiBuilder.Len()
+	}
+	return len(b.unicodeBuilder.buf) - 1
+}
+
+// check refuses, before it is written, what would make the string longer than the
+// limit allows. (scripthost patch.)
+func (b *StringBuilder) check(n int) {
+	if b.limit != nil && b.limit.maxStringLength > 0 {
+		b.limit.checkStringLength(b.Len() + n)
+	}
+}
+
 func (b *StringBuilder) String() String {
 	if b.ascii() {
 		return asciiString(b.asciiBuilder.String())
@@ -284,6 +318,7 @@ func (b *StringBuilder) String() String {
 }
 
 func (b *StringBuilder) Grow(n int) {
+	b.check(n)
 	if b.ascii() {
 		b.asciiBuilder.Grow(n)
 	} else {
@@ -314,6 +349,7 @@ func (b *StringBuilder) switchToUnicode(extraLen int) {
 }
 
 func (b *StringBuilder) WriteSubstring(source String, start int, end int) {
+	b.check(end - start)
 	a, us := devirtualizeString(source)
 	if us == nil {
 		if b.ascii() {
@@ -466,12 +502,12 @@ func (s unicodeString) Concat(other String) String {
 	a, u := devirtualizeString(other)
 	if u != nil {
 		b := make(unicodeString, len(s)+len(u)-1)
-		copy(b, s)
-		copy(b[len(s):], u[1:])
+		copyUTF16(b, s) // scripthost patch: see copyChunk
+		copyUTF16(b[len(s):], u[1:])
 		return b
 	}
 	b := make([]uint16, len(s)+len(a))
-	copy(b, s)
+	copyUTF16(b, s) // scripthost patch: see copyChunk
 	b1 := b[len(s):]
 	for i := 0; i < len(a); i++ {
 		b1[i] = uint16(a[i])
