@@ -32,9 +32,7 @@ func TestMain(m *testing.M) {
 	case "":
 		os.Exit(m.Run())
 	case "inflight":
-		childInFlight(os.Getenv(dbEnv), false)
-	case "syncwindow":
-		childInFlight(os.Getenv(dbEnv), true)
+		childInFlight(os.Getenv(dbEnv))
 	case "lock":
 		childLock(os.Getenv(dbEnv))
 	default:
@@ -49,9 +47,7 @@ func childFail(err error) {
 }
 
 // childInFlight drives a run to an in_flight mutation, says so, and waits to be killed.
-// With inWindow it stops instead between the in-flight record's commit and the fsync
-// that makes it durable, before BeginMutation returns, and says so.
-func childInFlight(path string, inWindow bool) {
+func childInFlight(path string) {
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
@@ -72,12 +68,6 @@ func childInFlight(path string, inWindow bool) {
 	}
 	if err != nil {
 		childFail(err)
-	}
-	if inWindow {
-		sqlite.SetBeforeSync(s, func() {
-			fmt.Println("committed")
-			time.Sleep(time.Hour) // the parent kills us here, before the fsync
-		})
 	}
 	m, err := s.BeginMutation(ctx, ledger.NewMutation{RunID: r.ID, Namespace: "Shop", Method: "ship",
 		Params: json.RawMessage(`{"order":1}`), InputHash: "ih", IdempotencyKey: "key-1"})
@@ -135,36 +125,6 @@ func startChild(t *testing.T, role, path string) (*exec.Cmd, string) {
 func TestKillAfterInFlight(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	cmd, line := startChild(t, "inflight", path)
-	checkKilledInFlight(t, cmd, path, line)
-}
-
-// TestKillBeforeInFlightSync kills a process between the commit of its in-flight
-// record and the fsync group commit makes after it, before BeginMutation returned (so
-// before any tool could be called): the record is in the WAL, which a process crash
-// does not lose, and recovery finds it in flight like after TestKillAfterInFlight.
-func TestKillBeforeInFlightSync(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	cmd, line := startChild(t, "syncwindow", path)
-	if line != "committed" {
-		t.Fatalf("child said %q, want committed (stopped before the fsync)", line)
-	}
-	ctx := context.Background()
-	peek, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := peek.Mutations(ctx, ledger.MutationFilter{Status: scripthost.MutationInFlight})
-	peek.Close()
-	if err != nil || len(ms) != 1 {
-		t.Fatalf("got %d in-flight mutations (err %v) before the kill, want the committed one", len(ms), err)
-	}
-	checkKilledInFlight(t, cmd, path, "inflight "+ms[0].ID)
-}
-
-// checkKilledInFlight kills the child and checks that the in-flight mutation it named
-// in line is stored and listed for recovery, with its run and reserved event.
-func checkKilledInFlight(t *testing.T, cmd *exec.Cmd, path, line string) {
-	t.Helper()
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -108,10 +108,7 @@ type Store struct {
 	lock *hostLock
 	// syncNormal is whether the write connection was last set to synchronous=NORMAL.
 	syncNormal atomic.Bool
-	// syncer makes group commits durable after the committer has moved on (see
-	// syncer.go); nil without group commit.
-	syncer *syncer
-	stats  writeCounters
+	stats      writeCounters
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -190,7 +187,6 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 		sqlstore.Options{Clock: opts.Clock, NewID: opts.NewID})
 	if !opts.DisableGroupCommit {
 		s.committerDone = make(chan struct{})
-		s.syncer = newSyncer(s)
 		go s.commit()
 	}
 	return s, nil
@@ -207,7 +203,6 @@ func (s *Store) Close() error {
 		close(s.closed)
 		if s.committerDone != nil {
 			<-s.committerDone
-			s.syncer.stop() // answers the writes still waiting for their fsync
 		}
 		err = errors.Join(s.stmts.close(), s.r.Close(), s.w.Close())
 		s.lock.release(false)

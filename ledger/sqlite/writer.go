@@ -155,20 +155,18 @@ func (s *Store) begin(ctx context.Context, durable bool) (*sqlx.Conn, *sqlx.Tx, 
 type WriteStats struct {
 	// Writes is the number of writes committed; Commits the transactions that carried
 	// them (group commit puts several writes in one), Durable the commits that waited
-	// for the disk; MaxBatch the most writes one commit carried. Syncs counts the
-	// fsyncs group commit made after durable commits: one covers every commit made
-	// while the previous one ran, so Syncs ≤ Durable.
-	Writes, Commits, Durable, MaxBatch, Syncs int64
+	// for the disk (synchronous=FULL); MaxBatch the most writes one commit carried.
+	Writes, Commits, Durable, MaxBatch int64
 }
 
 // WriteStats returns the counts of committed writes and transactions.
 func (s *Store) WriteStats() WriteStats {
 	return WriteStats{Writes: s.stats.writes.Load(), Commits: s.stats.commits.Load(),
-		Durable: s.stats.durable.Load(), MaxBatch: s.stats.maxBatch.Load(), Syncs: s.stats.syncs.Load()}
+		Durable: s.stats.durable.Load(), MaxBatch: s.stats.maxBatch.Load()}
 }
 
 type writeCounters struct {
-	writes, commits, durable, maxBatch, syncs atomic.Int64
+	writes, commits, durable, maxBatch atomic.Int64
 }
 
 // count records one committed transaction carrying writes writes.
@@ -220,13 +218,7 @@ func (s *Store) commit() {
 func (s *Store) runBatch(batch []*writeReq) {
 	start := time.Now()
 	results := make([]error, len(batch))
-	// A committed batch that must be durable is answered by the syncer, after the
-	// fsync that follows its commit; any other outcome is answered here.
-	handed := false
 	defer func() {
-		if handed {
-			return
-		}
 		for i, r := range batch {
 			r.done <- results[i]
 		}
@@ -240,36 +232,28 @@ func (s *Store) runBatch(batch []*writeReq) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
 	defer cancel()
-	// One write that must be durable makes the whole batch wait for the disk: for the
-	// syncer's fsync after a NORMAL commit or, with SyncEveryCommit, inside a FULL one.
-	durable := s.opts.SyncEveryCommit
+	// One write that must be durable makes the whole batch wait for the disk.
+	durable := false
 	for _, r := range batch {
 		durable = durable || !r.redo
 	}
-	conn, sqltx, err := s.begin(ctx, s.opts.SyncEveryCommit)
+	conn, sqltx, err := s.begin(ctx, durable)
 	if err != nil {
 		fail(err)
 		return
 	}
 	defer conn.Close()
 	defer sqltx.Rollback()
-	committed := func(n int) {
-		s.count(n, durable, start)
-		if durable && !s.opts.SyncEveryCommit {
-			s.syncer.add(&syncWait{batch: batch, results: results})
-			handed = true
-		}
-	}
 	tx := &wtx{Tx: sqltx, c: s.stmts}
 	if len(batch) == 1 {
 		if results[0] = s.runOne(ctx, tx, batch[0]); results[0] == nil {
 			if results[0] = s.dbErr("commit", tx.Commit()); results[0] == nil {
-				committed(1)
+				s.count(1, durable, start)
 			}
 		}
 		return
 	}
-	kept := false
+	committed := false
 	for i, r := range batch {
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
 			fail(s.dbErr("savepoint", err))
@@ -286,9 +270,9 @@ func (s *Store) runBatch(batch []*writeReq) {
 			fail(s.dbErr("release savepoint", err))
 			return
 		}
-		kept = kept || results[i] == nil
+		committed = committed || results[i] == nil
 	}
-	if kept {
+	if committed {
 		err := s.dbErr("commit", tx.Commit())
 		fail(err)
 		if err == nil {
@@ -298,7 +282,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 					n++
 				}
 			}
-			committed(n)
+			s.count(n, durable, start)
 		}
 	}
 }
