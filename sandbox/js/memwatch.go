@@ -37,6 +37,7 @@ const watchPeriod = time.Millisecond
 const (
 	heapObjects = "/memory/classes/heap/objects:bytes" // live and not yet swept
 	heapLive    = "/gc/heap/live:bytes"                // marked live by the last GC
+	gcCycles    = "/gc/cycles/total:gc-cycles"         // collections completed
 )
 
 // memEntry is one running invocation as the watcher sees it.
@@ -47,6 +48,9 @@ type memEntry struct {
 	charge int64  // guarded by watcher.mu
 	killed bool   // guarded by watcher.mu
 	detail string // set with killed
+	// doneAt, when not 0, is one more than the count of completed collections when
+	// the interrupted invocation finished (guarded by watcher.mu); see done.
+	doneAt uint64
 }
 
 var watcher struct {
@@ -56,19 +60,20 @@ var watcher struct {
 	running bool
 }
 
-// liveHeap returns the heap the last collection found live, first forcing a
-// collection when more than collectAfter bytes were allocated since then (never when
+// liveHeap returns the heap the last collection found live and the count of
+// collections completed, first forcing a collection when more than collectAfter bytes
+// were allocated since the last one (always when collectAfter is negative, never when
 // it is 0).
-func liveHeap(collectAfter int64) int64 {
-	s := []metrics.Sample{{Name: heapObjects}, {Name: heapLive}}
+func liveHeap(collectAfter int64) (int64, uint64) {
+	s := []metrics.Sample{{Name: heapObjects}, {Name: heapLive}, {Name: gcCycles}}
 	metrics.Read(s)
 	objects, live := int64(s[0].Value.Uint64()), int64(s[1].Value.Uint64())
-	if collectAfter > 0 && objects-live > collectAfter {
+	if collectAfter < 0 || collectAfter > 0 && objects-live > collectAfter {
 		runtime.GC()
 		metrics.Read(s)
 		live = int64(s[1].Value.Uint64())
 	}
-	return live
+	return live, s[2].Value.Uint64()
 }
 
 // watch registers an invocation with a budget of budget bytes.
@@ -83,25 +88,33 @@ func watch(budget int64, abort func(error)) *memEntry {
 	watcher.entries[e] = struct{}{}
 	if !watcher.running {
 		watcher.running = true
-		watcher.last = liveHeap(0)
+		watcher.last, _ = liveHeap(0)
 		go watchLoop()
 	}
 	return e
 }
 
 // done charges the growth seen since the last sample and unregisters the invocation.
-// It does not force a collection to see an interrupted script's last allocations:
-// that would mark the whole of its heap while it is still reachable, the costliest
-// collection there is, and every goroutine allocating meanwhile helps with it. What
-// it allocated unseen is freed with its runtime, so the next collection shows it
-// gone together with the rest of the script's heap.
+// An invocation interrupted for memory stays registered instead, charged with any
+// growth, until a collection that started after it finished has completed: its last
+// allocations are only seen then, and must not be charged to the scripts still
+// running. Forcing that collection here, while its runtime is still reachable, would
+// mark the whole of its heap, the costliest collection there is, with every goroutine
+// that allocates meanwhile made to help; the watcher forces one only once no script
+// is left running.
 func (e *memEntry) done() {
-	cur := liveHeap(0)
+	cur, cycles := liveHeap(0)
 	watcher.mu.Lock()
-	top := chargeLocked(cur)
-	delete(watcher.entries, e)
+	interrupt := killer(chargeLocked(cur))
+	if e.killed {
+		e.doneAt = cycles + 1
+		e.abort = nil // the runtime must not stay reachable through the watcher
+		e.inJS.Store(true)
+	} else {
+		delete(watcher.entries, e)
+	}
 	watcher.mu.Unlock()
-	kill(top)
+	interrupt()
 }
 
 func watchLoop() {
@@ -119,23 +132,41 @@ func watchLoop() {
 func sample() bool {
 	watcher.mu.Lock()
 	collectAfter := int64(0)
+	running := false
 	for e := range watcher.entries {
 		if collectAfter == 0 || e.budget < collectAfter {
 			collectAfter = e.budget
 		}
+		running = running || e.doneAt == 0
+	}
+	if !running && len(watcher.entries) > 0 {
+		collectAfter = -1 // only finished scripts are left: a collection delays no one
 	}
 	watcher.mu.Unlock()
-	cur := liveHeap(collectAfter)
+	cur, cycles := liveHeap(collectAfter)
 	watcher.mu.Lock()
 	if len(watcher.entries) == 0 {
 		watcher.running = false
 		watcher.mu.Unlock()
 		return false
 	}
-	top := chargeLocked(cur)
+	interrupt := killer(chargeLocked(cur))
+	departLocked(cycles)
 	watcher.mu.Unlock()
-	kill(top)
+	interrupt()
 	return true
+}
+
+// departLocked unregisters the finished invocations whose last allocations a
+// completed collection has seen, given the count of completed collections.
+func departLocked(cycles uint64) {
+	for e := range watcher.entries {
+		// doneAt-1 collections had completed when e finished; one more may have been
+		// under way; the one after started later.
+		if e.doneAt != 0 && cycles > e.doneAt {
+			delete(watcher.entries, e)
+		}
+	}
 }
 
 // chargeLocked shares the growth since the last sample among the invocations running
@@ -191,10 +222,14 @@ func chargeLocked(cur int64) *memEntry {
 	return top
 }
 
-func kill(e *memEntry) {
-	if e != nil {
-		e.abort(&sandbox.LimitError{Limit: "memory", Detail: e.detail})
+// killer returns the call that interrupts e, or one that does nothing when e is nil.
+// It is called with watcher.mu held, the call made after it is released.
+func killer(e *memEntry) func() {
+	if e == nil {
+		return func() {}
 	}
+	abort, err := e.abort, &sandbox.LimitError{Limit: "memory", Detail: e.detail}
+	return func() { abort(err) }
 }
 
 // limitStrings refuses, before it allocates, a string built by +, += or a template

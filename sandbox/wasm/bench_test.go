@@ -197,6 +197,42 @@ func BenchmarkGoGuestPhase(b *testing.B) {
 	}
 }
 
+// BenchmarkWarmGoGuestPhase: BenchmarkGoGuestPhase with every invocation in a new
+// instance (Options.FreshInstances: "ref", the engine before instances were reused)
+// and with the default reuse ("scripthost"), in one run.
+func BenchmarkWarmGoGuestPhase(b *testing.B) {
+	warmAgainstFresh(b, buildGuest(b, conformanceDir), sandbox.Invocation{Function: "fresh_instance"})
+}
+
+// BenchmarkWarmPhaseToolCall: BenchmarkPhaseToolCall's WAT phase in a new instance
+// every time ("ref") and reusing instances ("scripthost"), in one run.
+func BenchmarkWarmPhaseToolCall(b *testing.B) {
+	code, err := os.ReadFile(benchWasm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	warmAgainstFresh(b, code, sandbox.Invocation{Function: "one", Tools: echoTools{}})
+}
+
+func warmAgainstFresh(b *testing.B, code []byte, inv sandbox.Invocation) {
+	run := func(fresh bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			p, err := newEngine(b, Options{CacheDir: sharedCacheDir(), FreshInstances: fresh}).load(context.Background(),
+				sandbox.Source{Name: "guest.wasm", Code: code})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := p.Invoke(context.Background(), inv); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	benchcmp.Against(b, "phase", benchcmp.Case{Run: run(true)}, benchcmp.Case{Run: run(false)})
+}
+
 // BenchmarkRustGuestPhaseToolCall: one phase that makes one tool call (Echo.say) and
 // returns its result, in a fresh instance, for the handler built with the Rust SDK
 // ("scripthost") next to the same handler written in WAT ("ref"), in one run.

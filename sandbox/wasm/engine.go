@@ -1,9 +1,10 @@
 // Package wasm is the WebAssembly sandbox engine: it runs handler modules on wazero
 // under the guest ABI described in ABI.md. Modules are compiled once per Program (and
-// cached on disk across processes), every Invoke runs in a fresh module instance with
-// a wall-clock timeout, a memory cap and no ambient authority (no files, network,
-// environment or real clock), and every guest pointer is checked before the host
-// touches memory.
+// cached on disk across processes), every Invoke runs in a module instance in the state
+// of a fresh one (a new instance, or a reused one reset to its snapshot after
+// initialization: warm.go) with a wall-clock timeout, a memory cap and no ambient
+// authority (no files, network, environment or real clock), and every guest pointer is
+// checked before the host touches memory.
 //
 // The Go guest SDK lives in the guest subpackage.
 package wasm
@@ -22,7 +23,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/sandbox"
@@ -31,6 +31,10 @@ import (
 // ABIVersion is the guest ABI version this engine implements. A module declares the
 // version it was built for through its scripthost_abi_version export.
 const ABIVersion = 1
+
+// defaultMaxIdleBytes is Options.MaxIdleBytes when zero: room for about 35 idle Go
+// guest instances, or thousands of small ones.
+const defaultMaxIdleBytes = 256 << 20
 
 // Options configure an Engine. The zero value is usable.
 type Options struct {
@@ -48,6 +52,14 @@ type Options struct {
 	WASI WASIConfig
 	// CompileWorkers is how many goroutines compile one module; 0 means GOMAXPROCS.
 	CompileWorkers int
+	// FreshInstances runs every invocation in a new instance. By default an
+	// invocation of a module that allows it reuses an instance a previous one left
+	// reset to its state after initialization (see ABI.md, "The instance").
+	FreshInstances bool
+	// MaxIdleBytes bounds the memory that instances kept for reuse hold, across all
+	// modules (each holds its memory and a snapshot of it); 0 means 256 MiB. Past
+	// it, instances are closed after use.
+	MaxIdleBytes int64
 }
 
 // WASIConfig says what a guest can observe through WASI. Files, sockets, arguments and
@@ -72,6 +84,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	modules map[[32]byte]*module // loaded modules by the SHA-256 of their bytes
+	idle    idleBudget           // memory held by instances kept for reuse
 
 	closeOnce sync.Once
 	closeErr  error
@@ -83,6 +96,10 @@ var _ sandbox.Engine = (*Engine)(nil)
 // MaxMemoryPages, with the host module "scripthost" and WASI preview 1 instantiated.
 func New(ctx context.Context, opts Options) (*Engine, error) {
 	e := &Engine{opts: opts, limits: mergeLimits(sandbox.Limits{}, opts.Limits), modules: map[[32]byte]*module{}}
+	e.idle.max = opts.MaxIdleBytes
+	if e.idle.max <= 0 {
+		e.idle.max = defaultMaxIdleBytes
+	}
 	if e.limits.MaxMemoryPages > 65536 {
 		return nil, fmt.Errorf("wasm: MaxMemoryPages %d above the 65536 pages of a 32-bit memory", e.limits.MaxMemoryPages)
 	}
@@ -108,12 +125,12 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	cfg := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
-		// The page cap is enforced by linearMemory, which sees every growth up to
-		// the 4 GiB that wazero allows (see dropMemoryMax).
+		// The invocation's page cap is enforced by linearMemory; wazero enforces
+		// a declared maximum and the 4 GiB of a 32-bit memory.
 		WithMemoryLimitPages(maxPages).
 		WithCompilationCache(e.cache)
 	e.runtime = wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.runtime); err != nil {
+	if err := instantiateWASI(ctx, e.runtime); err != nil {
 		_ = e.Close(ctx)
 		return nil, fmt.Errorf("wasm: instantiate WASI: %w", err)
 	}
@@ -176,7 +193,7 @@ func (e *Engine) load(ctx context.Context, src sandbox.Source) (*Program, error)
 	if workers <= 0 {
 		workers = goruntime.GOMAXPROCS(0)
 	}
-	code, err := instrument(src.Code)
+	code, rw, err := instrument(src.Code)
 	if err != nil {
 		return nil, loadError(name, "%v", err)
 	}
@@ -184,7 +201,8 @@ func (e *Engine) load(ctx context.Context, src sandbox.Source) (*Program, error)
 	if err != nil {
 		return nil, loadError(name, "compile: %v", err)
 	}
-	p := &Program{eng: e, name: name, module: &module{key: key, compiled: compiled, info: info}}
+	p := &Program{eng: e, name: name, module: &module{key: key, compiled: compiled, info: info, rewrite: rw,
+		pool: pool{budget: &e.idle}}}
 	if err := p.checkImports(); err != nil {
 		_ = compiled.Close(ctx)
 		return nil, loadError(name, "%v", err)
@@ -193,6 +211,7 @@ func (e *Engine) load(ctx context.Context, src sandbox.Source) (*Program, error)
 		_ = compiled.Close(ctx)
 		return nil, loadError(name, "%v", err)
 	}
+	p.checkReusable()
 	if err := p.describe(ctx); err != nil {
 		_ = compiled.Close(ctx)
 		return nil, err
@@ -223,6 +242,7 @@ func (e *Engine) release(ctx context.Context, m *module) error {
 	if !last {
 		return nil
 	}
+	m.pool.close()
 	return m.compiled.Close(ctx)
 }
 

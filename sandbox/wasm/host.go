@@ -93,6 +93,7 @@ func instantiateHost(ctx context.Context, r wazero.Runtime) error {
 				// invocation, which the engine never does; fail closed.
 				panic(errors.New("wasm: host function called outside an invocation"))
 			}
+			c.touch()
 			h.fn(c, ctx, m, stack)
 		})
 		b = b.NewFunctionBuilder().WithGoModuleFunction(fn, params, results).Export(h.name)
@@ -118,9 +119,32 @@ type call struct {
 
 	value   json.RawMessage
 	console *console
+	stdout  *stream
+	stderr  *stream
 	mem     *linearMemory
+	clock   clock
+	parent  context.Context // the caller's context, without the invocation timeout
 
-	abort error
+	// initializing: _initialize is running. initHost: it called a host function or
+	// wrote output, so its instance is not reused. initRandom: what it read from
+	// random_get.
+	initializing bool
+	initHost     bool
+	initRandom   []byte
+
+	// refusedPages is the largest memory size (pages) a refused memory.grow asked
+	// for, read from the instance when a guest call fails.
+	refusedPages uint64
+	// guestFailed: abort is the guest's own error, reported through fail.
+	guestFailed bool
+	abort       error
+}
+
+// touch records that the guest called a host function or wrote output.
+func (c *call) touch() {
+	if c.initializing {
+		c.initHost = true
+	}
 }
 
 // stop ends the invocation with err: the host function unwinds the guest.
@@ -291,6 +315,7 @@ func (c *call) fail(_ context.Context, m api.Module, stack []uint64) {
 	if f.Message == "" {
 		f.Message = "handler failed"
 	}
+	c.guestFailed = true
 	file := f.File
 	if file == "" {
 		file = c.prog.name

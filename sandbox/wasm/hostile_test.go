@@ -26,6 +26,7 @@ func TestLoadRefusesHostileModules(t *testing.T) {
 		{"abiv2.wasm", []string{"guest ABI v2", "speaks v1"}},
 		{"imports.wasm", []string{"env.now", "scripthost.exec (no such host function)"}},
 		{"importglobal.wasm", []string{"imports 1 globals; the host provides none"}},
+		{"reserved.wasm", []string{`export "scripthost:refused_pages": names starting with "scripthost:" are reserved`}},
 		{"bigmem.wasm", []string{"maximum memory of 65536 pages (4 GiB)", "limit of 1024 pages (64 MiB)"}},
 		{"badref.wasm", []string{`producers.p.handler: "missing" is not an exported function`}},
 	}
@@ -106,7 +107,12 @@ var hostileCases = []hostileCase{
 	// At the engine's own cap wazero refuses the growth itself; it must still be a
 	// memory limit, as must one growth far past the cap and one past a declared maximum.
 	{file: "grow.wasm", fn: "bomb", limits: sandbox.Limits{Timeout: 2 * time.Minute}, limit: "memory", want: []string{"cap is 1024 pages (64 MiB)"}},
-	{file: "grow.wasm", fn: "huge", limit: "memory", want: []string{"asked for 2147549184 bytes"}},
+	{file: "grow.wasm", fn: "huge", limit: "memory", want: []string{"huge trap: unreachable after the guest asked for 2147549184 bytes (32769 pages)", "cap is 1024 pages (64 MiB)"}},
+	// Past 4 GiB wazero refuses the growth without asking the engine's allocator.
+	{file: "grow.wasm", fn: "past4g", limit: "memory", want: []string{"asked for 4295032832 bytes (65537 pages)", "more than the 65536 pages (4 GiB)"}},
+	{file: "grow.wasm", fn: "maxgrow", limit: "memory", want: []string{"(4294967296 pages)", "more than the 65536 pages (4 GiB)"}},
+	{file: "grow.wasm", fn: "nested", limit: "memory", want: []string{"trap: integer divide by zero after the guest asked for", "(131073 pages)"}},
+	{file: "grow.wasm", fn: "failafter", limit: "memory", want: []string{"failafter failed (out of memory!!) after the guest asked for 2147549184 bytes"}},
 	{file: "growmax.wasm", fn: "bomb", limit: "memory", want: []string{"declares a maximum of 4 pages"}},
 	{file: "failbig.wasm", fn: "big", limit: "output", want: []string{"big: fail: error of 65537 bytes, limit 65536"}},
 	{file: "failbig.wasm", fn: "oob_big", code: scripthost.CodeSandboxViolation, want: []string{"fail: error range [0x10000, +131072) is outside the guest memory of 131072 bytes"}},
@@ -165,15 +171,17 @@ func TestPointerAtEndOfMemory(t *testing.T) {
 }
 
 // TestRefusedGrowthIsNotAnError: a guest that sees memory.grow fail and carries on
-// ends normally, however far past the cap it asked.
+// ends normally, however far past the cap it asked (past 4 GiB too).
 func TestRefusedGrowthIsNotAnError(t *testing.T) {
 	p := load(t, newEngine(t, Options{}), "grow.wasm")
-	res, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "polite"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := string(res.Value); got != "1" {
-		t.Errorf("got %s, want 1", got)
+	for _, fn := range []string{"polite", "polite4g"} {
+		res, err := p.Invoke(context.Background(), sandbox.Invocation{Function: fn})
+		if err != nil {
+			t.Fatalf("%s: %v", fn, err)
+		}
+		if got := string(res.Value); got != "1" {
+			t.Errorf("%s: got %s, want 1", fn, got)
+		}
 	}
 }
 

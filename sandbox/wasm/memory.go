@@ -3,28 +3,20 @@ package wasm
 import "github.com/tetratelabs/wazero/experimental"
 
 // linearMemory backs one instance's linear memory. It enforces the invocation's page
-// cap (which may be lower than the runtime's) and records a refused growth, so that a
-// guest that dies after running out of memory is reported as a memory limit rather
-// than as a trap.
+// cap, which may be lower than the runtime's. A refused growth is recorded by the
+// code the engine routes every memory.grow through (see instrument), which also sees
+// the growths wazero refuses itself.
 type linearMemory struct {
-	buf      []byte
-	limit    uint64 // bytes
-	declared bool   // limit is the module's declared maximum, below the cap
-	refused  uint64 // the largest size refused, 0 when none
+	buf   []byte
+	limit uint64 // bytes
 }
 
 // maxPages is the most a 32-bit linear memory can hold: 4 GiB.
 const maxPages = 1 << 16
 
-// newLinearMemory returns the memory of one instance of a module with info, under
-// capPages. The module's declared maximum, which the engine removed from the binary
-// it compiled, is enforced here.
-func newLinearMemory(info moduleInfo, capPages uint32) *linearMemory {
-	m := &linearMemory{limit: uint64(capPages) << 16}
-	if info.hasMax && info.memMax < capPages {
-		m.limit, m.declared = uint64(info.memMax)<<16, true
-	}
-	return m
+// newLinearMemory returns the memory of one instance under capPages.
+func newLinearMemory(capPages uint32) *linearMemory {
+	return &linearMemory{limit: uint64(capPages) << 16}
 }
 
 var _ experimental.LinearMemory = (*linearMemory)(nil)
@@ -45,9 +37,6 @@ func (m *linearMemory) allocator() experimental.MemoryAllocator {
 // when size is above the cap.
 func (m *linearMemory) Reallocate(size uint64) []byte {
 	if size > m.limit {
-		if size > m.refused {
-			m.refused = size
-		}
 		return nil
 	}
 	if size <= uint64(cap(m.buf)) {

@@ -26,8 +26,8 @@ const (
 
 const wasiModule = "wasi_snapshot_preview1"
 
-// Program is a compiled module. It is safe for concurrent use: every Invoke
-// instantiates the compiled module afresh.
+// Program is a compiled module. It is safe for concurrent use: every Invoke has an
+// instance of its own, new or reset to the state of a new one.
 type Program struct {
 	eng  *Engine
 	name string
@@ -42,9 +42,29 @@ type module struct {
 	key      [32]byte
 	compiled wazero.CompiledModule
 	info     moduleInfo
+	rewrite  rewriteInfo
 	handlers map[string]bool // exported functions () -> ()
 	def      json.RawMessage
 	refs     int // guarded by Engine.mu
+
+	// reusable: instances of this module can be reset and reused (warm.go); pool
+	// keeps them. created and reused count instances made and invocations that
+	// reused one.
+	reusable bool
+	pool     pool
+	created  atomic.Int64
+	reused   atomic.Int64
+}
+
+// checkReusable decides whether instances of the module can be reset and reused: its
+// tables and segments never change (so the memory and the mutable globals are all the
+// state an instance has), its mutable globals are numbers (which wazero's API reads
+// and writes whole). Its file descriptors cannot change (wasi.go).
+func (p *Program) checkReusable() {
+	if p.rewrite.mutatesTables || p.rewrite.dropsData || p.rewrite.opaqueGlobals {
+		return
+	}
+	p.reusable = true
 }
 
 var _ sandbox.Program = (*Program)(nil)
@@ -216,7 +236,7 @@ func (p *Program) checkDefinition(def json.RawMessage) error {
 	return nil
 }
 
-// Invoke runs one handler export in a fresh instance.
+// Invoke runs one handler export in an instance in the state of a fresh one.
 func (p *Program) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Result, error) {
 	if p.closed.Load() {
 		return sandbox.Result{}, fmt.Errorf("wasm: invoke %s: program closed", p.name)

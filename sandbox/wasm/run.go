@@ -2,74 +2,90 @@ package wasm
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"regexp"
 	"strconv"
 	"strings"
 
-	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/sandbox"
 )
 
-// run instantiates the module for c, calls _initialize when the module has it (Go
-// c-shared guests), then before (if any), then the export c.fn, and classifies what
-// went wrong. The instance is closed before run returns.
+// run calls, for invocation c, before (if any), then the export c.fn, in an instance
+// of the module, and classifies what went wrong. The instance is a new one (its
+// _initialize run first), or, for a reusable module, one a previous invocation left
+// reset to its state after initialization (warm.go). Only an instance whose invocation
+// ended normally is kept, reset, for the next; any other is closed before run returns.
 func (p *Program) run(ctx context.Context, c *call, before func(context.Context, api.Module) error) (sandbox.Result, error) {
-	parent := ctx
+	c.parent = ctx
 	ctx, cancel := context.WithTimeout(ctx, c.limits.Timeout)
 	defer cancel()
 
 	c.console = &console{max: c.limits.MaxConsoleBytes}
-	c.mem = newLinearMemory(p.info, c.limits.MaxMemoryPages)
-	stdout := &stream{c: c.console, level: "log"}
-	stderr := &stream{c: c.console, level: "error", keep: true}
+	c.stdout = &stream{c: c.console, level: "log"}
+	c.stderr = &stream{c: c.console, level: "error", keep: true}
+	c.clock = p.newClock(c)
 	ctx = context.WithValue(ctx, callKey{}, c)
-	ctx = experimental.WithMemoryAllocator(ctx, c.mem.allocator())
 
 	result := func() sandbox.Result {
-		stdout.flush()
-		stderr.flush()
+		c.stdout.flush()
+		c.stderr.flush()
 		return sandbox.Result{Console: c.console.lines, ToolCalls: c.toolCalls}
 	}
 
-	mod, err := p.eng.runtime.InstantiateModule(ctx, p.compiled, p.moduleConfig(c, stdout, stderr))
-	if err != nil {
-		return result(), p.classify(parent, c, "instantiate", err)
+	var in *instance
+	if before == nil && p.reusable && !p.eng.opts.FreshInstances {
+		// In deterministic mode an instance whose initialization drew random
+		// numbers is not reused: its state depends on another seed.
+		in = p.pool.take(c.limits.MaxMemoryPages, c.clock.det)
 	}
-	defer mod.Close(context.Background())
-
-	// Exports are looked up once per instance.
-	handler := mod.ExportedFunction(c.fn)
-	if init := mod.ExportedFunction(exportInitialize); init != nil {
-		if _, err := init.Call(ctx); err != nil && !exitedOK(err) {
-			return result(), p.classify(parent, c, exportInitialize, err)
+	if in != nil {
+		in.io.c, in.mem.limit, c.mem = c, uint64(c.limits.MaxMemoryPages)<<16, in.mem
+		if err := in.resume(c); err != nil {
+			in.close()
+			return result(), err
 		}
+		p.reused.Add(1)
+	} else {
+		c.mem = newLinearMemory(c.limits.MaxMemoryPages)
+		var err error
+		if in, err = p.instantiate(ctx, c); err != nil {
+			return result(), err
+		}
+		p.created.Add(1)
 	}
+	keep := false
+	defer func() {
+		in.io.c = nil
+		if keep && in.reset() {
+			p.pool.put(in)
+			return
+		}
+		in.close()
+	}()
+
 	if before != nil {
-		if err := before(ctx, mod); err != nil {
+		if err := before(ctx, in.mod); err != nil {
 			if se := (*scripthost.Error)(nil); errors.As(err, &se) && c.abort == nil {
 				return result(), err
 			}
-			return result(), p.classify(parent, c, c.fn, err)
+			return result(), p.failure(c.parent, c, in.mod, c.fn, err)
 		}
 	}
-	if _, err := handler.Call(ctx); err != nil && !exitedOK(err) {
-		return result(), p.classify(parent, c, c.fn, err)
+	if _, err := in.mod.ExportedFunction(c.fn).Call(ctx); err != nil && !exitedOK(err) {
+		return result(), p.failure(c.parent, c, in.mod, c.fn, err)
 	}
 	res := result()
 	res.Value = c.value
 	if res.Value == nil {
 		res.Value = json.RawMessage("null")
 	}
+	keep = before == nil && c.abort == nil && !p.eng.opts.FreshInstances
 	return res, nil
 }
 
@@ -79,36 +95,24 @@ func exitedOK(err error) bool {
 	return errors.As(err, &exit) && exit.ExitCode() == 0
 }
 
-// moduleConfig is the instance configuration: no files, arguments, environment or
-// sockets; clocks and randomness per Determinism and the engine's WASIConfig.
-func (p *Program) moduleConfig(c *call, stdout, stderr *stream) wazero.ModuleConfig {
-	cfg := wazero.NewModuleConfig().
-		WithName("").
-		WithStartFunctions().
-		WithStdout(stdout).
-		WithStderr(stderr)
-	if d := c.inv.Deterministic; d != nil {
-		sec, nsec := d.Now.Unix(), int32(d.Now.Nanosecond())
-		var mono int64
-		var seed [32]byte
-		binary.LittleEndian.PutUint64(seed[:], uint64(d.Seed))
-		return cfg.
-			WithWalltime(func() (int64, int32) { return sec, nsec }, 1).
-			// A monotonic clock that never moves would hang a guest runtime waiting
-			// on a timer; this one moves 1ms per reading, the same on every run.
-			WithNanotime(func() int64 { mono += 1e6; return mono }, 1).
-			WithRandSource(rand.NewChaCha8(seed))
+// failure classifies what a guest call of instance mod returned, after reading the
+// largest memory growth the instance was refused.
+func (p *Program) failure(parent context.Context, c *call, mod api.Module, where string, err error) error {
+	if g := mod.ExportedGlobal(exportRefused); g != nil {
+		c.refusedPages = g.Get()
 	}
-	cfg = cfg.WithRandSource(p.eng.randSource())
-	if p.eng.opts.WASI.RealClock {
-		cfg = cfg.WithSysWalltime().WithSysNanotime().WithSysNanosleep()
-	}
-	return cfg
+	return p.classify(parent, c, where, err)
 }
 
 // classify turns what a guest call returned into the invocation's error.
 func (p *Program) classify(parent context.Context, c *call, where string, err error) error {
 	if c.abort != nil {
+		var se *scripthost.Error
+		if c.guestFailed && c.refusedPages > 0 && errors.As(c.abort, &se) {
+			// A guest that reports an error after it was refused memory (an
+			// allocator's "out of memory" routed to fail) ran out of memory.
+			return p.memoryLimit(c, where, fmt.Sprintf("failed (%s)", se.Message))
+		}
 		return c.abort
 	}
 	var exit *sys.ExitError
@@ -168,22 +172,36 @@ func (p *Program) classify(parent context.Context, c *call, where string, err er
 // the fatal message a Go guest's runtime prints to stderr before it aborts.
 func (p *Program) runtimeLimit(c *call, where, how string) error {
 	head := string(c.console.head)
-	var detail string
 	switch {
-	case c.mem.refused > 0 && c.mem.declared:
-		detail = fmt.Sprintf("%s %s after the guest asked for %d bytes of linear memory; the module declares a maximum of %d pages (%s)",
-			where, how, c.mem.refused, p.info.memMax, pagesString(p.info.memMax))
-	case c.mem.refused > 0:
-		detail = fmt.Sprintf("%s %s after the guest asked for %d bytes of linear memory; the cap is %d pages (%s)",
-			where, how, c.mem.refused, c.limits.MaxMemoryPages, pagesString(c.limits.MaxMemoryPages))
+	case c.refusedPages > 0:
+		return p.memoryLimit(c, where, how)
 	case strings.Contains(head, "fatal error: out of memory"):
-		detail = fmt.Sprintf("%s %s: the guest runtime ran out of memory (%s); the cap is %d pages (%s)",
-			where, how, firstLine(head), c.limits.MaxMemoryPages, pagesString(c.limits.MaxMemoryPages))
+		return (&sandbox.LimitError{Limit: "memory", Detail: fmt.Sprintf(
+			"%s %s: the guest runtime ran out of memory (%s); the cap is %d pages (%s)",
+			where, how, firstLine(head), c.limits.MaxMemoryPages, pagesString(c.limits.MaxMemoryPages))}).AsError()
 	case strings.Contains(head, "fatal error: stack overflow") || strings.Contains(head, "goroutine stack exceeds"):
 		return (&sandbox.LimitError{Limit: "stack",
 			Detail: fmt.Sprintf("%s %s: %s", where, how, firstLine(head))}).AsError()
+	}
+	return nil
+}
+
+// memoryLimit is the error of a guest that ended (how) after a memory.grow was
+// refused, naming what it asked for and the limit that refused it: the module's
+// declared maximum, the invocation's cap, or the 4 GiB a 32-bit memory can address.
+func (p *Program) memoryLimit(c *call, where, how string) error {
+	want := c.refusedPages
+	asked := fmt.Sprintf("%s %s after the guest asked for %d bytes (%d pages) of linear memory", where, how, want<<16, want)
+	capPages := c.limits.MaxMemoryPages
+	var detail string
+	switch {
+	case p.info.hasMax && p.info.memMax < capPages && want > uint64(p.info.memMax):
+		detail = fmt.Sprintf("%s; the module declares a maximum of %d pages (%s)", asked, p.info.memMax, pagesString(p.info.memMax))
+	case want > maxPages:
+		detail = fmt.Sprintf("%s, more than the %d pages (4 GiB) a 32-bit memory can address; the cap is %d pages (%s)",
+			asked, maxPages, capPages, pagesString(capPages))
 	default:
-		return nil
+		detail = fmt.Sprintf("%s; the cap is %d pages (%s)", asked, capPages, pagesString(capPages))
 	}
 	return (&sandbox.LimitError{Limit: "memory", Detail: detail}).AsError()
 }

@@ -258,7 +258,7 @@ func (r *Runtime) stringproto_concat(call FunctionCall) Value {
 		var buf strings.Builder
 		buf.Grow(totalLen)
 		for _, s := range strs {
-			writeChunked(&buf, s.String()) // scripthost patch: see copyChunk
+			buf.WriteString(s.String())
 		}
 		return asciiString(buf.String())
 	} else {
@@ -273,7 +273,7 @@ func (r *Runtime) stringproto_concat(call FunctionCall) Value {
 					pos++
 				}
 			case unicodeString:
-				copyUTF16(buf[pos:], s[1:]) // scripthost patch: see copyChunk
+				copy(buf[pos:], s[1:])
 				pos += s.Length()
 			}
 		}

@@ -332,10 +332,10 @@ func (s asciiString) Concat(other String) String {
 		for i := 0; i < len(s); i++ {
 			b[i+1] = uint16(s[i])
 		}
-		copyUTF16(b[len(s)+1:], u[1:])
+		copy(b[len(s)+1:], u[1:])
 		return unicodeString(b)
 	}
-	return asciiString(concatASCII(string(s), string(a))) // scripthost patch: see copyChunk
+	return s + a
 }
 
 func (s asciiString) Substring(start, end int) String {

@@ -212,12 +212,7 @@ func (b *unicodeStringBuilder) writeASCIIString(bytes string) {
 }
 
 func (b *unicodeStringBuilder) writeUnicodeString(str unicodeString) {
-	str = str[1:]
-	for len(str) > copyChunk/2 { // scripthost patch: see copyChunk
-		b.buf = append(b.buf, str[:copyChunk/2]...)
-		str = str[copyChunk/2:]
-	}
-	b.buf = append(b.buf, str...)
+	b.buf = append(b.buf, str[1:]...)
 	b.unicode = true
 }
 
@@ -234,7 +229,7 @@ func (b *StringBuilder) WriteString(s String) {
 	} else {
 		b.check(len(a))
 		if b.ascii() {
-			writeChunked(&b.asciiBuilder, string(a))
+			b.asciiBuilder.WriteString(string(a))
 		} else {
 			b.unicodeBuilder.writeASCIIString(string(a))
 		}
@@ -502,12 +497,12 @@ func (s unicodeString) Concat(other String) String {
 	a, u := devirtualizeString(other)
 	if u != nil {
 		b := make(unicodeString, len(s)+len(u)-1)
-		copyUTF16(b, s) // scripthost patch: see copyChunk
-		copyUTF16(b[len(s):], u[1:])
+		copy(b, s)
+		copy(b[len(s):], u[1:])
 		return b
 	}
 	b := make([]uint16, len(s)+len(a))
-	copyUTF16(b, s) // scripthost patch: see copyChunk
+	copy(b, s)
 	b1 := b[len(s):]
 	for i := 0; i < len(a); i++ {
 		b1[i] = uint16(a[i])

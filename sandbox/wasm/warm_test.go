@@ -1,0 +1,248 @@
+package wasm
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/scripthost/scripthost/sandbox"
+)
+
+func loadWAT(t testing.TB, e *Engine, name string) *Program {
+	t.Helper()
+	code, err := os.ReadFile("testdata/wat/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.load(context.Background(), sandbox.Source{Name: name, Code: code})
+	if err != nil {
+		t.Fatalf("Load %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	return p
+}
+
+func invokeValue(t *testing.T, p *Program, inv sandbox.Invocation) string {
+	t.Helper()
+	res, err := p.Invoke(context.Background(), inv)
+	if err != nil {
+		t.Fatalf("%s: %v", inv.Function, err)
+	}
+	return string(res.Value)
+}
+
+// TestResetAfterScribble: an invocation that overwrites the whole memory and every
+// global and returns normally leaves an instance that the next invocation sees exactly
+// as a fresh one after _initialize: the same checksum of memory and globals, and
+// counters in memory and globals back at their start. The instance is reused (not
+// replaced), except after a growth, a trap or a limit, which drop it.
+func TestResetAfterScribble(t *testing.T) {
+	p := loadWAT(t, newEngine(t, Options{}), "scribble.wasm")
+	if !p.reusable {
+		t.Fatal("scribble.wasm is not reusable")
+	}
+	fresh := loadWAT(t, newEngine(t, Options{FreshInstances: true}), "scribble.wasm")
+	want := invokeValue(t, fresh, sandbox.Invocation{Function: "check"})
+
+	steps := []struct {
+		fn      string
+		fails   bool
+		limits  sandbox.Limits
+		created int64 // instances made so far, after the check that follows fn
+	}{
+		{fn: "check", created: 2}, // describe at Load made the first
+		{fn: "scribble", created: 2},
+		{fn: "count", created: 2},
+		{fn: "count", created: 2},
+		{fn: "scribble_grow", created: 3}, // grown memory cannot shrink: dropped
+		{fn: "scribble_trap", fails: true, created: 4},
+		{fn: "scribble", limits: sandbox.Limits{MaxMemoryPages: 1}, fails: true, created: 4}, // 2 pages > cap 1: refused before any instance
+	}
+	for i, st := range steps {
+		res, err := p.Invoke(context.Background(), sandbox.Invocation{Function: st.fn, Limits: st.limits})
+		if (err != nil) != st.fails {
+			t.Fatalf("step %d %s: got %v, want failure %v", i, st.fn, err, st.fails)
+		}
+		if st.fn == "count" && string(res.Value) != "2" {
+			t.Errorf("step %d: count returned %s, want 2 (memory and global counters at 1)", i, res.Value)
+		}
+		if got := invokeValue(t, p, sandbox.Invocation{Function: "check"}); got != want {
+			t.Errorf("step %d: after %s check returned %s, want %s (a fresh instance's)", i, st.fn, got, want)
+		}
+		if got := p.created.Load(); got != st.created {
+			t.Errorf("step %d: after %s: %d instances made, want %d", i, st.fn, got, st.created)
+		}
+	}
+	if p.reused.Load() == 0 {
+		t.Error("no invocation reused an instance")
+	}
+}
+
+// TestResetTimeout: a reused instance still stops at its timeout, and is dropped; the
+// next invocation is pristine.
+func TestResetTimeout(t *testing.T) {
+	p := loadWAT(t, newEngine(t, Options{}), "scribble.wasm")
+	want := invokeValue(t, p, sandbox.Invocation{Function: "check"})
+	for range 2 {
+		reused := p.reused.Load()
+		_, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "spin", Limits: sandbox.Limits{Timeout: 50 * time.Millisecond}})
+		if le := limitOf(err); le == nil || le.Limit != "timeout" {
+			t.Fatalf("got %v, want a timeout", err)
+		}
+		if p.reused.Load() != reused+1 {
+			t.Error("spin did not run in a reused instance")
+		}
+		if got := invokeValue(t, p, sandbox.Invocation{Function: "check"}); got != want {
+			t.Errorf("after a timeout check returned %s, want %s", got, want)
+		}
+	}
+}
+
+// TestNotReusable: a module whose tables change, or whose _initialize reads from the
+// host (here WASI random_get, as the Go runtime does to seed itself), gets a fresh
+// instance every time.
+func TestNotReusable(t *testing.T) {
+	e := newEngine(t, Options{})
+	ops := loadWAT(t, e, "opcodes.wasm")
+	if ops.reusable {
+		t.Error("opcodes.wasm (table.set, elem.drop, data.drop) is reusable")
+	}
+	first := invokeValue(t, ops, sandbox.Invocation{Function: "mix"})
+	if again := invokeValue(t, ops, sandbox.Invocation{Function: "mix"}); again != first {
+		t.Errorf("mix changed its tables and segments: got %s, then %s", first, again)
+	}
+	if ops.reused.Load() != 0 {
+		t.Error("an instance of opcodes.wasm was reused")
+	}
+	p := loadWAT(t, e, "initrand.wasm")
+	before := p.created.Load()
+	a := invokeValue(t, p, sandbox.Invocation{Function: "seed"})
+	b := invokeValue(t, p, sandbox.Invocation{Function: "seed"})
+	if a == b {
+		t.Errorf("two invocations got the same seed %s", a)
+	}
+	if got := p.created.Load() - before; got != 2 {
+		t.Errorf("%d instances made for 2 invocations, want 2", got)
+	}
+	det := func(seed int64) string {
+		return invokeValue(t, p, sandbox.Invocation{Function: "seed", Deterministic: &sandbox.Determinism{Seed: seed}})
+	}
+	if det(1) != det(1) || det(1) == det(2) {
+		t.Errorf("deterministic seeds: got %s, %s for seed 1 and %s for 2", det(1), det(1), det(2))
+	}
+}
+
+// TestReusedRandomness: a reused instance draws from the invocation's random source:
+// different numbers in every invocation, and in deterministic mode the numbers of the
+// seed, the same as a fresh instance's.
+func TestReusedRandomness(t *testing.T) {
+	p := loadWAT(t, newEngine(t, Options{}), "scribble.wasm")
+	fresh := loadWAT(t, newEngine(t, Options{FreshInstances: true}), "scribble.wasm")
+	seen := map[string]bool{}
+	for range 5 {
+		v := invokeValue(t, p, sandbox.Invocation{Function: "random"})
+		if seen[v] {
+			t.Errorf("random %s drawn twice", v)
+		}
+		seen[v] = true
+	}
+	d := func(p *Program, seed int64) string {
+		return invokeValue(t, p, sandbox.Invocation{Function: "random", Deterministic: &sandbox.Determinism{Seed: seed, Now: time.Unix(0, 0)}})
+	}
+	if a, b, c := d(p, 7), d(p, 7), d(fresh, 7); a != b || a != c {
+		t.Errorf("seed 7: reused %s then %s, fresh %s; want all equal", a, b, c)
+	}
+	if d(p, 7) == d(p, 8) {
+		t.Error("seeds 7 and 8 drew the same numbers")
+	}
+	if p.reused.Load() == 0 {
+		t.Error("no invocation reused an instance")
+	}
+}
+
+// TestReusedConsole: output and results belong to the invocation that made them.
+func TestReusedConsole(t *testing.T) {
+	p := load(t, newEngine(t, Options{}), "good.wasm")
+	for i := range 3 {
+		state := json.RawMessage(`{"n":` + string(rune('0'+i)) + `}`)
+		res, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "echo", Globals: sandbox.Globals{State: state}})
+		if err != nil || string(res.Value) != string(state) {
+			t.Fatalf("invocation %d: got %s, %v; want %s", i, res.Value, err, state)
+		}
+	}
+	if p.reused.Load() == 0 {
+		t.Error("no invocation reused an instance")
+	}
+}
+
+// TestGoGuestReused: a Go guest's instance is reused: its runtime's random generator is
+// reseeded for every invocation (math/rand draws differ each time), module state is
+// reset (fresh_instance returns 1), and in deterministic mode it runs as in a fresh
+// instance (the same numbers for the same seed as an engine without reuse).
+func TestGoGuestReused(t *testing.T) {
+	code := buildGuest(t, conformanceDir)
+	load := func(opts Options) *Program {
+		opts.CacheDir = sharedCacheDir()
+		p, err := newEngine(t, opts).load(context.Background(), sandbox.Source{Name: "conformance.wasm", Code: code})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close(context.Background()) })
+		return p
+	}
+	p := load(Options{})
+	if !p.reusable {
+		t.Fatal("the Go guest is not reusable")
+	}
+	seen := map[string]bool{}
+	for i := range 5 {
+		if got := invokeValue(t, p, sandbox.Invocation{Function: "fresh_instance"}); got != "1" {
+			t.Errorf("fresh_instance %d: got %s, want 1", i, got)
+		}
+		v := invokeValue(t, p, sandbox.Invocation{Function: "deterministic"})
+		var out struct{ Random []float64 }
+		if err := json.Unmarshal([]byte(v), &out); err != nil || len(out.Random) != 3 {
+			t.Fatalf("deterministic returned %s", v)
+		}
+		for _, r := range out.Random {
+			k := strconv.FormatFloat(r, 'g', -1, 64)
+			if seen[k] {
+				t.Errorf("invocation %d drew %s again", i, k)
+			}
+			seen[k] = true
+		}
+	}
+	if got := p.reused.Load(); got < 8 {
+		t.Errorf("%d of 10 invocations reused an instance, want at least 8", got)
+	}
+	fresh := load(Options{FreshInstances: true})
+	det := sandbox.Invocation{Function: "deterministic", Deterministic: &sandbox.Determinism{Seed: 9, Now: time.Unix(5, 0)}}
+	if a, b, c := invokeValue(t, p, det), invokeValue(t, p, det), invokeValue(t, fresh, det); a != b || a != c {
+		t.Errorf("seed 9: got %s, then %s, fresh %s; want all equal", a, b, c)
+	}
+}
+
+// TestIdleBudget: instances are kept for reuse only within Options.MaxIdleBytes.
+func TestIdleBudget(t *testing.T) {
+	// scribble.wasm's instance holds 2 pages and their snapshot: 256 KiB.
+	for _, tt := range []struct {
+		max    int64
+		reused bool
+	}{{max: 200 << 10, reused: false}, {max: 300 << 10, reused: true}} {
+		e := newEngine(t, Options{MaxIdleBytes: tt.max})
+		p := loadWAT(t, e, "scribble.wasm")
+		for range 3 {
+			invokeValue(t, p, sandbox.Invocation{Function: "count"})
+		}
+		if got := p.reused.Load() > 0; got != tt.reused {
+			t.Errorf("budget %d: reused %v, want %v", tt.max, got, tt.reused)
+		}
+		_ = p.Close(context.Background())
+		if e.idle.used != 0 {
+			t.Errorf("budget %d: %d bytes still counted after Close", tt.max, e.idle.used)
+		}
+	}
+}
