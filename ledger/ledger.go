@@ -139,6 +139,11 @@ type NewRun struct {
 	Handler    string
 	Kind       scripthost.HandlerKind
 	InputState json.RawMessage
+	// Start, when set, moves the new run on from pending to this phase in the same
+	// transaction, as AdvancePhase would (with a snapshot of each state): preparing for
+	// a consumer, executing for a producer. Nothing happens outside the ledger between
+	// the two, so recovery finds the run in either phase and runs the same code.
+	Start scripthost.RunPhase
 }
 
 // PrepareResult is what a prepare phase returned; MarkPrepared stores it and reserves
@@ -149,6 +154,10 @@ type PrepareResult struct {
 	// WakeAt, when set, asks for the consumer to run again at that time even without
 	// new events. It is saved with the handler state at commit.
 	WakeAt time.Time
+	// Mutate moves the prepared run on to mutating in the same transaction, as
+	// AdvancePhase would (with a snapshot of each state). A run found mutating without
+	// a mutation runs its mutate phase, like one found prepared.
+	Mutate bool
 }
 
 // NewMutation is a mutation to record in_flight before its tool is called.
@@ -334,7 +343,7 @@ type Store interface {
 	// pending → executing for producers.
 	AdvancePhase(ctx context.Context, runID string, from, to scripthost.RunPhase) (scripthost.Run, error)
 	// MarkPrepared moves preparing → prepared, stores the result and reserves its
-	// events for the run.
+	// events for the run; with res.Mutate it moves on to mutating.
 	MarkPrepared(ctx context.Context, runID string, res PrepareResult) (scripthost.Run, error)
 	// MarkMutated moves mutating → mutated without a mutation (the mutate phase made
 	// none, or the consumer has no mutate function): the outcome is "none".

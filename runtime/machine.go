@@ -16,25 +16,36 @@ import (
 )
 
 // Drive moves a run forward until it is committed, paused, failed or waiting for a
-// reconciliation. It re-reads the run before every step and dispatches on its phase,
-// so the same code serves a first run and a run found after a restart. It returns
-// the run as it left it and whether any step made progress. Errors are failures of the
-// ledger; script and tool failures are recorded on the run instead.
+// reconciliation. It reads the run, dispatches on its phase, and goes on with the run
+// each transition returns (reading it again only after a step whose ledger writes
+// it cannot see, such as a mutate phase's tool call), so the same code serves a first
+// run and a run found after a restart. It returns the run as it left it and whether
+// any step made progress. Errors are failures of the ledger; script and tool failures
+// are recorded on the run instead.
 func (rt *Runtime) Drive(ctx context.Context, runID string) (run scripthost.Run, progress bool, err error) {
 	ctx, end := rt.observeRun(ctx, runID)
 	defer func() { end(err) }()
-	return rt.drive(ctx, runID)
+	if run, err = rt.cfg.Store.Run(ctx, runID); err != nil {
+		return run, false, err
+	}
+	return rt.drive(ctx, run, false)
 }
 
-func (rt *Runtime) drive(ctx context.Context, runID string) (scripthost.Run, bool, error) {
+// driveRun is Drive for a run the caller has just written: created, or moved on by the
+// transition that returned it (fresh: no mutation can have been recorded for it since).
+func (rt *Runtime) driveRun(ctx context.Context, run scripthost.Run, fresh bool) (_ scripthost.Run, progress bool, err error) {
+	ctx, end := rt.observeRun(ctx, run.ID)
+	defer func() { end(err) }()
+	return rt.drive(ctx, run, fresh)
+}
+
+// drive runs the steps. fresh says that run is what this process's own transition
+// returned (not what it read), so that, in phase mutating, no mutation exists yet.
+func (rt *Runtime) drive(ctx context.Context, run scripthost.Run, fresh bool) (scripthost.Run, bool, error) {
 	progress := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return scripthost.Run{}, progress, err
-		}
-		run, err := rt.cfg.Store.Run(ctx, runID)
-		if err != nil {
-			return run, progress, err
 		}
 		if run.Status != scripthost.StatusActive || run.Phase == scripthost.RunCommitted {
 			return run, progress, nil
@@ -43,19 +54,20 @@ func (rt *Runtime) drive(ctx context.Context, runID string) (scripthost.Run, boo
 		if err != nil {
 			return run, progress, err
 		}
+		var next scripthost.Run
 		var moved bool
 		if run.Kind == scripthost.KindProducer {
 			p, ok := l.def.Producers[run.Handler]
 			if !ok {
 				return run, progress, rt.failMissing(ctx, run)
 			}
-			moved, err = rt.stepProducer(ctx, l, p, run)
+			next, moved, err = rt.stepProducer(ctx, l, p, run)
 		} else {
 			c, ok := l.def.Consumers[run.Handler]
 			if !ok {
 				return run, progress, rt.failMissing(ctx, run)
 			}
-			moved, err = rt.stepConsumer(ctx, l, c, run)
+			next, moved, err = rt.stepConsumer(ctx, l, c, run, fresh)
 		}
 		if err != nil {
 			return run, progress, err
@@ -64,7 +76,25 @@ func (rt *Runtime) drive(ctx context.Context, runID string) (scripthost.Run, boo
 			return run, progress, nil
 		}
 		progress = true
-		rt.failpoint(string(run.Kind) + ":after:" + string(run.Phase))
+		rt.passed(run.Kind, run.Phase, next.Phase)
+		if fresh = next.ID != ""; !fresh {
+			if next, err = rt.cfg.Store.Run(ctx, run.ID); err != nil {
+				return next, progress, err
+			}
+		}
+		run = next
+	}
+}
+
+// passed calls the failpoint after each phase step from phase from up to the phase
+// before to: a step that made two transitions in one transaction (see ledger.NewRun
+// Start and ledger.PrepareResult Mutate) passed two boundaries at once.
+func (rt *Runtime) passed(kind scripthost.HandlerKind, from, to scripthost.RunPhase) {
+	rt.failpoint(string(kind) + ":after:" + string(from))
+	order := scripthost.PhaseOrder(kind)
+	first, last := scripthost.PhaseIndex(kind, from), scripthost.PhaseIndex(kind, to)
+	for i := first + 1; first >= 0 && i < last; i++ {
+		rt.failpoint(string(kind) + ":after:" + string(order[i]))
 	}
 }
 
@@ -77,83 +107,97 @@ func (rt *Runtime) failMissing(ctx context.Context, run scripthost.Run) error {
 	return err
 }
 
-func (rt *Runtime) stepProducer(ctx context.Context, l *loaded, p *Producer, run scripthost.Run) (bool, error) {
+// The steps return the run as the transition they made left it, or a zero run when
+// they cannot know it (the drive loop then reads it), whether they moved it, and the
+// ledger's errors.
+
+func (rt *Runtime) stepProducer(ctx context.Context, l *loaded, p *Producer, run scripthost.Run) (scripthost.Run, bool, error) {
 	st := rt.cfg.Store
 	switch run.Phase {
 	case scripthost.RunPending:
 		if moved, err := rt.guardRun(ctx, l, p.Lifecycle, run); moved || err != nil {
-			return true, err
+			return scripthost.Run{}, true, err
 		}
-		_, err := st.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseProducer)),
+		next, err := st.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseProducer)),
 			run.ID, scripthost.RunPending, scripthost.RunExecuting)
-		return true, err
+		return next, true, err
 	case scripthost.RunExecuting:
 		w := rt.wrapper(run, nil, p.Publishes)
 		res, err := rt.invoke(ctx, l, p.Lifecycle, run, w, scripthost.PhaseProducer, p.Handler,
 			sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
 		if err != nil {
-			return true, rt.routeError(ctx, run, p.Lifecycle, scripthost.PhaseProducer, err)
+			return scripthost.Run{}, true, rt.routeError(ctx, run, p.Lifecycle, scripthost.PhaseProducer, err)
 		}
 		state := newState(res, run.InputState)
-		_, err = st.CommitProducer(with(ctx, rt.commitEvents(run, scripthost.PhaseProducer, w)...), run.ID, ledger.Commit{
+		next, err := st.CommitProducer(with(ctx, rt.commitEvents(run, scripthost.PhaseProducer, w)...), run.ID, ledger.Commit{
 			State:     state,
 			Output:    res,
 			Publish:   w.Published(),
 			NextRunAt: p.Schedule.NextAfter(rt.now()),
 		})
-		return true, err
+		return next, true, err
 	}
-	return false, fmt.Errorf("runtime: run %s: producer in unexpected phase %s", run.ID, run.Phase)
+	return scripthost.Run{}, false, fmt.Errorf("runtime: run %s: producer in unexpected phase %s", run.ID, run.Phase)
 }
 
-func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run scripthost.Run) (bool, error) {
+func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run scripthost.Run, fresh bool) (scripthost.Run, bool, error) {
 	st := rt.cfg.Store
 	switch run.Phase {
 	case scripthost.RunPending:
 		if moved, err := rt.guardRun(ctx, l, c.Lifecycle, run); moved || err != nil {
-			return true, err
+			return scripthost.Run{}, true, err
 		}
-		_, err := st.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhasePrepare)),
+		next, err := st.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhasePrepare)),
 			run.ID, scripthost.RunPending, scripthost.RunPreparing)
-		return true, err
+		return next, true, err
 
 	case scripthost.RunPreparing:
 		w := rt.wrapper(run, c.Subscribe, nil)
 		res, err := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhasePrepare, c.Prepare,
 			sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
 		if err != nil {
-			return true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhasePrepare, err)
+			return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhasePrepare, err)
 		}
 		pr, err := parsePrepared(res, c)
 		if err != nil {
-			return true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhasePrepare, &stepError{step: stepResult, err: err})
+			return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhasePrepare, &stepError{step: stepResult, err: err})
 		}
-		_, err = st.MarkPrepared(with(ctx, phaseEvent(run, ledger.EventPhaseCompleted, scripthost.PhasePrepare)), run.ID, pr)
+		// Moving on to mutating in the same transaction loses nothing: a run found
+		// mutating without a mutation runs its mutate phase, as one found prepared would.
+		pr.Mutate = true
+		next, err := st.MarkPrepared(with(ctx, phaseEvent(run, ledger.EventPhaseCompleted, scripthost.PhasePrepare),
+			phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseMutate)), run.ID, pr)
 		if errors.Is(err, ledger.ErrEventUnavailable) {
-			return true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhasePrepare,
+			return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhasePrepare,
 				&stepError{step: stepResult, err: scripthost.Wrap(scripthost.ClassLogic, "reservation", err)})
 		}
-		return true, err
+		return next, true, err
 
 	case scripthost.RunPrepared:
-		_, err := st.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseMutate)),
+		next, err := st.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseMutate)),
 			run.ID, scripthost.RunPrepared, scripthost.RunMutating)
-		return true, err
+		return next, true, err
 
 	case scripthost.RunMutating:
-		m, err := st.RunMutation(ctx, run.ID)
-		switch {
-		case err == nil:
-			return rt.settle(ctx, run, m)
-		case !errors.Is(err, ledger.ErrNotFound):
-			return false, err
+		if !fresh {
+			// A run read from the ledger may have its mutation recorded already: the
+			// process stopped between the in-flight write and the outcome, or the
+			// outcome is being reconciled. One this process just moved here has none.
+			m, err := st.RunMutation(ctx, run.ID)
+			switch {
+			case err == nil:
+				moved, err := rt.settle(ctx, run, m)
+				return scripthost.Run{}, moved, err
+			case !errors.Is(err, ledger.ErrNotFound):
+				return scripthost.Run{}, false, err
+			}
 		}
 		// No mutation is recorded: the mutate phase never reached a tool (or this is
 		// its first attempt), so running it again cannot repeat a side effect.
 		completed := with(ctx, phaseEvent(run, ledger.EventPhaseCompleted, scripthost.PhaseMutate))
 		if c.Mutate == "" {
-			_, err := st.MarkMutated(completed, run.ID)
-			return true, err
+			next, err := st.MarkMutated(completed, run.ID)
+			return next, true, err
 		}
 		w := rt.wrapperFor(run, nil, nil, c.OnMutationFailure)
 		_, ierr := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhaseMutate, c.Mutate,
@@ -164,28 +208,29 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 			// after hook is another matter: it failed like in any other phase, and the
 			// run goes where its error sends it (a retry resumes at next).
 			if ierr != nil && stepOf(ierr) == stepAfter {
-				return true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseMutate, ierr)
+				return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseMutate, ierr)
 			}
 			if ierr != nil && !errors.Is(ierr, sandbox.ErrTerminate) {
 				rt.cfg.Logger.Warn("error after the mutation", "run", run.ID, "err", rt.redact(ierr.Error()))
 			}
 			for _, d := range w.Dropped() {
 				if err := rt.warn(ctx, run, scripthost.PhaseMutate, d); err != nil {
-					return false, err
+					return scripthost.Run{}, false, err
 				}
 			}
-			return true, nil
+			// The tool wrapper's outcome write moved the run; read where to.
+			return scripthost.Run{}, true, nil
 		}
 		if ierr != nil {
-			return true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseMutate, ierr)
+			return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseMutate, ierr)
 		}
-		_, err = st.MarkMutated(completed, run.ID)
-		return true, err
+		next, err := st.MarkMutated(completed, run.ID)
+		return next, true, err
 
 	case scripthost.RunMutated:
-		_, err := st.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseNext)),
+		next, err := st.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseNext)),
 			run.ID, scripthost.RunMutated, scripthost.RunEmitting)
-		return true, err
+		return next, true, err
 
 	case scripthost.RunEmitting:
 		outcome := run.Outcome
@@ -194,7 +239,7 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		}
 		oj, err := json.Marshal(outcome)
 		if err != nil {
-			return false, fmt.Errorf("runtime: run %s: outcome: %w", run.ID, err)
+			return scripthost.Run{}, false, fmt.Errorf("runtime: run %s: outcome: %w", run.ID, err)
 		}
 		state := run.InputState
 		var publish []ledger.NewEvent
@@ -205,7 +250,7 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 				sandbox.Globals{State: stateOrNull(run.InputState), Prepared: stateOrNull(run.Prepared), MutationResult: oj},
 				stateOrNull(run.Prepared), oj)
 			if err != nil {
-				return true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseNext, err)
+				return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseNext, err)
 			}
 			state = newState(res, run.InputState)
 			publish = w.Published()
@@ -215,11 +260,11 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		if !wake.After(rt.now()) {
 			wake = time.Time{}
 		}
-		_, err = st.CommitConsumer(with(ctx, rt.commitEvents(run, scripthost.PhaseNext, w)...), run.ID,
+		next, err := st.CommitConsumer(with(ctx, rt.commitEvents(run, scripthost.PhaseNext, w)...), run.ID,
 			ledger.Commit{State: state, Output: output, Publish: publish, WakeAt: wake})
-		return true, err
+		return next, true, err
 	}
-	return false, fmt.Errorf("runtime: run %s: consumer in unexpected phase %s", run.ID, run.Phase)
+	return scripthost.Run{}, false, fmt.Errorf("runtime: run %s: consumer in unexpected phase %s", run.ID, run.Phase)
 }
 
 // settle handles a run found in phase mutating with its mutation already recorded: the

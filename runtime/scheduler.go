@@ -105,7 +105,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 		return did, err
 	}
 	for _, r := range active {
-		_, moved, err := rt.Drive(ctx, r.ID)
+		_, moved, err := rt.driveRun(ctx, r, false)
 		if err != nil {
 			return did, err
 		}
@@ -132,6 +132,9 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 	}
 
 	now := rt.now()
+	// nextProducer is when the earliest producer that did not run becomes due.
+	var nextProducer time.Time
+	producersRan := false
 	for _, name := range sortedKeys(def.Producers) {
 		if blocked(name) {
 			continue
@@ -141,32 +144,56 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 			return did, err
 		}
 		if !s.NextRunAt.IsZero() && s.NextRunAt.After(now) {
+			if nextProducer.IsZero() || s.NextRunAt.Before(nextProducer) {
+				nextProducer = s.NextRunAt
+			}
 			continue
 		}
 		if err := rt.start(ctx, workflow, version, name, scripthost.KindProducer); err != nil {
 			return did, err
 		}
-		did = true
+		did, producersRan = true, true
 	}
-	for _, name := range sortedKeys(def.Consumers) {
-		if blocked(name) {
-			continue
+	// The consumers go round in name order, one run each per round, for as long as
+	// every run a round started ended committed or skipped and nothing else came due:
+	// the next pass would then find nothing to reconcile, resume or retry and no
+	// producer due, and run the same consumers in the same order, so a round is that
+	// pass without its reads. The number of rounds is bounded, so that a workflow
+	// paused or a version loaded meanwhile is seen soon.
+	for round := 1; ; round++ {
+		ran, settled := false, true
+		for _, name := range sortedKeys(def.Consumers) {
+			if blocked(name) {
+				continue
+			}
+			last, hasLast := latest[name]
+			run, started, err := rt.tickConsumer(ctx, workflow, version, def.Consumers[name], last, hasLast, now)
+			did = did || started
+			if err != nil {
+				return did, err
+			}
+			if started {
+				ran, latest[name] = true, run
+				settled = settled && (run.Status == scripthost.StatusCommitted || run.Status == scripthost.StatusSkipped)
+			}
 		}
-		last, hasLast := latest[name]
-		ran, err := rt.tickConsumer(ctx, workflow, version, def.Consumers[name], last, hasLast, now)
-		did = did || ran
-		if err != nil {
-			return did, err
+		if !ran || !settled || producersRan || round >= maxRounds {
+			return did, nil
+		}
+		if now = rt.now(); !nextProducer.IsZero() && !nextProducer.After(now) {
+			return did, nil
 		}
 	}
-	return did, nil
 }
+
+// maxRounds bounds the consumer rounds of one scheduling pass.
+const maxRounds = 16
 
 // tickConsumer starts a run of consumer c if it has pending events newer than what it
 // last ignored, or a due wake-up, and reports whether it did. last is the handler's
 // newest run, if it has one.
 func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version int, c *Consumer,
-	last scripthost.Run, hasLast bool, now time.Time) (bool, error) {
+	last scripthost.Run, hasLast bool, now time.Time) (scripthost.Run, bool, error) {
 	st := rt.cfg.Store
 	name := c.Name
 	key := workflow + "/" + name
@@ -181,11 +208,11 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 	}
 	newest, err := rt.newestPending(ctx, workflow, c.Subscribe, scan)
 	if err != nil {
-		return false, err
+		return scripthost.Run{}, false, err
 	}
 	hs, err := st.HandlerState(ctx, workflow, name)
 	if err != nil {
-		return false, err
+		return scripthost.Run{}, false, err
 	}
 	// A wake-up is due once its time has come, unless a run started since then
 	// (a wake-up time in the past that a commit kept is not a new request).
@@ -194,17 +221,17 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 		wake = false
 	}
 	if !wake && newest <= idleAt {
-		return false, nil
+		return scripthost.Run{}, false, nil
 	}
 	run, err := rt.startRunWith(ctx, workflow, version, name, scripthost.KindConsumer, hs)
 	if err != nil {
-		return true, err
+		return run, true, err
 	}
 	// A run that reserved nothing (or was skipped by its guard) leaves the pending
 	// events as they were: wait for a newer event or a wake-up before trying again.
 	if len(run.Reservations) == 0 {
 		if newest, err = rt.newestPending(ctx, workflow, c.Subscribe, pendingScan); err != nil {
-			return true, err
+			return run, true, err
 		}
 		rt.mu.Lock()
 		rt.idle[key] = newest
@@ -214,7 +241,7 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 		delete(rt.idle, key)
 		rt.mu.Unlock()
 	}
-	return true, nil
+	return run, true, nil
 }
 
 // acquire takes one of the Concurrency slots, waiting for one to be free.
@@ -270,7 +297,7 @@ func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[stri
 		if err != nil {
 			return did, err
 		}
-		if _, _, err := rt.Drive(ctx, next.ID); err != nil {
+		if _, _, err := rt.driveRun(ctx, next, true); err != nil {
 			return true, err
 		}
 		did = true
@@ -372,15 +399,48 @@ func (rt *Runtime) startRun(ctx context.Context, workflow string, version int, h
 // startRunWith is startRun with the handler's state already read.
 func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version int, handler string, kind scripthost.HandlerKind,
 	hs ledger.HandlerState) (scripthost.Run, error) {
-	run, err := rt.cfg.Store.CreateRun(ctx, ledger.NewRun{
-		Workflow: workflow, Version: version, Handler: handler, Kind: kind, InputState: hs.State,
-	})
+	nr := ledger.NewRun{Workflow: workflow, Version: version, Handler: handler, Kind: kind, InputState: hs.State}
+	// Without a guard the first phase starts at once, in the transaction that creates
+	// the run: a run found pending or in its first phase after a restart runs that
+	// phase either way.
+	cctx := ctx
+	start, phase := rt.firstPhase(ctx, workflow, version, handler, kind)
+	if start != "" {
+		nr.Start = start
+		// The store names the run it creates on the event.
+		cctx = with(ctx, phaseEvent(scripthost.Run{Attempt: 1}, ledger.EventPhaseStarted, phase))
+	}
+	run, err := rt.cfg.Store.CreateRun(cctx, nr)
 	if err != nil {
 		return run, err
 	}
 	rt.failpoint(string(kind) + ":created")
-	run, _, err = rt.Drive(ctx, run.ID)
+	if start != "" {
+		rt.failpoint(string(kind) + ":after:" + string(scripthost.RunPending))
+	}
+	run, _, err = rt.driveRun(ctx, run, true)
 	return run, err
+}
+
+// firstPhase returns the run phase a new run of the handler may be created in, and
+// the phase event that starts it, when the handler has no guard to run first; "" when
+// it must be created pending.
+func (rt *Runtime) firstPhase(ctx context.Context, workflow string, version int, handler string,
+	kind scripthost.HandlerKind) (scripthost.RunPhase, scripthost.Phase) {
+	l, err := rt.program(ctx, workflow, version)
+	if err != nil {
+		return "", "" // Drive reports it
+	}
+	if kind == scripthost.KindProducer {
+		if p, ok := l.def.Producers[handler]; ok && p.Guard == "" {
+			return scripthost.RunExecuting, scripthost.PhaseProducer
+		}
+		return "", ""
+	}
+	if c, ok := l.def.Consumers[handler]; ok && c.Guard == "" {
+		return scripthost.RunPreparing, scripthost.PhasePrepare
+	}
+	return "", ""
 }
 
 func (rt *Runtime) workflowLock(name string) *sync.Mutex {

@@ -45,9 +45,12 @@ func (g *gate) tool() *hostfuncs.Tool {
 			g.inside++
 			g.maxSeen = max(g.maxSeen, g.inside)
 			g.cond.Broadcast()
+			// start is taken before the timer is set, so that when the timer fires the
+			// loop below sees the patience run out (the other way round it could wait on
+			// for ever, woken a moment too early).
+			start := time.Now()
 			deadline := time.AfterFunc(g.patience, func() { g.mu.Lock(); g.cond.Broadcast(); g.mu.Unlock() })
 			defer deadline.Stop()
-			start := time.Now()
 			for g.maxSeen < g.want && time.Since(start) < g.patience {
 				g.cond.Wait()
 			}

@@ -33,8 +33,8 @@ const Workflow = `export default {
 
 // ConsumerRuns publishes b.N events spread over workflows and runs them all on the
 // embedded SQLite ledger (a real file, the in-flight write synchronous=FULL), timing
-// only the runs. It reports runs/s, and writes, commits, durable commits and reads per
-// run.
+// only the runs. It reports runs/s; writes, commits, durable commits (those that waited
+// for the disk) and reads per run; and the largest group-commit batch.
 func ConsumerRuns(b *testing.B, workflows int) {
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -87,6 +87,7 @@ func ConsumerRuns(b *testing.B, workflows int) {
 	b.ReportMetric(float64(ws.Writes-before.Writes)/float64(b.N), "writes/run")
 	b.ReportMetric(float64(ws.Commits-before.Commits)/float64(b.N), "commits/run")
 	b.ReportMetric(float64(ws.Durable-before.Durable)/float64(b.N), "durable/run")
+	b.ReportMetric(float64(ws.MaxBatch), "max-batch")
 	b.ReportMetric(float64(counted.Reads.Load())/float64(b.N), "reads/run")
 	pending, err := st.Events(ctx, ledger.EventFilter{Status: "pending"})
 	if err != nil {

@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"SkipRun", testSkipRun},
 		{"Recover", testRecover},
 		{"Snapshots", testSnapshots},
+		{"FoldedTransitions", testFoldedTransitions},
 		{"HandlerStateAndSchedule", testStateAndSchedule},
 		{"ExecutionLog", testExecutionLog},
 		{"ExecutionIDsUnique", testExecutionIDsUnique},

@@ -339,3 +339,67 @@ func testSnapshots(f *fixture) {
 		f.t.Errorf("after pause: got %s/%s, want prepared/paused:approval", got.Phase, got.Status)
 	}
 }
+
+// testFoldedTransitions: CreateRun with Start and MarkPrepared with Mutate make two
+// transitions in one transaction, leaving what the two separate transitions leave:
+// the same phases, a snapshot of each state and the events attached.
+func testFoldedTransitions(f *fixture) {
+	t := f.t
+	evs := f.publish("in", "fold-a")
+	ctx := ledger.WithEvents(f.ctx, ledger.NewLifecycleEvent("", ledger.EventPhaseStarted, map[string]any{"phase": "prepare"}))
+	r := must(f.s.CreateRun(ctx, ledger.NewRun{Workflow: wf, Version: 1, Handler: "ship", Kind: scripthost.KindConsumer,
+		Start: scripthost.RunPreparing}))(t)
+	if r.Phase != scripthost.RunPreparing || r.Status != scripthost.StatusActive {
+		t.Fatalf("created: got %s/%s, want preparing/active", r.Phase, r.Status)
+	}
+	if got := must(f.s.Run(f.ctx, r.ID))(t); mustJSON(t, got) != mustJSON(t, r) {
+		t.Errorf("read back: got %s, want %s", mustJSON(t, got), mustJSON(t, r))
+	}
+	r = must(f.s.MarkPrepared(f.ctx, r.ID, ledger.PrepareResult{Data: json.RawMessage(`1`), Mutate: true,
+		Reservations: []scripthost.Reservation{{Topic: "in", IDs: []string{evs[0].MessageID}}}}))(t)
+	if r.Phase != scripthost.RunMutating || string(r.Prepared) != "1" || len(r.Reservations) != 1 {
+		t.Fatalf("prepared: got %s %s %v, want mutating with the prepared data and reservation", r.Phase, r.Prepared, r.Reservations)
+	}
+	if got := must(f.s.Run(f.ctx, r.ID))(t); mustJSON(t, got) != mustJSON(t, r) {
+		t.Errorf("read back: got %s, want %s", mustJSON(t, got), mustJSON(t, r))
+	}
+	if got := must(f.s.Events(f.ctx, ledger.EventFilter{Topic: "in"}))(t); len(got) != 1 || got[0].Status != scripthost.EventReserved {
+		t.Errorf("event: got %v, want reserved", got)
+	}
+	must(f.s.BeginMutation(f.ctx, ledger.NewMutation{RunID: r.ID, Namespace: "Shop", Method: "ship",
+		Params: json.RawMessage(`{}`), InputHash: "fold", IdempotencyKey: "fold"}))(t)
+	snaps := must(f.s.Snapshots(f.ctx, r.ID))(t)
+	want := []scripthost.RunPhase{scripthost.RunPending, scripthost.RunPreparing, scripthost.RunPrepared, scripthost.RunMutating}
+	if len(snaps) != len(want) {
+		t.Fatalf("got %d snapshots, want %d (one per state)", len(snaps), len(want))
+	}
+	for i, sn := range snaps {
+		if sn.Seq != i+1 || sn.Phase != want[i] {
+			t.Errorf("snapshot %d: got seq %d phase %s, want seq %d phase %s", i, sn.Seq, sn.Phase, i+1, want[i])
+		}
+	}
+	if got := must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: r.ID}))(t); len(got) != 1 || got[0].Type != ledger.EventPhaseStarted {
+		t.Errorf("lifecycle events: got %v, want the phase_started attached to the creation", got)
+	}
+
+	p := must(f.s.CreateRun(f.ctx, ledger.NewRun{Workflow: wf, Version: 1, Handler: "poll", Kind: scripthost.KindProducer,
+		Start: scripthost.RunExecuting}))(t)
+	if p.Phase != scripthost.RunExecuting {
+		t.Errorf("producer: got phase %s, want executing", p.Phase)
+	}
+	before := f.dump()
+	for _, bad := range []struct {
+		kind  scripthost.HandlerKind
+		start scripthost.RunPhase
+	}{
+		{scripthost.KindConsumer, scripthost.RunPrepared},  // entered only through MarkPrepared
+		{scripthost.KindConsumer, scripthost.RunExecuting}, // not a consumer phase
+		{scripthost.KindProducer, scripthost.RunCommitted},
+	} {
+		_, err := f.s.CreateRun(f.ctx, ledger.NewRun{Workflow: wf, Version: 1, Handler: "x", Kind: bad.kind, Start: bad.start})
+		if !ledger.IsIllegalTransition(err) {
+			t.Errorf("%s run started at %s: got %v, want an illegal transition", bad.kind, bad.start, err)
+		}
+	}
+	f.unchanged(before)
+}

@@ -119,39 +119,58 @@ func (s *Store) getRun(ctx context.Context, q sqlx.QueryerContext, id string) (r
 	return row.rec()
 }
 
-// insertRun stores a new run and its first snapshot.
-func (s *Store) insertRun(ctx context.Context, tx Tx, rec runRec) error {
+// insertRun stores a new run and its first snapshot; via are states the run passed
+// through on its way to rec in the same transaction, each snapshotted before rec.
+func (s *Store) insertRun(ctx context.Context, tx Tx, rec runRec, via ...scripthost.Run) error {
 	row, err := rec.row()
 	if err != nil {
 		return err
 	}
-	_, err = tx.NamedExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (`+namedList(runColumns)+`)`, row)
+	_, err = tx.NamedExecContext(ctx, insertRunSQL, row)
 	if err != nil {
 		return s.dbErr("create run", err)
 	}
 	noteRun(tx, rec.ID, true)
-	return s.snapshot(ctx, tx, rec.Run)
+	return s.snapshots(ctx, tx, rec.Run, via)
 }
+
+var (
+	insertRunSQL = `INSERT INTO runs (` + runColumns + `) VALUES (` + namedList(runColumns) + `)`
+	updateRunSQL = func() string {
+		var sets []string
+		for _, c := range columnList(runColumns) {
+			if c != "id" {
+				sets = append(sets, c+" = :"+c)
+			}
+		}
+		return `UPDATE runs SET ` + strings.Join(sets, ", ") + ` WHERE id = :id`
+	}()
+)
 
 // saveRun writes every column of a changed run and a snapshot of it: all run
 // transitions end here, so every transition leaves a snapshot in its transaction.
-func (s *Store) saveRun(ctx context.Context, tx Tx, rec runRec) error {
+// via are states the run passed through on its way to rec in the same transaction
+// (two transitions made in one), each snapshotted before rec.
+func (s *Store) saveRun(ctx context.Context, tx Tx, rec runRec, via ...scripthost.Run) error {
 	row, err := rec.row()
 	if err != nil {
 		return err
 	}
-	var sets []string
-	for _, c := range columnList(runColumns) {
-		if c != "id" {
-			sets = append(sets, c+" = :"+c)
-		}
-	}
-	_, err = tx.NamedExecContext(ctx, `UPDATE runs SET `+strings.Join(sets, ", ")+` WHERE id = :id`, row)
+	_, err = tx.NamedExecContext(ctx, updateRunSQL, row)
 	if err != nil {
 		return s.dbErr("update run", err)
 	}
 	noteRun(tx, rec.ID, false)
-	return s.snapshot(ctx, tx, rec.Run)
+	return s.snapshots(ctx, tx, rec.Run, via)
+}
+
+func (s *Store) snapshots(ctx context.Context, tx Tx, run scripthost.Run, via []scripthost.Run) error {
+	for _, v := range via {
+		if err := s.snapshot(ctx, tx, v); err != nil {
+			return err
+		}
+	}
+	return s.snapshot(ctx, tx, run)
 }
 
 func (s *Store) snapshot(ctx context.Context, tx Tx, run scripthost.Run) error {
@@ -210,7 +229,18 @@ func (s *Store) CreateRun(ctx context.Context, nr ledger.NewRun) (scripthost.Run
 		Kind: nr.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive, Attempt: 1,
 		InputState: nr.InputState, CreatedAt: now, UpdatedAt: now,
 	}}
-	err := s.writeRedo(ctx, func(ctx context.Context, tx Tx) error { return s.insertRun(ctx, tx, rec) })
+	var via []scripthost.Run
+	if nr.Start != "" && nr.Start != scripthost.RunPending {
+		if err := checkPhaseMove(rec, scripthost.RunPending, nr.Start); err != nil {
+			return scripthost.Run{}, err
+		}
+		if err := checkPassed(rec, scripthost.RunPending, nr.Start); err != nil {
+			return scripthost.Run{}, err
+		}
+		via = []scripthost.Run{rec.Run}
+		rec.Phase = nr.Start
+	}
+	err := s.writeRedo(ctx, func(ctx context.Context, tx Tx) error { return s.insertRun(ctx, tx, rec, via...) })
 	if err != nil {
 		return scripthost.Run{}, err
 	}
@@ -315,6 +345,18 @@ func checkPhaseMove(rec runRec, from, to scripthost.RunPhase) error {
 	return nil
 }
 
+// checkPassed refuses a move from → to (checked by checkPhaseMove) that would enter
+// or pass over a phase entered only through its own method.
+func checkPassed(rec runRec, from, to scripthost.RunPhase) error {
+	order := scripthost.PhaseOrder(rec.Kind)
+	for _, p := range order[scripthost.PhaseIndex(rec.Kind, from)+1 : scripthost.PhaseIndex(rec.Kind, to)+1] {
+		if m, ok := ownMethod[p]; ok {
+			return refuse("run", rec.ID, from, to, "phase %s is entered only through %s", p, m)
+		}
+	}
+	return nil
+}
+
 // AdvancePhase moves an active run one step forward to a phase without a method of its
 // own: pending → preparing, prepared → mutating, mutated → emitting, pending → executing.
 func (s *Store) AdvancePhase(ctx context.Context, runID string, from, to scripthost.RunPhase) (scripthost.Run, error) {
@@ -327,11 +369,8 @@ func (s *Store) AdvancePhase(ctx context.Context, runID string, from, to scripth
 		if err := checkPhaseMove(rec, from, to); err != nil {
 			return err
 		}
-		order := scripthost.PhaseOrder(rec.Kind)
-		for _, p := range order[scripthost.PhaseIndex(rec.Kind, from)+1 : scripthost.PhaseIndex(rec.Kind, to)+1] {
-			if m, ok := ownMethod[p]; ok {
-				return refuse("run", runID, from, to, "phase %s is entered only through %s", p, m)
-			}
+		if err := checkPassed(rec, from, to); err != nil {
+			return err
 		}
 		rec.Phase = to
 		rec.UpdatedAt = s.now()
@@ -341,7 +380,8 @@ func (s *Store) AdvancePhase(ctx context.Context, runID string, from, to scripth
 	return out.Run, err
 }
 
-// MarkPrepared moves preparing → prepared, stores the result and reserves its events.
+// MarkPrepared moves preparing → prepared, stores the result and reserves its events,
+// and with res.Mutate moves on to mutating.
 func (s *Store) MarkPrepared(ctx context.Context, runID string, res ledger.PrepareResult) (scripthost.Run, error) {
 	if err := checkJSON("prepared data", res.Data); err != nil {
 		return scripthost.Run{}, err
@@ -363,8 +403,13 @@ func (s *Store) MarkPrepared(ctx context.Context, runID string, res ledger.Prepa
 		if err := s.reserve(ctx, tx, rec); err != nil {
 			return err
 		}
+		var via []scripthost.Run
+		if res.Mutate {
+			via = []scripthost.Run{rec.Run}
+			rec.Phase = scripthost.RunMutating
+		}
 		out = rec
-		return s.saveRun(ctx, tx, rec)
+		return s.saveRun(ctx, tx, rec, via...)
 	})
 	return out.Run, err
 }

@@ -1,0 +1,136 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/hostfuncs/workspace"
+	"github.com/scripthost/scripthost/internal/benchrun"
+	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/sqlite"
+	"github.com/scripthost/scripthost/runtime"
+	"github.com/scripthost/scripthost/sandbox"
+	"github.com/scripthost/scripthost/sandbox/js"
+)
+
+// countedRuntime is a runtime on a fresh SQLite ledger whose reads are counted, with
+// the workspace tools.
+func countedRuntime(t *testing.T) (*runtime.Runtime, *sqlite.Store, *benchrun.CountingStore) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	reg := hostfuncs.NewRegistry()
+	tools, err := workspace.Tools(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(tools...); err != nil {
+		t.Fatal(err)
+	}
+	counted := &benchrun.CountingStore{Store: st}
+	rt, err := runtime.New(runtime.Config{Store: counted, Engines: map[string]sandbox.Engine{"js": js.New(js.Options{})}, Tools: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(ctx) })
+	return rt, st, counted
+}
+
+// TestConsumerRunLedgerCost: a consumer run with a durable mutation writes six
+// transactions (created and started; prepared and moved on to mutating; the in-flight
+// record; the outcome; on to next; the commit), one of which waits for the disk, and
+// reads a handful of times per run instead of before every step.
+func TestConsumerRunLedgerCost(t *testing.T) {
+	ctx := context.Background()
+	rt, st, counted := countedRuntime(t)
+	if _, err := rt.LoadWorkflow(ctx, "w", "w.js", []byte(benchrun.Workflow)); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	var evs []ledger.NewEvent
+	for i := range n {
+		evs = append(evs, ledger.NewEvent{Workflow: "w", Topic: "in", MessageID: fmt.Sprint(i), Payload: json.RawMessage(`{}`)})
+	}
+	if _, err := st.Publish(ctx, evs...); err != nil {
+		t.Fatal(err)
+	}
+	before := st.WriteStats()
+	counted.Reads.Store(0)
+	if err := rt.RunOnce(ctx, []string{"w"}); err != nil {
+		t.Fatal(err)
+	}
+	ws := st.WriteStats()
+	if got := ws.Writes - before.Writes; got != 6*n {
+		t.Errorf("got %d writes for %d runs, want %d (6 per run)", got, n, 6*n)
+	}
+	if got := ws.Durable - before.Durable; got > n {
+		t.Errorf("got %d commits waiting for the disk for %d runs, want at most %d", got, n, n)
+	}
+	// Per run: the scheduler's look at the topic and the handler state, prepare's
+	// Topics.peek, the mutation's failure count and the run after the mutation; and
+	// per pass a few more.
+	if got := float64(counted.Reads.Load()) / n; got > 6.5 {
+		t.Errorf("got %.1f reads per run, want at most 6.5", got)
+	}
+	pending, err := st.Events(ctx, ledger.EventFilter{Status: scripthost.EventPending})
+	if err != nil || len(pending) != 0 {
+		t.Errorf("got %d events pending (err %v), want none", len(pending), err)
+	}
+}
+
+// twoConsumers has two consumers on topics of their own, each taking one event a run.
+const twoConsumers = `export default { topics: ['ta', 'tb'], consumers: {
+  a: { subscribe: ['ta'], async prepare() { const e = await Topics.peek({ topic: 'ta', limit: 1 });
+    return e.length ? { reservations: [{ topic: 'ta', ids: [e[0].id] }] } : null; } },
+  b: { subscribe: ['tb'], async prepare() { const e = await Topics.peek({ topic: 'tb', limit: 1 });
+    return e.length ? { reservations: [{ topic: 'tb', ids: [e[0].id] }] } : null; } },
+} };
+`
+
+// TestRoundsKeepPassOrder: several runs of each consumer in one scheduling pass go in
+// the order separate passes would give, one run of each consumer in name order, not
+// all of one consumer's runs first.
+func TestRoundsKeepPassOrder(t *testing.T) {
+	ctx := context.Background()
+	rt, st, _ := countedRuntime(t)
+	if _, err := rt.LoadWorkflow(ctx, "two", "two.js", []byte(twoConsumers)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		for _, topic := range []string{"ta", "tb"} {
+			if _, err := st.Publish(ctx, ledger.NewEvent{Workflow: "two", Topic: topic, MessageID: fmt.Sprint(i), Payload: json.RawMessage(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := rt.RunOnce(ctx, []string{"two"}); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := st.Runs(ctx, ledger.RunFilter{Workflow: "two"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, r := range runs {
+		if r.Status != scripthost.StatusCommitted {
+			t.Errorf("run %s of %s: got %s, want committed", r.ID, r.Handler, r.Status)
+		}
+		if len(r.Reservations) > 0 {
+			order = append(order, r.Handler)
+		}
+	}
+	if got, want := strings.Join(order, ","), "a,b,a,b,a,b"; got != want {
+		t.Errorf("got runs in order %s, want %s", got, want)
+	}
+}
