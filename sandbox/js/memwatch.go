@@ -30,8 +30,8 @@ import (
 // memory hog with the same budget may be interrupted too; memory other parts of the
 // process retain while scripts run is charged to the scripts. A single huge allocation
 // inside a built-in cannot be interrupted until it returns, which is why the one-shot
-// allocating built-ins are guarded before they allocate (see prelude.js, and
-// limitStrings for every string).
+// allocating built-ins are refused before they allocate (goja.Limits, set from the
+// budget, and limitStrings for every string).
 const watchPeriod = time.Millisecond
 
 const (
