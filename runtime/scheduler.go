@@ -177,7 +177,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 				settled = settled && (run.Status == scripthost.StatusCommitted || run.Status == scripthost.StatusSkipped)
 			}
 		}
-		if !ran || !settled || producersRan || round >= maxRounds {
+		if !ran || !settled || producersRan || round >= rt.maxRounds() {
 			return did, nil
 		}
 		if now = rt.now(); !nextProducer.IsZero() && !nextProducer.After(now) {
@@ -188,6 +188,17 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 
 // maxRounds bounds the consumer rounds of one scheduling pass.
 const maxRounds = 16
+
+// maxRounds is the bound on one pass's consumer rounds for this runtime: one when hosts
+// share the ledger, where a pass holds the workflow's lease and the hosts take turns
+// with it pass by pass, so that more rounds per pass would spread the work over fewer
+// of them.
+func (rt *Runtime) maxRounds() int {
+	if rt.leaser != nil {
+		return 1
+	}
+	return maxRounds
+}
 
 // tickConsumer starts a run of consumer c if it has pending events newer than what it
 // last ignored, or a due wake-up, and reports whether it did. last is the handler's
