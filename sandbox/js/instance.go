@@ -168,6 +168,7 @@ func (in *instance) setLimits() {
 			in.abort(&sandbox.LimitError{Limit: kind, Detail: detail})
 		},
 	})
+	limitStrings(in.vm, mem, in.abort)
 }
 
 // emit records one console line, dropping lines past MaxConsoleBytes and saying so

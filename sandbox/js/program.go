@@ -134,7 +134,6 @@ func (p *program) run(ctx context.Context, inv sandbox.Invocation, body func(*in
 	stop := context.AfterFunc(ctx, func() { in.abort(context.Cause(ctx)) })
 	defer stop()
 	in.mem = watch(lim.MemoryBytes, in.abort)
-	limitStrings(in.vm, lim.MemoryBytes, in.abort)
 	defer in.mem.done()
 
 	value, err := func() (goja.Value, error) {

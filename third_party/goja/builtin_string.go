@@ -229,7 +229,6 @@ func (r *Runtime) stringproto_codePointAt(call FunctionCall) Value {
 
 func (r *Runtime) stringproto_concat(call FunctionCall) Value {
 	r.checkObjectCoercible(call.This)
-	r.limitStringCall("concat", call)
 	strs := make([]String, len(call.Arguments)+1)
 	a, u := devirtualizeString(call.This.toString())
 	allAscii := true
@@ -545,18 +544,15 @@ func (r *Runtime) _stringPad(call FunctionCall, start bool) Value {
 }
 
 func (r *Runtime) stringproto_padEnd(call FunctionCall) Value {
-	r.limitStringCall("padEnd", call)
 	return r._stringPad(call, false)
 }
 
 func (r *Runtime) stringproto_padStart(call FunctionCall) Value {
-	r.limitStringCall("padStart", call)
 	return r._stringPad(call, true)
 }
 
 func (r *Runtime) stringproto_repeat(call FunctionCall) Value {
 	r.checkObjectCoercible(call.This)
-	r.limitStringCall("repeat", call)
 	s := call.This.toString()
 	n := call.Argument(0).ToNumber()
 	if n == _positiveInf {
@@ -692,7 +688,6 @@ func (r *Runtime) stringReplace(s String, found []regexpResult, newstring String
 
 func (r *Runtime) stringproto_replace(call FunctionCall) Value {
 	r.checkObjectCoercible(call.This)
-	r.limitStringCall("replace", call)
 	searchValue := call.Argument(0)
 	replaceValue := call.Argument(1)
 	if _, ok := searchValue.(*Object); ok {
@@ -718,7 +713,6 @@ func (r *Runtime) stringproto_replace(call FunctionCall) Value {
 
 func (r *Runtime) stringproto_replaceAll(call FunctionCall) Value {
 	r.checkObjectCoercible(call.This)
-	r.limitStringCall("replaceAll", call)
 	searchValue := call.Argument(0)
 	replaceValue := call.Argument(1)
 	if o, ok := searchValue.(*Object); ok {
@@ -827,7 +821,7 @@ func (r *Runtime) stringproto_slice(call FunctionCall) Value {
 
 func (r *Runtime) stringproto_split(call FunctionCall) Value {
 	r.checkObjectCoercible(call.This)
-	r.limitStringCall("split", call)
+	r.limitSplit(call)
 	separatorValue := call.Argument(0)
 	limitValue := call.Argument(1)
 	if _, ok := separatorValue.(*Object); ok {

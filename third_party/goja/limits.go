@@ -2,7 +2,6 @@ package goja
 
 import (
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -135,69 +134,16 @@ func (r *Runtime) checkInterrupt() {
 	}
 }
 
-// limitStringCall refuses a call of the String.prototype method name that would
-// build a string longer than MaxChars, or split a string longer than MaxElements into
-// characters.
-func (r *Runtime) limitStringCall(name string, call FunctionCall) {
+// limitSplit refuses split(”) of a string longer than MaxElements: one element per
+// character. The String methods that build a string are held to the maximum string
+// length instead (SetMaxStringLength), checked before they grow.
+func (r *Runtime) limitSplit(call FunctionCall) {
 	l := r.limits
 	if l == nil || l.MaxChars <= 0 {
 		return
 	}
-	self := func() int64 { return int64(call.This.toString().Length()) }
-	var n int64
-	switch name {
-	case "split":
-		if sep, ok := call.Argument(0).(String); ok && sep.Length() == 0 {
-			r.limitElems("String.prototype.split", self())
-		}
-		return
-	case "concat":
-		n = self()
-		for _, a := range call.Arguments {
-			if s, ok := a.(String); ok {
-				n += int64(s.Length())
-			} else {
-				n += 8
-			}
-		}
-	case "repeat":
-		if c, ln := call.Argument(0).ToInteger(), self(); c > 0 && ln > 0 && c > l.MaxChars/ln {
-			r.refuseMemory("String.prototype.repeat", float64(ln)*float64(c))
-		}
-		return
-	case "padStart", "padEnd":
-		n = max(call.Argument(0).ToInteger(), 0)
-	case "replace", "replaceAll":
-		pat, ok1 := call.Argument(0).(String)
-		rep, ok2 := call.Argument(1).(String)
-		if !ok1 || !ok2 || rep.Length() <= pat.Length() {
-			return
-		}
-		s := call.This.toString().String()
-		p := pat.String()
-		count := int64(0)
-		if name == "replace" {
-			if strings.Contains(s, p) {
-				count = 1
-			}
-		} else {
-			step := max(len(p), 1)
-			for i := strings.Index(s, p); i >= 0 && count*int64(rep.Length()) <= l.MaxChars; {
-				count++
-				j := strings.Index(s[min(i+step, len(s)):], p)
-				if j < 0 || i+step > len(s) {
-					break
-				}
-				i += step + j
-			}
-		}
-		if int64(len(s))+count*int64(rep.Length()-pat.Length()) > l.MaxChars {
-			r.refuseMemory("String.prototype."+name, count*int64(rep.Length()))
-		}
-		return
-	}
-	if n > l.MaxChars {
-		r.refuseMemory("String.prototype."+name, n)
+	if sep, ok := call.Argument(0).(String); ok && sep.Length() == 0 {
+		r.limitElems("String.prototype.split", int64(call.This.toString().Length()))
 	}
 }
 
