@@ -24,16 +24,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"path"
 	"regexp"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/dlclark/regexp2/v2"
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
-	"github.com/evanw/esbuild/pkg/api"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/sandbox"
@@ -91,6 +88,8 @@ func New(opts Options) *Engine {
 type compiled struct {
 	name string
 	prg  *goja.Program
+	// returns says the module's function returns its default export (see transform).
+	returns bool
 
 	reOnce sync.Once
 	re     *regexp.Regexp // matches this module's frames in stack traces
@@ -137,11 +136,11 @@ func (e *Engine) compile(src sandbox.Source) (*compiled, error) {
 		return nil, &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidWorkflow, File: src.Name,
 			Message: fmt.Sprintf("sandbox/js: brackets nested deeper than %d levels", maxSourceNesting)}
 	}
-	code, err := transform(src)
+	t, err := transform(src)
 	if err != nil {
 		return nil, err
 	}
-	ast, err := goja.Parse(src.Name, code, parser.WithSourceMapLoader(refuseSourceMap))
+	ast, err := goja.Parse(src.Name, t.code, parser.WithSourceMapLoader(refuseSourceMap))
 	if err != nil {
 		return nil, syntaxError(src.Name, err)
 	}
@@ -149,7 +148,7 @@ func (e *Engine) compile(src sandbox.Source) (*compiled, error) {
 	if err != nil {
 		return nil, syntaxError(src.Name, err)
 	}
-	c = &compiled{name: src.Name, prg: prg}
+	c = &compiled{name: src.Name, prg: prg, returns: t.returns}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -171,43 +170,6 @@ const maxSourceNesting = 2000
 // decodes itself) are honoured; a script never makes the host read a file or URL.
 func refuseSourceMap(url string) ([]byte, error) {
 	return nil, fmt.Errorf("sandbox/js: source map %q refused: only inline maps are read", url)
-}
-
-// wrapHead and wrapTail turn CommonJS output into one function expression. The head
-// stays on the first line so line numbers match the source map; goja looks for the
-// sourceMappingURL comment on the last line, skipping a final "})".
-const (
-	wrapHead = "(function (exports, require, module) {"
-	wrapTail = "\n})"
-)
-
-// transform runs esbuild: TypeScript or JavaScript in, CommonJS out, lowered to what
-// goja supports, with an inline source map.
-func transform(src sandbox.Source) (string, error) {
-	loader := api.LoaderJS
-	switch strings.ToLower(path.Ext(src.Name)) {
-	case ".ts", ".mts", ".cts":
-		loader = api.LoaderTS
-	}
-	res := api.Transform(string(src.Code), api.TransformOptions{
-		Loader:         loader,
-		Format:         api.FormatCommonJS,
-		Target:         api.ES2017,
-		Sourcemap:      api.SourceMapInline,
-		SourcesContent: api.SourcesContentExclude,
-		Sourcefile:     src.Name,
-		LegalComments:  api.LegalCommentsNone,
-	})
-	if len(res.Errors) > 0 {
-		m := res.Errors[0]
-		e := &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidWorkflow, File: src.Name,
-			Message: "sandbox/js: " + m.Text}
-		if m.Location != nil {
-			e.Line, e.Column = m.Location.Line, m.Location.Column+1
-		}
-		return "", e
-	}
-	return wrapHead + string(res.Code) + wrapTail, nil
 }
 
 // syntaxError classifies a goja compile error; esbuild catches nearly all of them

@@ -277,13 +277,15 @@ func (in *instance) evaluate() (*goja.Object, error) {
 		panic(vm.NewTypeError(fmt.Sprintf("imports are not supported (%q): a workflow is one self-contained file",
 			call.Argument(0).String())))
 	})
-	if _, err := f(goja.Undefined(), exports, require, module); err != nil {
+	def, err := f(goja.Undefined(), exports, require, module)
+	if err != nil {
 		return nil, err
 	}
-	ex := module.Get("exports")
-	var def goja.Value
-	if obj, ok := ex.(*goja.Object); ok {
-		def = obj.Get("default")
+	if !in.mod.returns {
+		def = nil
+		if obj, ok := module.Get("exports").(*goja.Object); ok {
+			def = obj.Get("default")
+		}
 	}
 	defObj, ok := def.(*goja.Object)
 	if !ok || def == nil || goja.IsUndefined(def) || goja.IsNull(def) {
