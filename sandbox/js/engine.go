@@ -68,6 +68,8 @@ type Engine struct {
 	mu    sync.Mutex
 	cache map[[32]byte]*compiled
 	order [][32]byte // insertion order, for eviction
+	// globals are the lazy globals by set of tool namespaces (see toolGlobals).
+	globals map[string]*goja.LazyGlobals
 }
 
 var _ sandbox.Engine = (*Engine)(nil)
@@ -80,7 +82,7 @@ func New(opts Options) *Engine {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	return &Engine{opts: opts, cache: map[[32]byte]*compiled{}}
+	return &Engine{opts: opts, cache: map[[32]byte]*compiled{}, globals: map[string]*goja.LazyGlobals{}}
 }
 
 // compiled is a transformed and compiled module, shared by every program loaded from

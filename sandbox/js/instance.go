@@ -33,7 +33,9 @@ type instance struct {
 	lim   sandbox.Limits
 	ctx   context.Context
 	tools sandbox.Tools
-	start time.Time
+	// toolList is what tools offers, listed once.
+	toolList []sandbox.ToolName
+	start    time.Time
 
 	toolCalls   int
 	console     []sandbox.ConsoleLine
@@ -51,7 +53,7 @@ type instance struct {
 }
 
 // newInstance creates a runtime with the limits, the lazy globals (console, web
-// platform), the tools and the globals of inv installed, but without the module
+// platform, tool namespaces) and the globals of inv installed, but without the module
 // evaluated. No JavaScript of the host's runs, except zone.js in deterministic mode.
 func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Invocation) (*instance, error) {
 	in := &instance{
@@ -68,7 +70,16 @@ func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Inv
 	// from the file system either.
 	vm.SetParserOptions(parser.WithSourceMapLoader(refuseSourceMap))
 	vm.SetMaxCallStackSize(in.lim.MaxStackDepth)
-	vm.SetLazyGlobals(lazyGlobals, in.global)
+	globals := lazyGlobals
+	if in.tools != nil {
+		in.toolList = in.tools.List()
+		g, err := e.toolGlobals(in.toolList)
+		if err != nil {
+			return nil, err
+		}
+		globals = g
+	}
+	vm.SetLazyGlobals(globals, in.global)
 	in.setLimits()
 	if d := inv.Deterministic; d != nil {
 		now := d.Now
@@ -97,9 +108,6 @@ func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Inv
 		}
 	}
 	if err := in.installPlatform(inv.Deterministic, zone); err != nil {
-		return nil, err
-	}
-	if err := in.installTools(); err != nil {
 		return nil, err
 	}
 	if err := in.installGlobals(inv.Globals); err != nil {
@@ -132,10 +140,14 @@ func (in *instance) installZone(zone *time.Location) error {
 	return nil
 }
 
-// global builds the lazy global name: the console, or a web-platform global.
+// global builds the lazy global name: the console, a web-platform global or a tool
+// namespace.
 func (in *instance) global(name string) goja.Value {
 	if name == consoleGlobal {
 		return in.makeConsole()
+	}
+	if !lazyGlobals.Has(name) {
+		return in.namespace(name)
 	}
 	return in.platform.global(name)
 }

@@ -95,3 +95,36 @@ func TestModuleRuntimeImports(t *testing.T) {
 		}
 	}
 }
+
+// TestToolNamespacesReadOnly: a tool namespace is a read-only, non-enumerable global
+// holding a frozen object of frozen methods, whether the script first reads it,
+// assigns it, deletes it, redefines it or lists the globals; and a script that never
+// names a namespace still sees it.
+func TestToolNamespacesReadOnly(t *testing.T) {
+	p := load(t, js.New(js.Options{}), "wf.js", `'use strict'
+const attempt = (f) => { try { f(); return 'done' } catch (e) { return e.name } }
+const describe = () => {
+  const d = Object.getOwnPropertyDescriptor(globalThis, 'Echo')
+  return [d.writable, d.enumerable, d.configurable, Object.isFrozen(Echo), Object.isFrozen(Echo.say), typeof Echo.say]
+}
+export default { f: {
+  assign() { return [attempt(() => { Echo = {} }), ...describe()] },
+  remove() { return [attempt(() => { delete globalThis.Echo }), ...describe()] },
+  redefine() { return [attempt(() => Object.defineProperty(globalThis, 'Echo', { value: 1 })), ...describe()] },
+  list() { return [Object.getOwnPropertyNames(globalThis).includes('Echo'), Object.keys(globalThis).includes('Echo'), ...describe()] },
+  read() { return ['Echo' in globalThis, ...describe()] },
+} }
+`)
+	for fn, want := range map[string]string{
+		"f.assign":   `["TypeError",false,false,false,true,true,"function"]`,
+		"f.remove":   `["TypeError",false,false,false,true,true,"function"]`,
+		"f.redefine": `["TypeError",false,false,false,true,true,"function"]`,
+		"f.list":     `[true,false,false,false,false,true,true,"function"]`,
+		"f.read":     `[true,false,false,false,true,true,"function"]`,
+	} {
+		res, err := invoke(t, p, fn)
+		if err != nil || string(res.Value) != want {
+			t.Errorf("%s: got %s, %v, want %s", fn, res.Value, err, want)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/dop251/goja"
 
@@ -11,44 +13,64 @@ import (
 	"github.com/scripthost/scripthost/sandbox"
 )
 
-// installTools exposes every tool as a method of a frozen namespace object bound to a
-// non-writable global. A method returns a Promise; the call itself runs synchronously
-// on the runtime's goroutine and the Promise settles in the job queue.
-func (in *instance) installTools() error {
-	if in.tools == nil {
-		return nil
-	}
-	vm := in.vm
-	namespaces := map[string]*goja.Object{}
-	var order []string
-	for _, t := range in.tools.List() {
-		ns, ok := namespaces[t.Namespace]
-		if !ok {
-			ns = vm.NewObject()
-			namespaces[t.Namespace] = ns
-			order = append(order, t.Namespace)
-		}
-		if err := ns.Set(t.Method, in.toolMethod(t)); err != nil {
-			return fmt.Errorf("sandbox/js: tool %s.%s: %w", t.Namespace, t.Method, err)
+// toolGlobals returns the lazy globals of a runtime offering tools: the engine's
+// (console, web platform) and one read-only global per tool namespace, built on first
+// use (see namespace). They are made once per set of namespaces and kept; a namespace
+// that would hide a global is refused.
+func (e *Engine) toolGlobals(tools []sandbox.ToolName) (*goja.LazyGlobals, error) {
+	var names []string
+	for _, t := range tools {
+		if !slices.Contains(names, t.Namespace) {
+			names = append(names, t.Namespace)
 		}
 	}
-	global := vm.GlobalObject()
-	for _, name := range order {
-		if v := global.Get(name); v != nil && !goja.IsUndefined(v) {
-			return &scripthost.Error{Class: scripthost.ClassInternal, Code: scripthost.CodeInvalidWorkflow,
+	if len(names) == 0 {
+		return lazyGlobals, nil
+	}
+	key := strings.Join(names, "\x00")
+	e.mu.Lock()
+	g, ok := e.globals[key]
+	e.mu.Unlock()
+	if ok {
+		return g, nil
+	}
+	for _, name := range names {
+		if lazyGlobals.Has(name) {
+			return nil, &scripthost.Error{Class: scripthost.ClassInternal, Code: scripthost.CodeInvalidWorkflow,
 				Message: fmt.Sprintf("sandbox/js: tool namespace %s would hide the global of that name", name)}
 		}
-		if err := in.freezeNamespace(namespaces[name]); err != nil {
-			return fmt.Errorf("sandbox/js: tool namespace %s: %w", name, err)
-		}
-		if err := global.DefineDataProperty(name, namespaces[name], goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE); err != nil {
-			return fmt.Errorf("sandbox/js: tool namespace %s: %w", name, err)
-		}
 	}
-	return nil
+	g = lazyGlobals.WithFixed(names...)
+	e.mu.Lock()
+	if len(e.globals) < maxToolGlobals {
+		e.globals[key] = g
+	}
+	e.mu.Unlock()
+	return g, nil
 }
 
-// freezeNamespace freezes a tool namespace and its methods.
+// maxToolGlobals bounds the sets of tool namespaces an engine keeps globals for; a
+// set past it gets its globals made for each invocation.
+const maxToolGlobals = 64
+
+// namespace builds the global of a tool namespace: a frozen object with a frozen
+// method per tool. A method returns a Promise; the call itself runs synchronously on
+// the runtime's goroutine and the Promise is settled when it returns.
+func (in *instance) namespace(name string) goja.Value {
+	ns := in.vm.NewObject()
+	for _, t := range in.toolList {
+		if t.Namespace == name {
+			_ = ns.Set(t.Method, in.toolMethod(t))
+		}
+	}
+	if err := in.freezeNamespace(ns); err != nil {
+		panic(err)
+	}
+	return ns
+}
+
+// freezeNamespace freezes a namespace object (a tool namespace, the console) and its
+// methods.
 func (in *instance) freezeNamespace(ns *goja.Object) error {
 	for _, k := range ns.Keys() {
 		if m, ok := ns.Get(k).(*goja.Object); ok {
