@@ -25,6 +25,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -92,6 +93,10 @@ type compiled struct {
 	prg  *goja.Program
 	// returns says the module's function returns its default export (see transform).
 	returns bool
+	// commonJS and require say whether the module's function may read its module and
+	// exports arguments, or its require argument: a name that appears nowhere in the
+	// code (dynamic code is disabled) cannot be read, and is passed undefined.
+	commonJS, require bool
 
 	reOnce sync.Once
 	re     *regexp.Regexp // matches this module's frames in stack traces
@@ -150,7 +155,10 @@ func (e *Engine) compile(src sandbox.Source) (*compiled, error) {
 	if err != nil {
 		return nil, syntaxError(src.Name, err)
 	}
-	c = &compiled{name: src.Name, prg: prg, returns: t.returns}
+	body := strings.TrimPrefix(t.code, wrapHead)
+	c = &compiled{name: src.Name, prg: prg, returns: t.returns,
+		commonJS: !t.returns || strings.Contains(body, "module") || strings.Contains(body, "exports"),
+		require:  strings.Contains(body, "require")}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -135,3 +135,57 @@ func TestJSONParse(t *testing.T) {
 		}
 	}
 }
+
+// TestFreezeLikeObjectFreeze: the engine's Freeze leaves objects and native functions
+// as Object.freeze does: the same descriptors, frozen, no longer extensible.
+func TestFreezeLikeObjectFreeze(t *testing.T) {
+	vm := goja.New()
+	mk, err := vm.RunString(`(() => {
+  const o = { a: 1, b: { c: 2 }, [Symbol.iterator]: 0 }
+  Object.defineProperty(o, 'g', { get() { return 3 }, enumerable: true, configurable: true })
+  Object.defineProperty(o, 'h', { value: 4, writable: true, enumerable: false, configurable: true })
+  delete o[Symbol.iterator]
+  return o
+})`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	describe, err := vm.RunString(`(o) => JSON.stringify([Object.isFrozen(o), Object.isExtensible(o),
+  Reflect.ownKeys(o).map((k) => [String(k), Object.getOwnPropertyDescriptor(o, k)])])`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkFn, _ := goja.AssertFunction(mk)
+	describeFn, _ := goja.AssertFunction(describe)
+	freezeFn, _ := goja.AssertFunction(vm.Get("Object").ToObject(vm).Get("freeze"))
+	objects := map[string]func() *goja.Object{
+		"object": func() *goja.Object { v, _ := mkFn(goja.Undefined()); return v.(*goja.Object) },
+		"native function": func() *goja.Object {
+			f := vm.ToValue(func(goja.FunctionCall) goja.Value { return nil }).(*goja.Object)
+			_ = f.Set("extra", 5)
+			return f
+		},
+		"with a symbol": func() *goja.Object {
+			v, _ := mkFn(goja.Undefined())
+			o := v.(*goja.Object)
+			_ = o.SetSymbol(goja.SymIterator, 1)
+			return o
+		},
+	}
+	for name, make := range objects {
+		t.Run(name, func(t *testing.T) {
+			a, b := make(), make()
+			if _, err := freezeFn(goja.Undefined(), a); err != nil {
+				t.Fatal(err)
+			}
+			if err := vm.Freeze(b); err != nil {
+				t.Fatal(err)
+			}
+			want, _ := describeFn(goja.Undefined(), a)
+			got, _ := describeFn(goja.Undefined(), b)
+			if got.String() != want.String() || !strings.HasPrefix(got.String(), "[true,false,") {
+				t.Errorf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+}

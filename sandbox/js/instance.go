@@ -282,20 +282,26 @@ func (in *instance) evaluate() (*goja.Object, error) {
 	if !ok {
 		return nil, fmt.Errorf("sandbox/js: %s: module wrapper is not a function", in.mod.name)
 	}
-	module := vm.NewObject()
-	exports := vm.NewObject()
-	_ = module.Set("exports", exports)
-	require := vm.ToValue(func(call goja.FunctionCall) goja.Value {
-		panic(vm.NewTypeError(fmt.Sprintf("imports are not supported (%q): a workflow is one self-contained file",
-			call.Argument(0).String())))
-	})
+	module, exports, require := goja.Undefined(), goja.Undefined(), goja.Undefined()
+	if in.mod.commonJS {
+		exports = vm.NewObject()
+		m := vm.NewObject()
+		_ = m.Set("exports", exports)
+		module = m
+	}
+	if in.mod.require {
+		require = vm.ToValue(func(call goja.FunctionCall) goja.Value {
+			panic(vm.NewTypeError(fmt.Sprintf("imports are not supported (%q): a workflow is one self-contained file",
+				call.Argument(0).String())))
+		})
+	}
 	def, err := f(goja.Undefined(), exports, require, module)
 	if err != nil {
 		return nil, err
 	}
 	if !in.mod.returns {
 		def = nil
-		if obj, ok := module.Get("exports").(*goja.Object); ok {
+		if obj, ok := module.(*goja.Object).Get("exports").(*goja.Object); ok {
 			def = obj.Get("default")
 		}
 	}

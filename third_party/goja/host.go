@@ -28,9 +28,42 @@ func (o *Object) HasOwn(name string) bool {
 	return o.self.hasOwnPropertyStr(unistring.NewFromString(name))
 }
 
-// Freeze does what Object.freeze(o) does.
+// Freeze does what Object.freeze(o) does. A plain object or a native function with no
+// symbol-keyed properties is frozen in place, its plain values turned into property
+// records allocated together, without the generic walk's iterators.
 func (r *Runtime) Freeze(o *Object) error {
-	return r.try(func() { r.object_freeze(FunctionCall{Arguments: []Value{o}}) })
+	var b *baseObject
+	switch self := o.self.(type) {
+	case *baseObject:
+		b = self
+	case *nativeFuncObject:
+		b = &self.baseObject
+	}
+	if b == nil || b.symValues != nil && b.symValues.size > 0 {
+		return r.try(func() { r.object_freeze(FunctionCall{Arguments: []Value{o}}) })
+	}
+	b.extensible = false
+	plain := 0
+	for _, name := range b.propNames {
+		if _, ok := b.values[name].(*valueProperty); !ok {
+			plain++
+		}
+	}
+	props := make([]valueProperty, plain)
+	for _, name := range b.propNames {
+		switch p := b.values[name].(type) {
+		case *valueProperty:
+			p.configurable = false
+			if !p.accessor {
+				p.writable = false
+			}
+		default:
+			props[0] = valueProperty{value: p, enumerable: true}
+			b.values[name] = &props[0]
+			props = props[1:]
+		}
+	}
+	return nil
 }
 
 // ParseJSON parses text as JSON.parse does (without a reviver), refusing text nested
