@@ -189,3 +189,25 @@ func TestFreezeLikeObjectFreeze(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONStringifyHolder: JSON.stringify still hands a replacer the wrapper object
+// holding the value, and stringifies the same without one.
+func TestJSONStringifyHolder(t *testing.T) {
+	vm := goja.New()
+	v, err := vm.RunString(`JSON.stringify([
+  JSON.stringify({ a: [1, 'x', null, undefined], b: { toJSON() { return 'tj' } } }),
+  JSON.stringify(5, function (k, v) { return k === '' ? [Object.keys(this), this[''], v] : v }),
+  JSON.stringify(undefined), JSON.stringify(() => 1), JSON.stringify(Object('s')),
+])`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `["{\"a\":[1,\"x\",null,null],\"b\":\"tj\"}","[[\"\"],5,5]",null,null,"\"s\""]`
+	if v.String() != want {
+		t.Errorf("got  %s\nwant %s", v, want)
+	}
+	s, ok, err := vm.StringifyJSON(vm.ToValue(map[string]any{"k": 1}), 0)
+	if err != nil || !ok || s != `{"k":1}` {
+		t.Errorf("StringifyJSON: got %q, %v, %v", s, ok, err)
+	}
+}

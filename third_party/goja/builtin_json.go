@@ -321,15 +321,25 @@ func (r *Runtime) stringifyJSON(call FunctionCall, max int) (ret Value, overflow
 }
 
 func (ctx *_builtinJSON_stringifyContext) do(v Value) bool {
+	// scripthost patch: the wrapper object holding v is only ever seen by a replacer
+	// function (as its this); without one it is not made.
+	if ctx.replacerFunction == nil {
+		return ctx.strValue(stringEmpty, nilSafe(v), nil)
+	}
 	holder := ctx.r.NewObject()
 	createDataPropertyOrThrow(holder, stringEmpty, v)
 	return ctx.str(stringEmpty, holder)
 }
 
 func (ctx *_builtinJSON_stringifyContext) str(key Value, holder *Object) bool {
+	return ctx.strValue(key, nilSafe(holder.get(key, nil)), holder)
+}
+
+// strValue is str for the value holder holds at key (scripthost patch: split from
+// str; holder is nil when there is no replacer function).
+func (ctx *_builtinJSON_stringifyContext) strValue(key, value Value, holder *Object) bool {
 	ctx.checkMax(0)
 	ctx.check(0) // scripthost patch: see SetMaxStringLength
-	value := nilSafe(holder.get(key, nil))
 
 	switch value.(type) {
 	case *Object, *valueBigInt:
