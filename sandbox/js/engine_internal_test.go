@@ -211,3 +211,40 @@ func TestJSONStringifyHolder(t *testing.T) {
 		t.Errorf("StringifyJSON: got %q, %v, %v", s, ok, err)
 	}
 }
+
+// TestPromiseOrdering: promise jobs run in the order the specification gives, through
+// then chains, async functions, thenables, the combinators and the resolving functions
+// a script sees (which the engine makes only when a script can see them).
+func TestPromiseOrdering(t *testing.T) {
+	vm := goja.New()
+	_, err := vm.RunString(`
+var log = [];
+const p = (name, v) => Promise.resolve(v).then((x) => { log.push(name + ':' + x); return x });
+async function af(n) { log.push('af' + n); await null; log.push('af' + n + ' resumed'); return n }
+const thenable = { then(res) { log.push('thenable'); res('t') } };
+(async () => { log.push('await thenable ' + await thenable) })();
+af(1).then((v) => log.push('af then ' + v));
+p('a', 1); p('b', 2).then((x) => log.push('b2:' + x));
+Promise.all([p('c', 3), 4, af(2)]).then((v) => log.push('all ' + v));
+Promise.allSettled([Promise.reject(new Error('no')), 5]).then((v) => log.push('settled ' + v.map((x) => x.status)));
+Promise.any([Promise.reject(1), Promise.resolve(6)]).then((v) => log.push('any ' + v));
+Promise.race([new Promise((r) => setTimeoutLike(r)), Promise.resolve(7)]).then((v) => log.push('race ' + v));
+function setTimeoutLike() {}
+let captured;
+new Promise((res, rej) => { captured = [res, rej]; res('first'); res('second'); rej('third') }).then((v) => log.push('executor ' + v));
+const self = new Promise((res) => Promise.resolve().then(() => res(self)));
+self.catch((e) => log.push('self ' + e.name));
+(async () => { throw new Error('thrown') })().catch((e) => log.push('async rejected ' + e.message));
+Promise.reject(8).then(null, (e) => log.push('rejected ' + e));
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := vm.Get("log").String()
+	// The order goja gave before its resolving functions were made on demand.
+	want := "af1,af2,thenable,af1 resumed,a:1,b:2,c:3,af2 resumed,executor first,async rejected thrown,rejected 8," +
+		"await thenable t,af then 1,b2:2,settled rejected,fulfilled,any 6,race 7,self TypeError,all 3,4,2"
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}

@@ -37,6 +37,11 @@ type jobCallback struct {
 type promiseCapability struct {
 	promise               *Object
 	resolveObj, rejectObj *Object
+	// scripthost patch: a capability of the intrinsic Promise settles native directly;
+	// its resolving functions are made (sharing alreadyResolved) only when a script can
+	// see them (see resolveFunc and rejectFunc).
+	native          *Promise
+	alreadyResolved bool
 }
 
 type promiseReaction struct {
@@ -84,41 +89,55 @@ func (p *Promise) toValue(r *Runtime) Value {
 }
 
 func (p *Promise) createResolvingFunctions() (resolve, reject *Object) {
-	r := p.val.runtime
 	alreadyResolved := false
+	return p.resolvingFunctions(&alreadyResolved)
+}
+
+// resolvingFunctions makes the resolving functions of p, sharing *alreadyResolved
+// (scripthost patch: split from createResolvingFunctions).
+func (p *Promise) resolvingFunctions(alreadyResolved *bool) (resolve, reject *Object) {
 	return p.val.runtime.newNativeFunc(func(call FunctionCall) Value {
-			if alreadyResolved {
-				return _undefined
-			}
-			alreadyResolved = true
-			resolution := call.Argument(0)
-			if resolution.SameAs(p.val) {
-				return p.reject(r.NewTypeError("Promise self-resolution"))
-			}
-			if obj, ok := resolution.(*Object); ok {
-				var thenAction Value
-				ex := r.vm.try(func() {
-					thenAction = obj.self.getStr("then", nil)
-				})
-				if ex != nil {
-					return p.reject(ex.val)
-				}
-				if call, ok := assertCallable(thenAction); ok {
-					job := r.newPromiseResolveThenableJob(p, resolution, &jobCallback{callback: call})
-					r.enqueuePromiseJob(job)
-					return _undefined
-				}
-			}
-			return p.fulfill(resolution)
+			return p.resolveOnce(alreadyResolved, call.Argument(0))
 		}, "", 1),
 		p.val.runtime.newNativeFunc(func(call FunctionCall) Value {
-			if alreadyResolved {
-				return _undefined
-			}
-			alreadyResolved = true
-			reason := call.Argument(0)
-			return p.reject(reason)
+			return p.rejectOnce(alreadyResolved, call.Argument(0))
 		}, "", 1)
+}
+
+// resolveOnce is what p's resolve function does (scripthost patch).
+func (p *Promise) resolveOnce(alreadyResolved *bool, resolution Value) Value {
+	r := p.val.runtime
+	if *alreadyResolved {
+		return _undefined
+	}
+	*alreadyResolved = true
+	if resolution.SameAs(p.val) {
+		return p.reject(r.NewTypeError("Promise self-resolution"))
+	}
+	if obj, ok := resolution.(*Object); ok {
+		var thenAction Value
+		ex := r.vm.try(func() {
+			thenAction = obj.self.getStr("then", nil)
+		})
+		if ex != nil {
+			return p.reject(ex.val)
+		}
+		if call, ok := assertCallable(thenAction); ok {
+			job := r.newPromiseResolveThenableJob(p, resolution, &jobCallback{callback: call})
+			r.enqueuePromiseJob(job)
+			return _undefined
+		}
+	}
+	return p.fulfill(resolution)
+}
+
+// rejectOnce is what p's reject function does (scripthost patch).
+func (p *Promise) rejectOnce(alreadyResolved *bool, reason Value) Value {
+	if *alreadyResolved {
+		return _undefined
+	}
+	*alreadyResolved = true
+	return p.reject(reason)
 }
 
 func (p *Promise) reject(reason Value) Value {
@@ -284,7 +303,7 @@ func (r *Runtime) newPromiseCapability(c *Object) *promiseCapability {
 	pcap := new(promiseCapability)
 	if c == r.getPromise() {
 		p := r.newPromise(r.getPromisePrototype())
-		pcap.resolveObj, pcap.rejectObj = p.createResolvingFunctions()
+		pcap.native = p
 		pcap.promise = p.val
 	} else {
 		var resolve, reject Value
@@ -385,11 +404,37 @@ func (r *Runtime) promiseProto_finally(call FunctionCall) Value {
 }
 
 func (pcap *promiseCapability) resolve(result Value) {
+	if pcap.native != nil {
+		pcap.native.resolveOnce(&pcap.alreadyResolved, nilSafe(result))
+		return
+	}
 	pcap.promise.runtime.toCallable(pcap.resolveObj)(FunctionCall{Arguments: []Value{result}})
 }
 
 func (pcap *promiseCapability) reject(reason Value) {
+	if pcap.native != nil {
+		pcap.native.rejectOnce(&pcap.alreadyResolved, nilSafe(reason))
+		return
+	}
 	pcap.promise.runtime.toCallable(pcap.rejectObj)(FunctionCall{Arguments: []Value{reason}})
+}
+
+// resolveFunc and rejectFunc return the capability's resolving functions, making them
+// for a capability of the intrinsic Promise (scripthost patch).
+func (pcap *promiseCapability) resolveFunc() *Object {
+	pcap.makeFuncs()
+	return pcap.resolveObj
+}
+
+func (pcap *promiseCapability) rejectFunc() *Object {
+	pcap.makeFuncs()
+	return pcap.rejectObj
+}
+
+func (pcap *promiseCapability) makeFuncs() {
+	if pcap.resolveObj == nil && pcap.native != nil {
+		pcap.resolveObj, pcap.rejectObj = pcap.native.resolvingFunctions(&pcap.alreadyResolved)
+	}
 }
 
 func (pcap *promiseCapability) try(f func()) bool {
@@ -428,7 +473,7 @@ func (r *Runtime) promise_all(call FunctionCall) Value {
 				return _undefined
 			}, "", 1)
 			remainingElementsCount++
-			r.invoke(nextPromise, "then", onFulfilled, pcap.rejectObj)
+			r.invoke(nextPromise, "then", onFulfilled, pcap.rejectFunc())
 		})
 		remainingElementsCount--
 		if remainingElementsCount == 0 {
@@ -510,7 +555,7 @@ func (r *Runtime) promise_any(call FunctionCall) Value {
 			}, "", 1)
 
 			remainingElementsCount++
-			r.invoke(nextPromise, "then", pcap.resolveObj, onRejected)
+			r.invoke(nextPromise, "then", pcap.resolveFunc(), onRejected)
 		})
 		remainingElementsCount--
 		if remainingElementsCount == 0 {
@@ -529,7 +574,7 @@ func (r *Runtime) promise_race(call FunctionCall) Value {
 		iter := r.getIterator(call.Argument(0), nil)
 		iter.iterate(func(nextValue Value) {
 			nextPromise := promiseResolve(FunctionCall{This: c, Arguments: []Value{nextValue}})
-			r.invoke(nextPromise, "then", pcap.resolveObj, pcap.rejectObj)
+			r.invoke(nextPromise, "then", pcap.resolveFunc(), pcap.rejectFunc())
 		})
 	})
 	return pcap.promise
