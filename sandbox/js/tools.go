@@ -57,13 +57,18 @@ const maxToolGlobals = 64
 // method per tool. A method returns a Promise; the call itself runs synchronously on
 // the runtime's goroutine and the Promise is settled when it returns.
 func (in *instance) namespace(name string) goja.Value {
-	ns := in.vm.NewObject()
+	vm := in.vm
+	ns := vm.NewObject()
 	for _, t := range in.toolList {
 		if t.Namespace == name {
-			_ = ns.Set(t.Method, in.toolMethod(t))
+			m := vm.ToValue(in.toolMethod(t)).(*goja.Object)
+			if err := vm.Freeze(m); err != nil {
+				panic(err)
+			}
+			_ = ns.Set(t.Method, m)
 		}
 	}
-	if err := in.freezeNamespace(ns); err != nil {
+	if err := vm.Freeze(ns); err != nil {
 		panic(err)
 	}
 	return ns
