@@ -248,3 +248,34 @@ Promise.reject(8).then(null, (e) => log.push('rejected ' + e));
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+// TestParseJSONFrozen: every object and array of a value parsed frozen is frozen, with
+// the descriptors Object.freeze would leave, however the records are allocated.
+func TestParseJSONFrozen(t *testing.T) {
+	vm := goja.New()
+	text := `{"a":[1,{"b":[[],{}],"c":"x"},[2,[3]]],"d":{"e":{"f":null}},"g":[]}`
+	frozen, err := vm.ParseJSON(text, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check, err := vm.RunString(`(v, text) => {
+  const ref = JSON.parse(text), bad = []
+  const walk = (x, y, path) => {
+    if (x === null || typeof x !== 'object') return
+    const same = JSON.stringify(Reflect.ownKeys(x).map((k) => [k, Object.getOwnPropertyDescriptor(x, k)]))
+    const want = JSON.stringify(Reflect.ownKeys(Object.freeze(y)).map((k) => [k, Object.getOwnPropertyDescriptor(y, k)]))
+    if (!Object.isFrozen(x) || same !== want) bad.push(path)
+    for (const k of Object.keys(x)) walk(x[k], y[k], path + '.' + k)
+  }
+  walk(v, ref, '$')
+  return JSON.stringify(v) === text ? bad.join(' ') : 'text changed: ' + JSON.stringify(v)
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, _ := goja.AssertFunction(check)
+	res, err := fn(goja.Undefined(), frozen, vm.ToValue(text))
+	if err != nil || res.String() != "" {
+		t.Errorf("got %v, %v, want every object frozen like Object.freeze leaves it", res, err)
+	}
+}

@@ -81,18 +81,50 @@ func (r *Runtime) ParseJSON(text string, frozen bool) (v Value, err error) {
 }
 
 // freezeParsed freezes v, a value parseJSON just built: plain objects and dense
-// arrays of data properties, nothing shared, no cycles.
+// arrays of data properties, nothing shared, no cycles. The property records of the
+// whole value are allocated together, in one slab: its objects came in together and
+// are frozen, so none of them outlives the rest by much.
 func freezeParsed(v Value) {
+	if n := countParsed(v); n > 0 {
+		slab := make([]valueProperty, n)
+		freezeInto(v, &slab)
+	}
+}
+
+// countParsed is the number of properties of v and of the values it holds.
+func countParsed(v Value) int {
+	o, ok := v.(*Object)
+	if !ok {
+		return 0
+	}
+	n := 0
+	switch self := o.self.(type) {
+	case *arrayObject:
+		n += len(self.values)
+		for _, x := range self.values {
+			n += countParsed(x)
+		}
+	case *baseObject:
+		n += len(self.propNames)
+		for _, name := range self.propNames {
+			n += countParsed(self.values[name])
+		}
+	}
+	return n
+}
+
+// freezeInto freezes v, taking its property records from the front of *slab.
+func freezeInto(v Value, slab *[]valueProperty) {
 	o, ok := v.(*Object)
 	if !ok {
 		return
 	}
-	// The properties of one object are allocated together.
 	switch self := o.self.(type) {
 	case *arrayObject:
-		props := make([]valueProperty, len(self.values))
+		props := (*slab)[:len(self.values):len(self.values)]
+		*slab = (*slab)[len(self.values):]
 		for i, x := range self.values {
-			freezeParsed(x)
+			freezeInto(x, slab)
 			props[i] = valueProperty{value: x, enumerable: true}
 			self.values[i] = &props[i]
 		}
@@ -100,10 +132,11 @@ func freezeParsed(v Value) {
 		self.lengthProp.writable = false
 		self.extensible = false
 	case *baseObject:
-		props := make([]valueProperty, len(self.propNames))
+		props := (*slab)[:len(self.propNames):len(self.propNames)]
+		*slab = (*slab)[len(self.propNames):]
 		for i, name := range self.propNames {
 			x := self.values[name]
-			freezeParsed(x)
+			freezeInto(x, slab)
 			props[i] = valueProperty{value: x, enumerable: true}
 			self.values[name] = &props[i]
 		}
