@@ -1,8 +1,9 @@
 // Package js is the JavaScript and TypeScript sandbox engine, built on goja. A module
-// is transformed once with esbuild (TypeScript stripped, syntax goja lacks lowered,
-// CommonJS output with an inline source map so errors point at the original lines),
-// compiled once, and then evaluated in a fresh goja runtime for every definition read
-// and every invocation: nothing a script does survives its invocation.
+// is transformed once with esbuild (TypeScript stripped, syntax goja lacks lowered, an
+// inline source map so errors point at the original lines, and the module made a
+// function that returns its default export; see transform), compiled once, and then
+// evaluated in a fresh goja runtime for every definition read and every invocation:
+// nothing a script does survives its invocation.
 //
 // goja has no memory limit and its built-ins ignore interrupts, so the engine (a goja
 // patched for it, in third_party/goja) refuses the built-in calls that would allocate
