@@ -52,6 +52,32 @@ type RunInfo struct {
 	// releases the run's events at once instead of consuming them at commit.
 	FailureToNext    bool
 	ReleaseOnFailure bool
+	// Peeked, when set, holds pending events the caller read just before the run's
+	// phase; Topics.peek answers from it when it holds enough.
+	Peeked *Peeked
+}
+
+// Peeked is what a scheduler read of a workflow's pending events just before it
+// started a run: the first Limit pending events of each topic, oldest first. A
+// Topics.peek on one of those topics is answered from it when it can tell the answer
+// (the peek asks for at most as many events as were read, or fewer than Limit were
+// pending), which is the answer the ledger would give unless events changed between
+// the two reads, a race a script cannot tell from reading a moment earlier.
+type Peeked struct {
+	Events map[string][]scripthost.Event
+	Limit  int
+}
+
+// answer returns the first limit pending events of topic when p holds them.
+func (p *Peeked) answer(topic string, limit int) ([]scripthost.Event, bool) {
+	if p == nil {
+		return nil, false
+	}
+	evs, ok := p.Events[topic]
+	if !ok || (limit > len(evs) && len(evs) >= p.Limit) {
+		return nil, false
+	}
+	return evs[:min(limit, len(evs))], true
 }
 
 // WrapperOptions configure a ToolWrapper. Zero fields take defaults.

@@ -105,7 +105,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 		return did, err
 	}
 	for _, r := range active {
-		_, moved, err := rt.driveRun(ctx, r, false)
+		_, moved, err := rt.driveRun(ctx, r, false, nil)
 		if err != nil {
 			return did, err
 		}
@@ -217,7 +217,7 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 	if idle {
 		scan = pendingScan
 	}
-	newest, err := rt.newestPending(ctx, workflow, c.Subscribe, scan)
+	newest, peeked, err := rt.pending(ctx, workflow, c.Subscribe, scan)
 	if err != nil {
 		return scripthost.Run{}, false, err
 	}
@@ -234,14 +234,14 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 	if !wake && newest <= idleAt {
 		return scripthost.Run{}, false, nil
 	}
-	run, err := rt.startRunWith(ctx, workflow, version, name, scripthost.KindConsumer, hs)
+	run, err := rt.startRunWith(ctx, workflow, version, name, scripthost.KindConsumer, hs, peeked)
 	if err != nil {
 		return run, true, err
 	}
 	// A run that reserved nothing (or was skipped by its guard) leaves the pending
 	// events as they were: wait for a newer event or a wake-up before trying again.
 	if len(run.Reservations) == 0 {
-		if newest, err = rt.newestPending(ctx, workflow, c.Subscribe, pendingScan); err != nil {
+		if newest, _, err = rt.pending(ctx, workflow, c.Subscribe, pendingScan); err != nil {
 			return run, true, err
 		}
 		rt.mu.Lock()
@@ -268,20 +268,23 @@ func (rt *Runtime) acquire(ctx context.Context) (func(), error) {
 // pendingScan bounds how many pending events per topic are read to find the newest.
 const pendingScan = 1000
 
-// newestPending returns the highest sequence number among the first limit pending
-// events of each topic (0 when none is pending).
-func (rt *Runtime) newestPending(ctx context.Context, workflow string, topics []string, limit int) (int64, error) {
+// pending reads the first limit pending events of each topic and returns the highest
+// sequence number among them (0 when none is pending) and the events read, which the
+// run started next answers its prepare phase's Topics.peek from.
+func (rt *Runtime) pending(ctx context.Context, workflow string, topics []string, limit int) (int64, *hostfuncs.Peeked, error) {
 	newest := int64(0)
+	peeked := &hostfuncs.Peeked{Limit: limit, Events: make(map[string][]scripthost.Event, len(topics))}
 	for _, topic := range topics {
 		evs, err := rt.cfg.Store.PendingEvents(ctx, workflow, topic, limit)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		for _, e := range evs {
 			newest = max(newest, e.Seq)
 		}
+		peeked.Events[topic] = evs
 	}
-	return newest, nil
+	return newest, peeked, nil
 }
 
 // retries creates the retry runs whose time has come (see autoRetry).
@@ -308,7 +311,7 @@ func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[stri
 		if err != nil {
 			return did, err
 		}
-		if _, _, err := rt.driveRun(ctx, next, true); err != nil {
+		if _, _, err := rt.driveRun(ctx, next, true, nil); err != nil {
 			return true, err
 		}
 		did = true
@@ -404,12 +407,13 @@ func (rt *Runtime) startRun(ctx context.Context, workflow string, version int, h
 	if err != nil {
 		return scripthost.Run{}, err
 	}
-	return rt.startRunWith(ctx, workflow, version, handler, kind, hs)
+	return rt.startRunWith(ctx, workflow, version, handler, kind, hs, nil)
 }
 
-// startRunWith is startRun with the handler's state already read.
+// startRunWith is startRun with the handler's state already read, and for a consumer
+// the pending events it was started for (nil when not read).
 func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version int, handler string, kind scripthost.HandlerKind,
-	hs ledger.HandlerState) (scripthost.Run, error) {
+	hs ledger.HandlerState, peeked *hostfuncs.Peeked) (scripthost.Run, error) {
 	nr := ledger.NewRun{Workflow: workflow, Version: version, Handler: handler, Kind: kind, InputState: hs.State}
 	// Without a guard the first phase starts at once, in the transaction that creates
 	// the run: a run found pending or in its first phase after a restart runs that
@@ -429,7 +433,7 @@ func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version in
 	if start != "" {
 		rt.failpoint(string(kind) + ":after:" + string(scripthost.RunPending))
 	}
-	run, _, err = rt.driveRun(ctx, run, true)
+	run, _, err = rt.driveRun(ctx, run, true, peeked)
 	return run, err
 }
 

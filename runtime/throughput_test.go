@@ -77,11 +77,12 @@ func TestConsumerRunLedgerCost(t *testing.T) {
 	if got := ws.Durable - before.Durable; got > n {
 		t.Errorf("got %d commits waiting for the disk for %d runs, want at most %d", got, n, n)
 	}
-	// Per run: the scheduler's look at the topic and the handler state, prepare's
-	// Topics.peek, the mutation's failure count and the run after the mutation; and
-	// per pass a few more.
-	if got := float64(counted.Reads.Load()) / n; got > 6.5 {
-		t.Errorf("got %.1f reads per run, want at most 6.5", got)
+	// Per run: the scheduler's look at the topic (which prepare's Topics.peek is
+	// answered from), the handler state and the mutation's failure count (the run
+	// after the mutation is what the next transition returns); and per pass a few more.
+	t.Logf("%.2f reads per run", float64(counted.Reads.Load())/n)
+	if got := float64(counted.Reads.Load()) / n; got > 4.5 {
+		t.Errorf("got %.1f reads per run, want at most 4.5", got)
 	}
 	pending, err := st.Events(ctx, ledger.EventFilter{Status: scripthost.EventPending})
 	if err != nil || len(pending) != 0 {
