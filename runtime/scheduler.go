@@ -159,7 +159,10 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 	// the next pass would then find nothing to reconcile, resume or retry and no
 	// producer due, and run the same consumers in the same order, so a round is that
 	// pass without its reads. The number of rounds is bounded, so that a workflow
-	// paused or a version loaded meanwhile is seen soon.
+	// paused or a version loaded meanwhile is seen soon. states holds each consumer's
+	// state as the pass last read or committed it: only a commit of the handler's own
+	// run changes it, and the pass makes those.
+	states := map[string]ledger.HandlerState{}
 	for round := 1; ; round++ {
 		ran, settled := false, true
 		for _, name := range sortedKeys(def.Consumers) {
@@ -167,7 +170,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 				continue
 			}
 			last, hasLast := latest[name]
-			run, started, err := rt.tickConsumer(ctx, workflow, version, def.Consumers[name], last, hasLast, now)
+			run, started, err := rt.tickConsumer(ctx, workflow, version, def.Consumers[name], last, hasLast, now, states)
 			did = did || started
 			if err != nil {
 				return did, err
@@ -202,9 +205,10 @@ func (rt *Runtime) maxRounds() int {
 
 // tickConsumer starts a run of consumer c if it has pending events newer than what it
 // last ignored, or a due wake-up, and reports whether it did. last is the handler's
-// newest run, if it has one.
+// newest run, if it has one. states holds the handler's state when the pass knows it
+// (see tick); tickConsumer keeps it up to date.
 func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version int, c *Consumer,
-	last scripthost.Run, hasLast bool, now time.Time) (scripthost.Run, bool, error) {
+	last scripthost.Run, hasLast bool, now time.Time, states map[string]ledger.HandlerState) (scripthost.Run, bool, error) {
 	st := rt.cfg.Store
 	name := c.Name
 	key := workflow + "/" + name
@@ -221,9 +225,12 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 	if err != nil {
 		return scripthost.Run{}, false, err
 	}
-	hs, err := st.HandlerState(ctx, workflow, name)
-	if err != nil {
-		return scripthost.Run{}, false, err
+	hs, known := states[name]
+	if !known {
+		if hs, err = st.HandlerState(ctx, workflow, name); err != nil {
+			return scripthost.Run{}, false, err
+		}
+		states[name] = hs
 	}
 	// A wake-up is due once its time has come, unless a run started since then
 	// (a wake-up time in the past that a commit kept is not a new request).
@@ -235,8 +242,14 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 		return scripthost.Run{}, false, nil
 	}
 	run, err := rt.startRunWith(ctx, workflow, version, name, scripthost.KindConsumer, hs, peeked)
-	if err != nil {
+	switch {
+	case err != nil:
+		delete(states, name)
 		return run, true, err
+	case run.Status == scripthost.StatusCommitted:
+		states[name] = committedState(hs, run)
+	case run.Status != scripthost.StatusSkipped: // a skipped run leaves the state as it was
+		delete(states, name)
 	}
 	// A run that reserved nothing (or was skipped by its guard) leaves the pending
 	// events as they were: wait for a newer event or a wake-up before trying again.
@@ -253,6 +266,19 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 		rt.mu.Unlock()
 	}
 	return run, true, nil
+}
+
+// committedState is the handler state a consumer's committed run left: the commit saves
+// the state the run returned (its output state, or its input state when next returned
+// nothing; see the emitting step), and the wake-up time the run asked for.
+func committedState(before ledger.HandlerState, run scripthost.Run) ledger.HandlerState {
+	return ledger.HandlerState{
+		Workflow:  before.Workflow,
+		Handler:   before.Handler,
+		State:     newState(run.OutputState, run.InputState),
+		WakeAt:    run.WakeAt,
+		UpdatedAt: run.UpdatedAt,
+	}
 }
 
 // acquire takes one of the Concurrency slots, waiting for one to be free.
