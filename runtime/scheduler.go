@@ -163,21 +163,22 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 	// state as the pass last read or committed it: only a commit of the handler's own
 	// run changes it, and the pass makes those.
 	states := map[string]ledger.HandlerState{}
+	groups := rt.consumerGroups(def)
 	for round := 1; ; round++ {
 		ran, settled := false, true
+		results := rt.round(ctx, workflow, version, def, groups, blocked, latest, states, now)
 		for _, name := range sortedKeys(def.Consumers) {
-			if blocked(name) {
+			res, ok := results[name]
+			if !ok {
 				continue
 			}
-			last, hasLast := latest[name]
-			run, started, err := rt.tickConsumer(ctx, workflow, version, def.Consumers[name], last, hasLast, now, states)
-			did = did || started
-			if err != nil {
-				return did, err
+			did = did || res.started
+			if res.err != nil {
+				return did, res.err
 			}
-			if started {
-				ran, latest[name] = true, run
-				settled = settled && (run.Status == scripthost.StatusCommitted || run.Status == scripthost.StatusSkipped)
+			if res.started {
+				ran, latest[name] = true, res.run
+				settled = settled && (res.run.Status == scripthost.StatusCommitted || res.run.Status == scripthost.StatusSkipped)
 			}
 		}
 		if !ran || !settled || producersRan || round >= rt.maxRounds() {

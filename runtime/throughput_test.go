@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
@@ -20,8 +21,8 @@ import (
 )
 
 // countedRuntime is a runtime on a fresh SQLite ledger whose reads are counted, with
-// the workspace tools.
-func countedRuntime(t *testing.T) (*runtime.Runtime, *sqlite.Store, *benchrun.CountingStore) {
+// the workspace tools and extra tools; configure, when set, adjusts its Config.
+func countedRuntime(t *testing.T, configure func(*runtime.Config), extra ...*hostfuncs.Tool) (*runtime.Runtime, *sqlite.Store, *benchrun.CountingStore) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -35,11 +36,15 @@ func countedRuntime(t *testing.T) (*runtime.Runtime, *sqlite.Store, *benchrun.Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.Register(tools...); err != nil {
+	if err := reg.Register(append(tools, extra...)...); err != nil {
 		t.Fatal(err)
 	}
 	counted := &benchrun.CountingStore{Store: st}
-	rt, err := runtime.New(runtime.Config{Store: counted, Engines: map[string]sandbox.Engine{"js": js.New(js.Options{})}, Tools: reg})
+	cfg := runtime.Config{Store: counted, Engines: map[string]sandbox.Engine{"js": js.New(js.Options{})}, Tools: reg}
+	if configure != nil {
+		configure(&cfg)
+	}
+	rt, err := runtime.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +58,7 @@ func countedRuntime(t *testing.T) (*runtime.Runtime, *sqlite.Store, *benchrun.Co
 // reads a handful of times per run instead of before every step.
 func TestConsumerRunLedgerCost(t *testing.T) {
 	ctx := context.Background()
-	rt, st, counted := countedRuntime(t)
+	rt, st, counted := countedRuntime(t, nil)
 	if _, err := rt.LoadWorkflow(ctx, "w", "w.js", []byte(benchrun.Workflow)); err != nil {
 		t.Fatal(err)
 	}
@@ -101,10 +106,13 @@ const twoConsumers = `export default { topics: ['ta', 'tb'], consumers: {
 
 // TestRoundsKeepPassOrder: several runs of each consumer in one scheduling pass go in
 // the order separate passes would give, one run of each consumer in name order, not
-// all of one consumer's runs first.
+// all of one consumer's runs first. In deterministic mode that order is exact: the
+// consumers take turns even where their runs could go side by side.
 func TestRoundsKeepPassOrder(t *testing.T) {
 	ctx := context.Background()
-	rt, st, _ := countedRuntime(t)
+	rt, st, _ := countedRuntime(t, func(c *runtime.Config) {
+		c.Deterministic = &sandbox.Determinism{Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Seed: 1}
+	})
 	if _, err := rt.LoadWorkflow(ctx, "two", "two.js", []byte(twoConsumers)); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +159,7 @@ const counter = `export default { topics: ['in'], consumers: {
 // commit saved, as a read of the ledger would, whatever next returned.
 func TestRoundsCarryState(t *testing.T) {
 	ctx := context.Background()
-	rt, st, _ := countedRuntime(t)
+	rt, st, _ := countedRuntime(t, nil)
 	if _, err := rt.LoadWorkflow(ctx, "w", "w.js", []byte(counter)); err != nil {
 		t.Fatal(err)
 	}
