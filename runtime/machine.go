@@ -351,8 +351,8 @@ func (rt *Runtime) commitEvents(run scripthost.Run, phase scripthost.Phase, w *h
 // invoke runs one phase function with the before and after hooks around it.
 func (rt *Runtime) invoke(ctx context.Context, l *loaded, lc Lifecycle, run scripthost.Run, w *hostfuncs.ToolWrapper,
 	phase scripthost.Phase, fn string, g sandbox.Globals, args ...json.RawMessage) (json.RawMessage, error) {
-	info, _ := json.Marshal(map[string]any{"phase": phase, "handler": run.Handler, "workflow": run.Workflow, "run": run.ID, "attempt": run.Attempt})
 	if lc.Before != "" {
+		info, _ := json.Marshal(map[string]any{"phase": phase, "handler": run.Handler, "workflow": run.Workflow, "run": run.ID, "attempt": run.Attempt})
 		if _, err := rt.call(ctx, l, run, rt.wrapper(run, nil, nil), scripthost.PhaseHook, lc.Before, g, info); err != nil {
 			return nil, &stepError{step: stepBefore, err: err}
 		}
