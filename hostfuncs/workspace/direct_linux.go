@@ -28,14 +28,28 @@ const directWrites = true
 // way, it reports done=false before changing anything but the missing directories, and
 // the general path handles the call with its checks and errors.
 func (w *Workspace) writeDirect(op, p, clean string, content []byte) (done bool, err error) {
+	rc, err := w.top.SyscallConn()
+	if err != nil {
+		return false, nil
+	}
+	// Control keeps the root's handle open while the write uses it, even if the
+	// workspace is closed meanwhile; once closed, the general path reports it.
+	if cerr := rc.Control(func(top uintptr) { done, err = w.writeIn(int(top), op, p, clean, content) }); cerr != nil {
+		return false, nil
+	}
+	return done, err
+}
+
+// writeIn is writeDirect with the root's handle top.
+func (w *Workspace) writeIn(top int, op, p, clean string, content []byte) (done bool, err error) {
 	parts := strings.Split(clean, "/")
 	base := parts[len(parts)-1]
-	dir, ok := w.openDir(parts[:len(parts)-1])
+	dir, ok := openDir(top, parts[:len(parts)-1])
 	if !ok {
 		return false, nil
 	}
 	defer func() {
-		if dir != w.topFD {
+		if dir != top {
 			_ = unix.Close(dir)
 		}
 	}()
@@ -62,11 +76,10 @@ func (w *Workspace) writeDirect(op, p, clean string, content []byte) (done bool,
 	return true, nil
 }
 
-// openDir opens the directory named by parts under the root without following
-// symbolic links, creating missing components. It returns the root's own handle for no
+// openDir opens the directory named by parts under the root's handle top without
+// following symbolic links, creating missing components. It returns top itself for no
 // parts; ok is false when a component is a link or not a directory, or on any error.
-func (w *Workspace) openDir(parts []string) (fd int, ok bool) {
-	top := w.topFD
+func openDir(top int, parts []string) (fd int, ok bool) {
 	fd = top
 	for _, name := range parts {
 		const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC

@@ -27,8 +27,7 @@ type Workspace struct {
 	root *os.Root
 	// top is the root directory opened once more, for the write path that walks
 	// directory handles itself (see writeDirect); nil where that path is not built.
-	top   *os.File
-	topFD int
+	top *os.File
 }
 
 // New opens the workspace rooted at dir, which must be an existing directory.
@@ -58,7 +57,6 @@ func New(dir string) (*Workspace, error) {
 			_ = root.Close()
 			return nil, fmt.Errorf("workspace: root: %w", err)
 		}
-		w.topFD = int(w.top.Fd())
 	}
 	return w, nil
 }

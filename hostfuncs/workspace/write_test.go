@@ -58,3 +58,14 @@ func TestWrite(t *testing.T) {
 		return nil
 	})
 }
+
+// TestWriteAfterClose: a closed workspace refuses writes instead of writing through a
+// handle that may have been reused.
+func TestWriteAfterClose(t *testing.T) {
+	w, err := New(t.TempDir())
+	must(t, err)
+	must(t, w.Close())
+	if err := w.Write("w", "f.txt", []byte("x")); err == nil {
+		t.Error("write after Close: got no error, want one")
+	}
+}
