@@ -40,7 +40,9 @@ func (rt *Runtime) Recover(ctx context.Context) error {
 // retries whose time has come, due producers, and consumers with pending events or a
 // due wake-up. A handler whose newest run failed or is paused is not started again
 // until that run is retried. Only one Tick per workflow runs at a time, and a pass
-// holds one of the runtime's Concurrency slots, shared by every workflow. On a ledger
+// holds one of the runtime's Concurrency slots, shared by every workflow, plus one for
+// each group of its consumers it runs side by side when slots are free (see
+// consumerGroups). On a ledger
 // shared by several hosts, Tick runs only on the host holding the workflow's lease
 // (elsewhere it does nothing).
 func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
