@@ -110,7 +110,7 @@ func (s *Store) runTx(ctx context.Context, req *writeReq) error {
 	}
 	defer conn.Close()
 	defer tx.Rollback()
-	if err := req.fn(ctx, &wtx{Tx: tx, c: s.stmts}); err != nil {
+	if err := req.fn(stmtContext(ctx), &wtx{Tx: tx, c: s.stmts}); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -119,6 +119,17 @@ func (s *Store) runTx(ctx context.Context, req *writeReq) error {
 	s.count(1, !req.redo, start)
 	return nil
 }
+
+// stmtContext is the context a write's statements run with: ctx's values without its
+// cancellation. The driver runs a statement whose context can be cancelled on a
+// goroutine of its own, to interrupt it on cancellation; on the writer, where a
+// transaction carries a few dozen short statements, that goroutine and its wake-ups
+// cost more than the statements. The write stays bounded: begin gives the transaction
+// the deadline, database/sql rolls the transaction back when it passes (a statement
+// running then finishes first, and every later one fails), and the committer starts no
+// write of a batch past it. The lock waits inside a statement are bounded by
+// busy_timeout.
+func stmtContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // begin takes the write connection, sets how its next commit syncs, and begins a
 // transaction on it (SQLite refuses to change synchronous inside one). The caller
@@ -137,7 +148,7 @@ func (s *Store) begin(ctx context.Context, durable bool) (*sqlx.Conn, *sqlx.Tx, 
 		if !durable {
 			level = "NORMAL"
 		}
-		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = "+level); err != nil {
+		if _, err := conn.ExecContext(stmtContext(ctx), "PRAGMA synchronous = "+level); err != nil {
 			conn.Close()
 			return nil, nil, s.dbErr("set synchronous", err)
 		}
@@ -245,8 +256,10 @@ func (s *Store) runBatch(batch []*writeReq) {
 	defer conn.Close()
 	defer sqltx.Rollback()
 	tx := &wtx{Tx: sqltx, c: s.stmts}
+	deadline, _ := ctx.Deadline()
+	ctx = stmtContext(ctx)
 	if len(batch) == 1 {
-		if results[0] = s.runOne(ctx, tx, batch[0]); results[0] == nil {
+		if results[0] = s.runOne(ctx, tx, batch[0], deadline); results[0] == nil {
 			if results[0] = s.dbErr("commit", tx.Commit()); results[0] == nil {
 				s.count(1, durable, start)
 			}
@@ -259,7 +272,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 			fail(s.dbErr("savepoint", err))
 			return
 		}
-		if results[i] = s.runOne(ctx, tx, r); results[i] != nil {
+		if results[i] = s.runOne(ctx, tx, r, deadline); results[i] != nil {
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO w"); err != nil {
 				// The transaction is unusable: nobody's work in it survives.
 				fail(s.dbErr("rollback to savepoint", err))
@@ -287,11 +300,15 @@ func (s *Store) runBatch(batch []*writeReq) {
 	}
 }
 
-// runOne runs one request's function, unless its caller gave up before it started; a
-// panic becomes that caller's error instead of taking the committer down.
-func (s *Store) runOne(ctx context.Context, tx *wtx, r *writeReq) (err error) {
+// runOne runs one request's function, unless its caller gave up before it started or
+// the batch is past its deadline; a panic becomes that caller's error instead of taking
+// the committer down.
+func (s *Store) runOne(ctx context.Context, tx *wtx, r *writeReq, deadline time.Time) (err error) {
 	if err := r.ctx.Err(); err != nil {
 		return err
+	}
+	if time.Now().After(deadline) {
+		return fmt.Errorf("sqlite: write on %s: %w (the batch took longer than %v)", s.path, context.DeadlineExceeded, s.opts.WriteTimeout)
 	}
 	defer func() {
 		if p := recover(); p != nil {
