@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -102,13 +101,12 @@ type Store struct {
 	closed        chan struct{}
 	closeOnce     sync.Once
 	committerDone chan struct{}
-	// stmts are the writer's prepared statements.
-	stmts *stmtCache
+	// wsem holds the write connection wc while a transaction runs on it.
+	wsem chan struct{}
+	wc   *wconn
 	// lock is the host lock (Options.HostLock), released by Close.
-	lock *hostLock
-	// syncNormal is whether the write connection was last set to synchronous=NORMAL.
-	syncNormal atomic.Bool
-	stats      writeCounters
+	lock  *hostLock
+	stats writeCounters
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -145,7 +143,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := checkHeader(path); err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, opts: opts, reqs: make(chan *writeReq), closed: make(chan struct{}), stmts: newStmtCache()}
+	s := &Store{path: path, opts: opts, reqs: make(chan *writeReq), closed: make(chan struct{}), wsem: make(chan struct{}, 1)}
 	ms := strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
 
 	// The writer: one connection, immediate transactions so that a transaction takes
@@ -204,7 +202,7 @@ func (s *Store) Close() error {
 		if s.committerDone != nil {
 			<-s.committerDone
 		}
-		err = errors.Join(s.stmts.close(), s.r.Close(), s.w.Close())
+		err = errors.Join(s.closeWriter(), s.r.Close(), s.w.Close())
 		s.lock.release(false)
 	})
 	return err

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -111,12 +113,17 @@ func TestPragmas(t *testing.T) {
 		{"reader", "PRAGMA foreign_keys", "1"},
 	}
 	for _, tc := range tests {
-		db := s.w
-		if tc.db == "reader" {
-			db = s.r
-		}
 		var got string
-		if err := db.Get(&got, tc.query); err != nil {
+		var err error
+		if tc.db == "reader" {
+			err = s.r.Get(&got, tc.query)
+		} else {
+			// The write connection is the store's: a write reads its settings.
+			err = s.write(context.Background(), func(ctx context.Context, tx *wtx) error {
+				return tx.GetContext(ctx, &got, tc.query)
+			})
+		}
+		if err != nil {
 			t.Fatalf("%s %s: %v", tc.db, tc.query, err)
 		}
 		if got != tc.want {
@@ -135,7 +142,7 @@ func TestSyncLevels(t *testing.T) {
 	const normal, full = 1, 2
 	level := func(got *int) writeFunc {
 		return func(ctx context.Context, tx *wtx) error {
-			return tx.Tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(got)
+			return tx.QueryRowxContext(ctx, "PRAGMA synchronous").Scan(got)
 		}
 	}
 	for _, mode := range []struct {
@@ -232,5 +239,33 @@ func TestDurableCommitsPerConsumerRun(t *testing.T) {
 	}
 	if w := st.Writes - before.Writes; w != 9 {
 		t.Errorf("got %d writes, want 9", w)
+	}
+}
+
+// TestCompileNamed checks the writer's named-parameter compiler against sqlx's own.
+func TestCompileNamed(t *testing.T) {
+	arg := map[string]any{"id": 1, "run_id": 2, "a.b": 3, "x_1": 4}
+	for _, q := range []string{
+		`INSERT INTO t (id, run_id) VALUES (:id, :run_id)`,
+		`UPDATE t SET run_id = :run_id, x = :x_1 WHERE id = :id`,
+		`SELECT '12'::text, :a.b`,
+		`SELECT 1 WHERE id = :id`,
+	} {
+		want, wantArgs, err := sqlx.Named(q, arg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, names := compileNamed(q)
+		if got != want {
+			t.Errorf("%s: got %q, want %q", q, got, want)
+		}
+		if len(names) != len(wantArgs) {
+			t.Fatalf("%s: got names %v, want %d", q, names, len(wantArgs))
+		}
+		for i, n := range names {
+			if arg[n] != wantArgs[i] {
+				t.Errorf("%s: parameter %d: got %s (%v), want %v", q, i, n, arg[n], wantArgs[i])
+			}
+		}
 	}
 }
