@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"strconv"
 	"strings"
 	"unicode"
 
@@ -31,10 +30,6 @@ type wconn struct {
 	syncNormal bool
 }
 
-// walCheckpointPages is how many pages the WAL may hold before a commit copies them
-// back into the database file (SQLite's default is 1,000).
-var walCheckpointPages = 1000
-
 // acquire takes the write connection for one transaction, waiting for the
 // transaction in progress, if any; release gives it back.
 func (s *Store) acquire(ctx context.Context) (*wconn, error) {
@@ -48,11 +43,6 @@ func (s *Store) acquire(ctx context.Context) (*wconn, error) {
 	if s.wc == nil {
 		conn, err := s.w.Connx(ctx)
 		if err != nil {
-			<-s.wsem
-			return nil, s.dbErr("begin", err)
-		}
-		if _, err := conn.ExecContext(ctx, "PRAGMA wal_autocheckpoint = "+strconv.Itoa(walCheckpointPages)); err != nil {
-			conn.Close()
 			<-s.wsem
 			return nil, s.dbErr("begin", err)
 		}

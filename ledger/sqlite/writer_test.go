@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -267,5 +268,63 @@ func TestCompileNamed(t *testing.T) {
 				t.Errorf("%s: parameter %d: got %s (%v), want %v", q, i, n, arg[n], wantArgs[i])
 			}
 		}
+	}
+}
+
+// TestWriteContextCannotBeCancelled checks that a write's statements run with a
+// context the driver need not watch (it would run each statement on a goroutine of
+// its own), with and without group commit.
+func TestWriteContextCannotBeCancelled(t *testing.T) {
+	for _, opts := range []Options{{}, {DisableGroupCommit: true}} {
+		s, err := Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		done := make(<-chan struct{})
+		err = s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+			done = ctx.Done()
+			return nil
+		})
+		cancel()
+		s.Close()
+		if err != nil || done != nil {
+			t.Errorf("group commit disabled %v: got err %v, Done %v; want a context without Done", opts.DisableGroupCommit, err, done)
+		}
+	}
+}
+
+// TestBatchDeadline checks that a batch starts no write past WriteTimeout: the
+// statements cannot be interrupted, so the deadline is kept between writes.
+func TestBatchDeadline(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), Options{WriteTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	slow := func(ctx context.Context, tx *wtx) error {
+		time.Sleep(100 * time.Millisecond) // longer than the batch's deadline
+		_, err := tx.ExecContext(ctx, `INSERT INTO events (workflow, topic, message_id, status, created_at) VALUES ('w', 't', 'slow', 'pending', 0)`)
+		return err
+	}
+	late := func(ctx context.Context, tx *wtx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO events (workflow, topic, message_id, status, created_at) VALUES ('w', 't', 'late', 'pending', 0)`)
+		return err
+	}
+	batch := []*writeReq{{ctx: ctx, fn: slow, done: make(chan error, 1)}, {ctx: ctx, fn: late, done: make(chan error, 1)}}
+	s.runBatch(batch)
+	if err := <-batch[0].done; err != nil {
+		t.Errorf("write started before the deadline: got %v, want it committed", err)
+	}
+	if err := <-batch[1].done; !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("write due after the deadline: got %v, want context.DeadlineExceeded", err)
+	}
+	evs, err := s.Events(ctx, ledger.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].MessageID != "slow" {
+		t.Errorf("got events %+v, want only the write started in time", evs)
 	}
 }
