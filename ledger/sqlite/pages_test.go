@@ -10,7 +10,8 @@ import (
 
 // TestPagesPerConsumerRun counts the pages a consumer run's commits write to the WAL
 // (each a syscall or two and a copy at checkpoint): an update rewrites no index of a
-// column it cannot change, and none of the runs table's indexes for superseded_by.
+// column it cannot change, none of the runs table's indexes for superseded_by, and
+// runs_status only when the status changes.
 // The frames are counted from the WAL's growth with checkpoints off, averaged over
 // runs after the tables have a few levels.
 func TestPagesPerConsumerRun(t *testing.T) {
@@ -49,9 +50,10 @@ func TestPagesPerConsumerRun(t *testing.T) {
 		t.Fatalf("WAL of %d bytes after %d runs: was it checkpointed?", start, warm)
 	}
 	perRun := float64(fi.Size()-start) / (pageSize + frameHeader) / runs
-	// 9 commits; 72.6 pages when every update rewrote every index of its table.
-	if perRun > 62 {
-		t.Errorf("got %.1f pages written per consumer run, want at most 62", perRun)
+	// 9 commits; 71.5 pages when every update rewrote every index of its table, 55.2
+	// when runs_status was rewritten at every phase, 50.2 now.
+	if perRun > 53 {
+		t.Errorf("got %.1f pages written per consumer run, want at most 53", perRun)
 	}
 	t.Logf("%.1f pages per consumer run", perRun)
 }

@@ -91,7 +91,7 @@ func (s *Store) runMutation(ctx context.Context, q sqlx.QueryerContext, runID st
 
 // updateMutationSQL sets the columns an outcome or a reconciliation may change; the
 // others, among them the run and the idempotency key, each with its unique index, are
-// fixed when the mutation is recorded (see updateRunSQL).
+// fixed when the mutation is recorded (see runUpdates).
 var updateMutationSQL = updateSQL("mutations", mutationColumns, "id", "run_id", "workflow", "handler",
 	"namespace", "method", "params", "input_hash", "idempotency_key", "created_at")
 
