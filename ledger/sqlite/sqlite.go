@@ -34,7 +34,10 @@ type Options struct {
 	// connection or process before the store reports ledger.ErrLocked; default 5s.
 	BusyTimeout time.Duration
 	// WriteTimeout bounds a write that must complete even when the caller's context
-	// is cancelled (a mutation's in-flight record and its outcome); default 30s.
+	// is cancelled (a mutation's in-flight record and its outcome), and a group-commit
+	// batch: a write of the batch not started by then fails with
+	// context.DeadlineExceeded (statements are not interrupted; lock waits are bounded
+	// by BusyTimeout); default 30s.
 	WriteTimeout time.Duration
 	// NewID returns a fresh id for runs and mutations; default a UUIDv7 string.
 	NewID func() string
