@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/jmoiron/sqlx"
+	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
 // wconn is the write connection, taken from the writer pool at the first write and
@@ -89,6 +90,18 @@ func (c *wconn) close() error {
 func (c *wconn) exec(ctx context.Context, query string) error {
 	_, err := c.conn.ExecContext(stmtContext(ctx), query)
 	return err
+}
+
+// inTx reports whether a transaction is open on the connection.
+func (c *wconn) inTx() bool {
+	open := false
+	_ = c.conn.Raw(func(dc any) error {
+		if sc, ok := dc.(*sqlite3.SQLiteConn); ok {
+			open = !sc.AutoCommit()
+		}
+		return nil
+	})
+	return open
 }
 
 // wtx is a write transaction on the write connection. Its queries are prepared on the

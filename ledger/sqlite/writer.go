@@ -143,7 +143,14 @@ func (s *Store) begin(ctx context.Context, c *wconn, durable bool) (*wtx, error)
 		}
 		c.syncNormal = !durable
 	}
-	if err := c.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
+	err := c.exec(ctx, "BEGIN IMMEDIATE")
+	if err != nil && c.inTx() {
+		// A transaction whose ROLLBACK failed (a full or failing disk) is still open;
+		// its writes were reported failed, so it is ended here, and the write goes on.
+		_ = c.exec(ctx, "ROLLBACK")
+		err = c.exec(ctx, "BEGIN IMMEDIATE")
+	}
+	if err != nil {
 		return nil, s.dbErr("begin", err)
 	}
 	return &wtx{c: c}, nil

@@ -328,3 +328,31 @@ func TestBatchDeadline(t *testing.T) {
 		t.Errorf("got events %+v, want only the write started in time", evs)
 	}
 }
+
+// TestBeginEndsLeftoverTransaction checks that a transaction left open on the write
+// connection (its ROLLBACK failed) does not block every later write.
+func TestBeginEndsLeftoverTransaction(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := s.acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	s.release(nil)
+	if err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO events (workflow, topic, message_id, status, created_at) VALUES ('w', 't', 'a', 'pending', 0)`)
+		return err
+	}); err != nil {
+		t.Fatalf("write after a leftover transaction: %v", err)
+	}
+	if evs, err := s.Events(ctx, ledger.EventFilter{}); err != nil || len(evs) != 1 {
+		t.Errorf("got events %v (err %v), want the one written", evs, err)
+	}
+}
