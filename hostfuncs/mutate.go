@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/scripthost/scripthost"
@@ -43,7 +44,18 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 		Params:    canonical,
 		Scope:     w.info.Scope,
 	})
-	log := w.log.With("tool", name)
+	// The mutation's records carry the tool, then the mutation and its key once known.
+	var mid, key string
+	log := func(level slog.Level, msg string, args ...any) {
+		if !w.logging(level) {
+			return
+		}
+		attrs := []any{"tool", name}
+		if mid != "" {
+			attrs = append(attrs, "mutation", mid, "key", key)
+		}
+		w.logf(level, msg, append(attrs, args...)...)
+	}
 	o, err := Effect{
 		Store: w.store, Registry: w.reg, Tool: t, Input: input,
 		Record: ledger.NewMutation{
@@ -58,31 +70,31 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 		FailureToNext: w.info.FailureToNext, ReleaseOnFailure: w.info.ReleaseOnFailure,
 		Began: func(m scripthost.Mutation) {
 			w.setMutation(m)
-			log = log.With("mutation", m.ID, "key", m.IdempotencyKey)
-			log.Info("mutation in flight")
+			mid, key = m.ID, m.IdempotencyKey
+			log(slog.LevelInfo, "mutation in flight")
 		},
 	}.Run(ctx)
 	if o.Mutation.ID != "" {
 		w.setMutation(o.Mutation)
 	}
 	if err != nil {
-		log.Error("recording the mutation failed", "error", w.redactor.Redact(err.Error()))
+		log(slog.LevelError, "recording the mutation failed", "error", w.redactor.Redact(err.Error()))
 		return end(err)
 	}
 	rec := o.Mutation
 	switch {
 	case o.CallErr == nil:
-		log.Info("mutation applied")
+		log(slog.LevelInfo, "mutation applied")
 		if err := w.checkOutput(t, o.Result); err != nil {
 			return nil, w.scrub(err, secrets)
 		}
 		return o.Result, nil
 	case rec.Status == scripthost.MutationFailed && scripthost.IsDefinite(o.CallErr):
-		log.Info("mutation failed", "class", o.Cause.Class, "error", o.Cause.Error())
+		log(slog.LevelInfo, "mutation failed", "class", o.Cause.Class, "error", o.Cause.Error())
 		return nil, sandbox.Terminate(o.Cause)
 	}
 	cause := o.Cause
-	log.Info("mutation reconciled", "status", rec.Status, "class", cause.Class, "error", cause.Error())
+	log(slog.LevelInfo, "mutation reconciled", "status", rec.Status, "class", cause.Class, "error", cause.Error())
 	switch rec.Status {
 	case scripthost.MutationApplied:
 		if err := w.checkOutput(t, o.Result); err != nil {

@@ -34,7 +34,10 @@ func compileSchema(raw []byte) (*jsonschema.Schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil
 	}
-	v, _ := schemaCache.LoadOrStore(string(raw), &compiled{})
+	v, ok := schemaCache.Load(string(raw)) // no copy of raw: the conversion is only a key
+	if !ok {
+		v, _ = schemaCache.LoadOrStore(string(raw), &compiled{})
+	}
 	c := v.(*compiled)
 	c.once.Do(func() {
 		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))

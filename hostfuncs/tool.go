@@ -10,10 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"sync"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/sandbox"
 )
 
 // Tool is one host function a script can call as Namespace.method.
@@ -83,6 +85,10 @@ var identRE = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]*Tool
+	// sorted and names are the tools sorted by name and what a ToolWrapper lists,
+	// built at the first use after a change: every run's wrappers ask for them.
+	sorted []*Tool
+	names  []sandbox.ToolName
 }
 
 // NewRegistry returns an empty registry.
@@ -117,6 +123,7 @@ func (r *Registry) Register(tools ...*Tool) error {
 	for _, t := range tools {
 		r.tools[t.Name()] = t
 	}
+	r.sorted, r.names = nil, nil
 	return nil
 }
 
@@ -134,7 +141,8 @@ func (r *Registry) Redactor(red *Redactor) *Redactor {
 	if red == nil {
 		red = NewRedactor()
 	}
-	for _, t := range r.Tools() {
+	tools, _ := r.snapshot()
+	for _, t := range tools {
 		red.AddSecret(t.Secrets...)
 	}
 	return red
@@ -142,12 +150,38 @@ func (r *Registry) Redactor(red *Redactor) *Redactor {
 
 // Tools returns every registered tool, sorted by name.
 func (r *Registry) Tools() []*Tool {
+	tools, _ := r.snapshot()
+	return slices.Clone(tools)
+}
+
+// snapshot returns the registered tools sorted by name and the names a ToolWrapper
+// lists (those plus the built-in topic tools), shared: callers must not change them.
+func (r *Registry) snapshot() ([]*Tool, []sandbox.ToolName) {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := make([]*Tool, 0, len(r.tools))
-	for _, t := range r.tools {
-		out = append(out, t)
+	tools, names := r.sorted, r.names
+	r.mu.RUnlock()
+	if names != nil {
+		return tools, names
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
-	return out
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.names == nil {
+		r.sorted = make([]*Tool, 0, len(r.tools))
+		for _, t := range r.tools {
+			r.sorted = append(r.sorted, t)
+		}
+		sort.Slice(r.sorted, func(i, j int) bool { return r.sorted[i].Name() < r.sorted[j].Name() })
+		byName := map[string]sandbox.ToolName{}
+		for _, t := range append(slices.Clone(r.sorted), TopicTools()...) {
+			byName[t.Name()] = sandbox.ToolName{Namespace: t.Namespace, Method: t.Method}
+		}
+		r.names = make([]sandbox.ToolName, 0, len(byName))
+		for _, n := range byName {
+			r.names = append(r.names, n)
+		}
+		sort.Slice(r.names, func(i, j int) bool {
+			return r.names[i].Namespace+"."+r.names[i].Method < r.names[j].Namespace+"."+r.names[j].Method
+		})
+	}
+	return r.sorted, r.names
 }

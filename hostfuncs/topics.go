@@ -70,9 +70,11 @@ var TopicsPeek = &Tool{
 		if limit <= 0 {
 			limit = DefaultPeekLimit
 		}
-		events, err := w.store.PendingEvents(ctx, w.info.Workflow, in.Topic, limit)
-		if err != nil {
-			return nil, ledgerError("Topics.peek", err)
+		events, ok := w.info.Peeked.answer(in.Topic, limit)
+		if !ok {
+			if events, err = w.store.PendingEvents(ctx, w.info.Workflow, in.Topic, limit); err != nil {
+				return nil, ledgerError("Topics.peek", err)
+			}
 		}
 		out := make([]PeekedEvent, 0, len(events))
 		for _, e := range events {

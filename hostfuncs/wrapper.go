@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -53,6 +52,32 @@ type RunInfo struct {
 	// releases the run's events at once instead of consuming them at commit.
 	FailureToNext    bool
 	ReleaseOnFailure bool
+	// Peeked, when set, holds pending events the caller read just before the run's
+	// phase; Topics.peek answers from it when it holds enough.
+	Peeked *Peeked
+}
+
+// Peeked is what a scheduler read of a workflow's pending events just before it
+// started a run: the first Limit pending events of each topic, oldest first. A
+// Topics.peek on one of those topics is answered from it when it can tell the answer
+// (the peek asks for at most as many events as were read, or fewer than Limit were
+// pending), which is the answer the ledger would give unless events changed between
+// the two reads, a race a script cannot tell from reading a moment earlier.
+type Peeked struct {
+	Events map[string][]scripthost.Event
+	Limit  int
+}
+
+// answer returns the first limit pending events of topic when p holds them.
+func (p *Peeked) answer(topic string, limit int) ([]scripthost.Event, bool) {
+	if p == nil {
+		return nil, false
+	}
+	evs, ok := p.Events[topic]
+	if !ok || (limit > len(evs) && len(evs) >= p.Limit) {
+		return nil, false
+	}
+	return evs[:min(limit, len(evs))], true
 }
 
 // WrapperOptions configure a ToolWrapper. Zero fields take defaults.
@@ -82,7 +107,11 @@ type ToolWrapper struct {
 	clock    func() time.Time
 	redactor *Redactor
 	policy   ReconcilePolicy
-	log      *slog.Logger
+	// log is the logger as given; runLog is it with the run's attributes, built at
+	// the first record that is logged (most wrappers never log, and With allocates).
+	log     *slog.Logger
+	logOnce sync.Once
+	runLog  *slog.Logger
 
 	mu          sync.Mutex
 	phase       scripthost.Phase
@@ -122,8 +151,24 @@ func NewToolWrapper(reg *Registry, store ledger.Store, info RunInfo, opts Wrappe
 	if w.info.Scope == "" {
 		w.info.Scope = w.info.RunID
 	}
-	w.log = w.log.With("run", info.RunID, "workflow", info.Workflow, "handler", info.Handler)
 	return w
+}
+
+// logging reports whether a record at level would be logged, so that a hot path can
+// skip building its attributes.
+func (w *ToolWrapper) logging(level slog.Level) bool {
+	return w.log.Enabled(context.Background(), level)
+}
+
+// logf logs one record with the run's attributes.
+func (w *ToolWrapper) logf(level slog.Level, msg string, args ...any) {
+	if !w.logging(level) {
+		return
+	}
+	w.logOnce.Do(func() {
+		w.runLog = w.log.With("run", w.info.RunID, "workflow", w.info.Workflow, "handler", w.info.Handler)
+	})
+	w.runLog.Log(context.Background(), level, msg, args...)
 }
 
 var _ sandbox.Tools = (*ToolWrapper)(nil)
@@ -168,18 +213,8 @@ func (w *ToolWrapper) checkLocked(op scripthost.Operation) error {
 
 // List names every tool of the registry plus the built-in topic tools, sorted.
 func (w *ToolWrapper) List() []sandbox.ToolName {
-	names := map[string]sandbox.ToolName{}
-	for _, t := range append(w.reg.Tools(), TopicTools()...) {
-		names[t.Name()] = sandbox.ToolName{Namespace: t.Namespace, Method: t.Method}
-	}
-	out := make([]sandbox.ToolName, 0, len(names))
-	for _, n := range names {
-		out = append(out, n)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].Namespace+"."+out[i].Method < out[j].Namespace+"."+out[j].Method
-	})
-	return out
+	_, names := w.reg.snapshot()
+	return slices.Clone(names)
 }
 
 func (w *ToolWrapper) lookup(namespace, method string) *Tool {
@@ -256,10 +291,12 @@ func (w *ToolWrapper) Call(ctx context.Context, namespace, method string, input 
 	}
 	w.mu.Unlock()
 	if err != nil {
-		w.log.Info("tool call refused", "tool", name, "op", op, "phase", phase.String(), "error", err.Error())
+		w.logf(slog.LevelInfo, "tool call refused", "tool", name, "op", op, "phase", phase.String(), "error", err.Error())
 		return nil, w.refuse(withOp(err, name), ended, secrets)
 	}
-	w.log.Debug("tool call", "tool", name, "op", op, "phase", phase.String())
+	if w.logging(slog.LevelDebug) {
+		w.logf(slog.LevelDebug, "tool call", "tool", name, "op", op, "phase", phase.String())
+	}
 
 	if op == scripthost.OpMutate {
 		return w.mutate(ctx, tool, input, secrets)
@@ -267,7 +304,7 @@ func (w *ToolWrapper) Call(ctx context.Context, namespace, method string, input 
 	out, err := w.execute(ctx, tool, input)
 	if err != nil {
 		err = w.scrub(withOp(err, name), secrets)
-		w.log.Info("tool call failed", "tool", name, "op", op, "error", err.Error())
+		w.logf(slog.LevelInfo, "tool call failed", "tool", name, "op", op, "error", err.Error())
 		return nil, err
 	}
 	if err := w.checkOutput(tool, out); err != nil {
@@ -347,7 +384,7 @@ func joinProblems(p []string) string {
 func (w *ToolWrapper) checkOutput(t *Tool, out json.RawMessage) error {
 	err := CheckOutput(t, out)
 	if err != nil {
-		w.log.Warn("tool output invalid", "tool", t.Name(), "error", w.redactor.Redact(err.Error()))
+		w.logf(slog.LevelWarn, "tool output invalid", "tool", t.Name(), "error", w.redactor.Redact(err.Error()))
 	}
 	return err
 }
@@ -379,7 +416,7 @@ func CheckOutput(t *Tool, out json.RawMessage) error {
 func (w *ToolWrapper) execute(ctx context.Context, t *Tool, input json.RawMessage) (out json.RawMessage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			w.log.Error("tool panicked", "tool", t.Name(), "panic", w.redactor.Redact(fmt.Sprint(r)),
+			w.logf(slog.LevelError, "tool panicked", "tool", t.Name(), "panic", w.redactor.Redact(fmt.Sprint(r)),
 				"stack", w.redactor.Redact(string(debug.Stack())))
 			out, err = nil, &scripthost.Error{Class: scripthost.ClassInternal, Code: scripthost.CodeToolPanic,
 				Op: t.Name(), Message: fmt.Sprintf("tool panicked: %v", r)}
@@ -399,7 +436,7 @@ func (w *ToolWrapper) normalize(t *Tool, out json.RawMessage) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	if !json.Valid(out) {
-		w.log.Warn("tool returned text that is not JSON; wrapped as a string", "tool", t.Name())
+		w.logf(slog.LevelWarn, "tool returned text that is not JSON; wrapped as a string", "tool", t.Name())
 		out, _ = json.Marshal(string(out))
 	}
 	// A service that echoes a credential must not hand it to the script or the ledger.

@@ -28,20 +28,23 @@ func (rt *Runtime) Drive(ctx context.Context, runID string) (run scripthost.Run,
 	if run, err = rt.cfg.Store.Run(ctx, runID); err != nil {
 		return run, false, err
 	}
-	return rt.drive(ctx, run, false)
+	return rt.drive(ctx, run, false, nil)
 }
 
 // driveRun is Drive for a run the caller has just written: created, or moved on by the
 // transition that returned it (fresh: no mutation can have been recorded for it since).
-func (rt *Runtime) driveRun(ctx context.Context, run scripthost.Run, fresh bool) (_ scripthost.Run, progress bool, err error) {
+// peeked, when set, holds the pending events the caller read just before it created
+// the run, for the run's prepare phase (see hostfuncs.Peeked).
+func (rt *Runtime) driveRun(ctx context.Context, run scripthost.Run, fresh bool, peeked *hostfuncs.Peeked) (_ scripthost.Run, progress bool, err error) {
 	ctx, end := rt.observeRun(ctx, run.ID)
 	defer func() { end(err) }()
-	return rt.drive(ctx, run, fresh)
+	return rt.drive(ctx, run, fresh, peeked)
 }
 
 // drive runs the steps. fresh says that run is what this process's own transition
-// returned (not what it read), so that, in phase mutating, no mutation exists yet.
-func (rt *Runtime) drive(ctx context.Context, run scripthost.Run, fresh bool) (scripthost.Run, bool, error) {
+// returned (not what it read), so that, in phase mutating, no mutation exists yet;
+// peeked serves the first prepare phase only.
+func (rt *Runtime) drive(ctx context.Context, run scripthost.Run, fresh bool, peeked *hostfuncs.Peeked) (scripthost.Run, bool, error) {
 	progress := false
 	for {
 		if err := ctx.Err(); err != nil {
@@ -67,7 +70,10 @@ func (rt *Runtime) drive(ctx context.Context, run scripthost.Run, fresh bool) (s
 			if !ok {
 				return run, progress, rt.failMissing(ctx, run)
 			}
-			next, moved, err = rt.stepConsumer(ctx, l, c, run, fresh)
+			next, moved, err = rt.stepConsumer(ctx, l, c, run, fresh, peeked)
+			if run.Phase == scripthost.RunPreparing {
+				peeked = nil
+			}
 		}
 		if err != nil {
 			return run, progress, err
@@ -140,7 +146,8 @@ func (rt *Runtime) stepProducer(ctx context.Context, l *loaded, p *Producer, run
 	return scripthost.Run{}, false, fmt.Errorf("runtime: run %s: producer in unexpected phase %s", run.ID, run.Phase)
 }
 
-func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run scripthost.Run, fresh bool) (scripthost.Run, bool, error) {
+func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run scripthost.Run, fresh bool,
+	peeked *hostfuncs.Peeked) (scripthost.Run, bool, error) {
 	st := rt.cfg.Store
 	switch run.Phase {
 	case scripthost.RunPending:
@@ -152,7 +159,7 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		return next, true, err
 
 	case scripthost.RunPreparing:
-		w := rt.wrapper(run, c.Subscribe, nil)
+		w := rt.wrapperFor(run, c.Subscribe, nil, MutationFailurePolicy{}, peeked)
 		res, err := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhasePrepare, c.Prepare,
 			sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
 		if err != nil {
@@ -199,7 +206,7 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 			next, err := st.MarkMutated(completed, run.ID)
 			return next, true, err
 		}
-		w := rt.wrapperFor(run, nil, nil, c.OnMutationFailure)
+		w := rt.wrapperFor(run, nil, nil, c.OnMutationFailure, nil)
 		_, ierr := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhaseMutate, c.Mutate,
 			sandbox.Globals{State: stateOrNull(run.InputState), Prepared: stateOrNull(run.Prepared)}, stateOrNull(run.Prepared))
 		if _, made := w.Mutation(); made {
@@ -218,7 +225,13 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 					return scripthost.Run{}, false, err
 				}
 			}
-			// The tool wrapper's outcome write moved the run; read where to.
+			// The tool wrapper's outcome write moved the run: an applied mutation moves
+			// it on to mutated (the next step's transition returns it whole, and
+			// refuses if the ledger disagrees); elsewhere, read where to.
+			if m, _ := w.Mutation(); m.Status == scripthost.MutationApplied {
+				run.Phase = scripthost.RunMutated
+				return run, true, nil
+			}
 			return scripthost.Run{}, true, nil
 		}
 		if ierr != nil {
@@ -338,8 +351,8 @@ func (rt *Runtime) commitEvents(run scripthost.Run, phase scripthost.Phase, w *h
 // invoke runs one phase function with the before and after hooks around it.
 func (rt *Runtime) invoke(ctx context.Context, l *loaded, lc Lifecycle, run scripthost.Run, w *hostfuncs.ToolWrapper,
 	phase scripthost.Phase, fn string, g sandbox.Globals, args ...json.RawMessage) (json.RawMessage, error) {
-	info, _ := json.Marshal(map[string]any{"phase": phase, "handler": run.Handler, "workflow": run.Workflow, "run": run.ID, "attempt": run.Attempt})
 	if lc.Before != "" {
+		info, _ := json.Marshal(map[string]any{"phase": phase, "handler": run.Handler, "workflow": run.Workflow, "run": run.ID, "attempt": run.Attempt})
 		if _, err := rt.call(ctx, l, run, rt.wrapper(run, nil, nil), scripthost.PhaseHook, lc.Before, g, info); err != nil {
 			return nil, &stepError{step: stepBefore, err: err}
 		}
@@ -381,11 +394,13 @@ func (rt *Runtime) call(ctx context.Context, l *loaded, run scripthost.Run, w *h
 }
 
 func (rt *Runtime) wrapper(run scripthost.Run, subscribe, publishes []string) *hostfuncs.ToolWrapper {
-	return rt.wrapperFor(run, subscribe, publishes, MutationFailurePolicy{})
+	return rt.wrapperFor(run, subscribe, publishes, MutationFailurePolicy{}, nil)
 }
 
-// wrapperFor is wrapper for a mutate phase, with where a definite failure goes.
-func (rt *Runtime) wrapperFor(run scripthost.Run, subscribe, publishes []string, failure MutationFailurePolicy) *hostfuncs.ToolWrapper {
+// wrapperFor is wrapper for a mutate phase, with where a definite failure goes, or for
+// a prepare phase, with the pending events already read.
+func (rt *Runtime) wrapperFor(run scripthost.Run, subscribe, publishes []string, failure MutationFailurePolicy,
+	peeked *hostfuncs.Peeked) *hostfuncs.ToolWrapper {
 	var events []string
 	for _, r := range run.Reservations {
 		for _, id := range r.IDs {
@@ -400,6 +415,7 @@ func (rt *Runtime) wrapperFor(run scripthost.Run, subscribe, publishes []string,
 		Scope:      run.ID,
 		Subscribes: subscribe,
 		Publishes:  publishes,
+		Peeked:     peeked,
 
 		FailureToNext:    failure.Next,
 		ReleaseOnFailure: failure.Release,

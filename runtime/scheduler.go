@@ -40,7 +40,9 @@ func (rt *Runtime) Recover(ctx context.Context) error {
 // retries whose time has come, due producers, and consumers with pending events or a
 // due wake-up. A handler whose newest run failed or is paused is not started again
 // until that run is retried. Only one Tick per workflow runs at a time, and a pass
-// holds one of the runtime's Concurrency slots, shared by every workflow. On a ledger
+// holds one of the runtime's Concurrency slots, shared by every workflow, plus one for
+// each group of its consumers it runs side by side when slots are free (see
+// consumerGroups). On a ledger
 // shared by several hosts, Tick runs only on the host holding the workflow's lease
 // (elsewhere it does nothing).
 func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
@@ -105,7 +107,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 		return did, err
 	}
 	for _, r := range active {
-		_, moved, err := rt.driveRun(ctx, r, false)
+		_, moved, err := rt.driveRun(ctx, r, false, nil)
 		if err != nil {
 			return did, err
 		}
@@ -159,22 +161,26 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 	// the next pass would then find nothing to reconcile, resume or retry and no
 	// producer due, and run the same consumers in the same order, so a round is that
 	// pass without its reads. The number of rounds is bounded, so that a workflow
-	// paused or a version loaded meanwhile is seen soon.
+	// paused or a version loaded meanwhile is seen soon. states holds each consumer's
+	// state as the pass last read or committed it: only a commit of the handler's own
+	// run changes it, and the pass makes those.
+	states := map[string]ledger.HandlerState{}
+	groups := rt.consumerGroups(def)
 	for round := 1; ; round++ {
 		ran, settled := false, true
+		results := rt.round(ctx, workflow, version, def, groups, blocked, latest, states, now)
 		for _, name := range sortedKeys(def.Consumers) {
-			if blocked(name) {
+			res, ok := results[name]
+			if !ok {
 				continue
 			}
-			last, hasLast := latest[name]
-			run, started, err := rt.tickConsumer(ctx, workflow, version, def.Consumers[name], last, hasLast, now)
-			did = did || started
-			if err != nil {
-				return did, err
+			did = did || res.started
+			if res.err != nil {
+				return did, res.err
 			}
-			if started {
-				ran, latest[name] = true, run
-				settled = settled && (run.Status == scripthost.StatusCommitted || run.Status == scripthost.StatusSkipped)
+			if res.started {
+				ran, latest[name] = true, res.run
+				settled = settled && (res.run.Status == scripthost.StatusCommitted || res.run.Status == scripthost.StatusSkipped)
 			}
 		}
 		if !ran || !settled || producersRan || round >= rt.maxRounds() {
@@ -202,9 +208,10 @@ func (rt *Runtime) maxRounds() int {
 
 // tickConsumer starts a run of consumer c if it has pending events newer than what it
 // last ignored, or a due wake-up, and reports whether it did. last is the handler's
-// newest run, if it has one.
+// newest run, if it has one. states holds the handler's state when the pass knows it
+// (see tick); tickConsumer keeps it up to date.
 func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version int, c *Consumer,
-	last scripthost.Run, hasLast bool, now time.Time) (scripthost.Run, bool, error) {
+	last scripthost.Run, hasLast bool, now time.Time, states map[string]ledger.HandlerState) (scripthost.Run, bool, error) {
 	st := rt.cfg.Store
 	name := c.Name
 	key := workflow + "/" + name
@@ -217,13 +224,16 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 	if idle {
 		scan = pendingScan
 	}
-	newest, err := rt.newestPending(ctx, workflow, c.Subscribe, scan)
+	newest, peeked, err := rt.pending(ctx, workflow, c.Subscribe, scan)
 	if err != nil {
 		return scripthost.Run{}, false, err
 	}
-	hs, err := st.HandlerState(ctx, workflow, name)
-	if err != nil {
-		return scripthost.Run{}, false, err
+	hs, known := states[name]
+	if !known {
+		if hs, err = st.HandlerState(ctx, workflow, name); err != nil {
+			return scripthost.Run{}, false, err
+		}
+		states[name] = hs
 	}
 	// A wake-up is due once its time has come, unless a run started since then
 	// (a wake-up time in the past that a commit kept is not a new request).
@@ -234,14 +244,20 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 	if !wake && newest <= idleAt {
 		return scripthost.Run{}, false, nil
 	}
-	run, err := rt.startRunWith(ctx, workflow, version, name, scripthost.KindConsumer, hs)
-	if err != nil {
+	run, err := rt.startRunWith(ctx, workflow, version, name, scripthost.KindConsumer, hs, peeked)
+	switch {
+	case err != nil:
+		delete(states, name)
 		return run, true, err
+	case run.Status == scripthost.StatusCommitted:
+		states[name] = committedState(hs, run)
+	case run.Status != scripthost.StatusSkipped: // a skipped run leaves the state as it was
+		delete(states, name)
 	}
 	// A run that reserved nothing (or was skipped by its guard) leaves the pending
 	// events as they were: wait for a newer event or a wake-up before trying again.
 	if len(run.Reservations) == 0 {
-		if newest, err = rt.newestPending(ctx, workflow, c.Subscribe, pendingScan); err != nil {
+		if newest, _, err = rt.pending(ctx, workflow, c.Subscribe, pendingScan); err != nil {
 			return run, true, err
 		}
 		rt.mu.Lock()
@@ -253,6 +269,19 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 		rt.mu.Unlock()
 	}
 	return run, true, nil
+}
+
+// committedState is the handler state a consumer's committed run left: the commit saves
+// the state the run returned (its output state, or its input state when next returned
+// nothing; see the emitting step), and the wake-up time the run asked for.
+func committedState(before ledger.HandlerState, run scripthost.Run) ledger.HandlerState {
+	return ledger.HandlerState{
+		Workflow:  before.Workflow,
+		Handler:   before.Handler,
+		State:     newState(run.OutputState, run.InputState),
+		WakeAt:    run.WakeAt,
+		UpdatedAt: run.UpdatedAt,
+	}
 }
 
 // acquire takes one of the Concurrency slots, waiting for one to be free.
@@ -268,20 +297,23 @@ func (rt *Runtime) acquire(ctx context.Context) (func(), error) {
 // pendingScan bounds how many pending events per topic are read to find the newest.
 const pendingScan = 1000
 
-// newestPending returns the highest sequence number among the first limit pending
-// events of each topic (0 when none is pending).
-func (rt *Runtime) newestPending(ctx context.Context, workflow string, topics []string, limit int) (int64, error) {
+// pending reads the first limit pending events of each topic and returns the highest
+// sequence number among them (0 when none is pending) and the events read, which the
+// run started next answers its prepare phase's Topics.peek from.
+func (rt *Runtime) pending(ctx context.Context, workflow string, topics []string, limit int) (int64, *hostfuncs.Peeked, error) {
 	newest := int64(0)
+	peeked := &hostfuncs.Peeked{Limit: limit, Events: make(map[string][]scripthost.Event, len(topics))}
 	for _, topic := range topics {
 		evs, err := rt.cfg.Store.PendingEvents(ctx, workflow, topic, limit)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		for _, e := range evs {
 			newest = max(newest, e.Seq)
 		}
+		peeked.Events[topic] = evs
 	}
-	return newest, nil
+	return newest, peeked, nil
 }
 
 // retries creates the retry runs whose time has come (see autoRetry).
@@ -308,7 +340,7 @@ func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[stri
 		if err != nil {
 			return did, err
 		}
-		if _, _, err := rt.driveRun(ctx, next, true); err != nil {
+		if _, _, err := rt.driveRun(ctx, next, true, nil); err != nil {
 			return true, err
 		}
 		did = true
@@ -404,12 +436,13 @@ func (rt *Runtime) startRun(ctx context.Context, workflow string, version int, h
 	if err != nil {
 		return scripthost.Run{}, err
 	}
-	return rt.startRunWith(ctx, workflow, version, handler, kind, hs)
+	return rt.startRunWith(ctx, workflow, version, handler, kind, hs, nil)
 }
 
-// startRunWith is startRun with the handler's state already read.
+// startRunWith is startRun with the handler's state already read, and for a consumer
+// the pending events it was started for (nil when not read).
 func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version int, handler string, kind scripthost.HandlerKind,
-	hs ledger.HandlerState) (scripthost.Run, error) {
+	hs ledger.HandlerState, peeked *hostfuncs.Peeked) (scripthost.Run, error) {
 	nr := ledger.NewRun{Workflow: workflow, Version: version, Handler: handler, Kind: kind, InputState: hs.State}
 	// Without a guard the first phase starts at once, in the transaction that creates
 	// the run: a run found pending or in its first phase after a restart runs that
@@ -429,7 +462,7 @@ func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version in
 	if start != "" {
 		rt.failpoint(string(kind) + ":after:" + string(scripthost.RunPending))
 	}
-	run, _, err = rt.driveRun(ctx, run, true)
+	run, _, err = rt.driveRun(ctx, run, true, peeked)
 	return run, err
 }
 

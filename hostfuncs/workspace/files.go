@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 
 	"github.com/scripthost/scripthost"
@@ -76,12 +77,18 @@ func (w *Workspace) Read(op, p string) ([]byte, error) {
 // created. Writing the same content again leaves the file as it is, so a repeated call
 // with the same idempotency key is harmless.
 func (w *Workspace) Write(op, p string, content []byte) error {
-	clean, err := w.Clean(op, p)
+	clean, err := lexical(op, p)
 	if err != nil {
 		return err
 	}
 	if clean == "." {
 		return &scripthost.Error{Class: scripthost.ClassLogic, Code: CodeNotFile, Op: op, Message: "the workspace root is not a file"}
+	}
+	if done, err := w.writeDirect(op, p, clean, content); done {
+		return err
+	}
+	if err := w.checkLinks(op, p, filepath.FromSlash(clean)); err != nil {
+		return err
 	}
 	if old, err := w.root.ReadFile(clean); err == nil && bytes.Equal(old, content) {
 		return nil
@@ -128,9 +135,7 @@ func (w *Workspace) writeTemp(op, p, clean string, content []byte) (string, erro
 			return "", classify(op, p, err)
 		}
 	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := path.Join(dir, "."+path.Base(clean)+".tmp-"+hex.EncodeToString(rnd[:]))
+	tmp := path.Join(dir, tempName(path.Base(clean)))
 	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return "", classify(op, p, err)
@@ -147,6 +152,14 @@ func (w *Workspace) writeTemp(op, p, clean string, content []byte) (string, erro
 		return "", classify(op, p, werr)
 	}
 	return tmp, nil
+}
+
+// tempName is the name of a temporary file beside the file base: hidden, and random
+// so that concurrent writers of one file do not collide.
+func tempName(base string) string {
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	return "." + base + ".tmp-" + hex.EncodeToString(rnd[:])
 }
 
 // Move renames from to to, creating to's parent directories. An existing file at to is

@@ -25,6 +25,9 @@ type Workspace struct {
 	dir  string
 	real string
 	root *os.Root
+	// top is the root directory opened once more, for the write path that walks
+	// directory handles itself (see writeDirect); nil where that path is not built.
+	top *os.File
 }
 
 // New opens the workspace rooted at dir, which must be an existing directory.
@@ -48,14 +51,27 @@ func New(dir string) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace: root: %w", err)
 	}
-	return &Workspace{dir: abs, real: real, root: root}, nil
+	w := &Workspace{dir: abs, real: real, root: root}
+	if directWrites {
+		if w.top, err = os.Open(real); err != nil {
+			_ = root.Close()
+			return nil, fmt.Errorf("workspace: root: %w", err)
+		}
+	}
+	return w, nil
 }
 
 // Dir returns the absolute, symlink-free path of the root.
 func (w *Workspace) Dir() string { return w.real }
 
 // Close releases the root directory handle.
-func (w *Workspace) Close() error { return w.root.Close() }
+func (w *Workspace) Close() error {
+	err := w.root.Close()
+	if w.top != nil {
+		err = errors.Join(err, w.top.Close())
+	}
+	return err
+}
 
 // Violation returns the sandbox_violation error for path with the reason why.
 func Violation(op, path, reason string) *scripthost.Error {
@@ -72,6 +88,19 @@ func Violation(op, path, reason string) *scripthost.Error {
 // components, NUL bytes, and paths whose longest existing prefix is a symbolic link
 // (or passes through one) that resolves outside the root or cannot be resolved.
 func (w *Workspace) Clean(op, rel string) (string, error) {
+	clean, err := lexical(op, rel)
+	if err != nil {
+		return "", err
+	}
+	if err := w.checkLinks(op, rel, filepath.FromSlash(clean)); err != nil {
+		return "", err
+	}
+	return clean, nil
+}
+
+// lexical is Clean without looking at the file system: it refuses absolute paths,
+// ".." components and NUL bytes, and returns the cleaned, slash-separated form.
+func lexical(op, rel string) (string, error) {
 	if strings.ContainsRune(rel, 0) {
 		return "", Violation(op, rel, "contains a NUL byte")
 	}
@@ -86,11 +115,7 @@ func (w *Workspace) Clean(op, rel string) (string, error) {
 			return "", Violation(op, rel, `".." is not allowed`)
 		}
 	}
-	clean := filepath.Clean(filepath.FromSlash(rel))
-	if err := w.checkLinks(op, rel, clean); err != nil {
-		return "", err
-	}
-	return filepath.ToSlash(clean), nil
+	return filepath.ToSlash(filepath.Clean(filepath.FromSlash(rel))), nil
 }
 
 // checkLinks resolves the longest existing prefix of clean and refuses it when it lies
