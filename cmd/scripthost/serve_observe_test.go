@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -98,6 +99,8 @@ func TestServeMetricsAndTraces(t *testing.T) {
 	defer svc.Close()
 	e := newHTTPEnv(t, svc.URL(), "tools.json", 2, "5s")
 	svc.SetDefault(fakesvc.Hold) // the charges wait until the first scrape is done
+	// and take longer than --slow-call even when they reach the service after it.
+	svc.SetLatency(2 * time.Millisecond)
 
 	s := startServe(t, e.db, e.wf, "--tools", e.tools, "--workspace", e.dir, "--token", testServeToken, "--slow-call", "1ms")
 	scrape := func() string {

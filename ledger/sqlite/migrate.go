@@ -103,14 +103,14 @@ func (s *Store) migrate(ctx context.Context) error {
 			if v != m.Version-1 {
 				return fmt.Errorf("sqlite: open %s: schema version %d, cannot apply %s", s.path, v, m.Name)
 			}
-			if _, err := tx.Tx.ExecContext(ctx, m.SQL); err != nil {
+			if _, err := tx.c.conn.ExecContext(ctx, m.SQL); err != nil {
 				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.Name, err)
 			}
-			if _, err := tx.Tx.ExecContext(ctx, `INSERT INTO `+markerTable+` (version, name, applied_at) VALUES (?, ?, ?)`,
+			if _, err := tx.c.conn.ExecContext(ctx, `INSERT INTO `+markerTable+` (version, name, applied_at) VALUES (?, ?, ?)`,
 				m.Version, m.Name, s.now().UnixNano()); err != nil {
 				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.Name, err)
 			}
-			if _, err := tx.Tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.Version)); err != nil {
+			if _, err := tx.c.conn.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.Version)); err != nil {
 				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.Name, err)
 			}
 			return nil

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,7 +34,10 @@ type Options struct {
 	// connection or process before the store reports ledger.ErrLocked; default 5s.
 	BusyTimeout time.Duration
 	// WriteTimeout bounds a write that must complete even when the caller's context
-	// is cancelled (a mutation's in-flight record and its outcome); default 30s.
+	// is cancelled (a mutation's in-flight record and its outcome), and a group-commit
+	// batch: a write of the batch not started by then fails with
+	// context.DeadlineExceeded (statements are not interrupted; lock waits are bounded
+	// by BusyTimeout); default 30s.
 	WriteTimeout time.Duration
 	// NewID returns a fresh id for runs and mutations; default a UUIDv7 string.
 	NewID func() string
@@ -102,13 +104,12 @@ type Store struct {
 	closed        chan struct{}
 	closeOnce     sync.Once
 	committerDone chan struct{}
-	// stmts are the writer's prepared statements.
-	stmts *stmtCache
+	// wsem holds the write connection wc while a transaction runs on it.
+	wsem chan struct{}
+	wc   *wconn
 	// lock is the host lock (Options.HostLock), released by Close.
-	lock *hostLock
-	// syncNormal is whether the write connection was last set to synchronous=NORMAL.
-	syncNormal atomic.Bool
-	stats      writeCounters
+	lock  *hostLock
+	stats writeCounters
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -145,7 +146,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := checkHeader(path); err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, opts: opts, reqs: make(chan *writeReq), closed: make(chan struct{}), stmts: newStmtCache()}
+	s := &Store{path: path, opts: opts, reqs: make(chan *writeReq), closed: make(chan struct{}), wsem: make(chan struct{}, 1)}
 	ms := strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
 
 	// The writer: one connection, immediate transactions so that a transaction takes
@@ -183,7 +184,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
 	s.r = r
-	s.Store = sqlstore.New(backend{s}, r, sqlstore.Dialect{Name: "sqlite", Order: "rowid", UniqueViolation: uniqueViolation},
+	s.Store = sqlstore.New(backend{s}, r, sqlstore.Dialect{Name: "sqlite", Order: "rowid", RewritesSetIndexes: true, UniqueViolation: uniqueViolation},
 		sqlstore.Options{Clock: opts.Clock, NewID: opts.NewID})
 	if !opts.DisableGroupCommit {
 		s.committerDone = make(chan struct{})
@@ -204,7 +205,7 @@ func (s *Store) Close() error {
 		if s.committerDone != nil {
 			<-s.committerDone
 		}
-		err = errors.Join(s.stmts.close(), s.r.Close(), s.w.Close())
+		err = errors.Join(s.closeWriter(), s.r.Close(), s.w.Close())
 		s.lock.release(false)
 	})
 	return err

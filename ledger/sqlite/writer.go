@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // writeFunc is the body of one write: it runs inside a transaction and must use the
@@ -97,58 +95,81 @@ func (s *Store) writeOne(ctx context.Context, req *writeReq) error {
 		return errClosed
 	default:
 	}
-	err := s.runTx(ctx, req)
-	s.stmts.prepare(ctx, s.w)
-	return err
-}
-
-func (s *Store) runTx(ctx context.Context, req *writeReq) error {
 	start := time.Now()
-	conn, tx, err := s.begin(ctx, !req.redo)
+	c, err := s.acquire(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	defer tx.Rollback()
-	if err := req.fn(ctx, &wtx{Tx: tx, c: s.stmts}); err != nil {
+	err = s.runTx(ctx, c, req, start)
+	s.release(err)
+	return err
+}
+
+func (s *Store) runTx(ctx context.Context, c *wconn, req *writeReq, start time.Time) error {
+	tx, err := s.begin(ctx, c, !req.redo)
+	if err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return s.dbErr("commit", err)
+	if err := req.fn(stmtContext(ctx), tx); err != nil {
+		s.rollback(tx)
+		return err
+	}
+	if err := s.commitTx(tx); err != nil {
+		return err
 	}
 	s.count(1, !req.redo, start)
 	return nil
 }
 
-// begin takes the write connection, sets how its next commit syncs, and begins a
-// transaction on it (SQLite refuses to change synchronous inside one). The caller
-// closes the transaction, then the connection.
-func (s *Store) begin(ctx context.Context, durable bool) (*sqlx.Conn, *sqlx.Tx, error) {
-	conn, err := s.w.Connx(ctx)
-	if err != nil {
-		return nil, nil, s.dbErr("begin", err)
-	}
+// stmtContext is the context a write's statements run with: ctx's values without its
+// cancellation (see wconn). A write stays bounded: the lock waits inside a statement
+// by busy_timeout, and a batch by its deadline, past which the committer starts none of
+// its remaining writes. The statements themselves are short lookups and updates by key.
+func stmtContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
+// begin sets how the connection's next commit syncs and begins a transaction on it
+// (SQLite refuses to change synchronous inside one). IMMEDIATE takes the write lock
+// at once, waiting busy_timeout for it, instead of failing half-way on a first write.
+func (s *Store) begin(ctx context.Context, c *wconn, durable bool) (*wtx, error) {
 	durable = durable || s.opts.SyncEveryCommit
-	// The level is a setting of the connection. The last one set is remembered to
-	// skip repeating it; a connection that database/sql replaced starts at FULL (the
-	// DSN's), so a stale memory can only make a commit safer than asked, never less.
-	if cur := s.syncNormal.Load(); cur == durable {
+	// The level is a setting of the connection, remembered to skip repeating it.
+	if c.syncNormal == durable {
 		level := "FULL"
 		if !durable {
 			level = "NORMAL"
 		}
-		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = "+level); err != nil {
-			conn.Close()
-			return nil, nil, s.dbErr("set synchronous", err)
+		if err := c.exec(ctx, "PRAGMA synchronous = "+level); err != nil {
+			return nil, s.dbErr("set synchronous", err)
 		}
-		s.syncNormal.Store(!durable)
+		c.syncNormal = !durable
 	}
-	tx, err := conn.BeginTxx(ctx, nil)
+	err := c.exec(ctx, "BEGIN IMMEDIATE")
+	if err != nil && c.inTx() {
+		// A transaction whose ROLLBACK failed (a full or failing disk) is still open;
+		// its writes were reported failed, so it is ended here, and the write goes on.
+		_ = c.exec(ctx, "ROLLBACK")
+		err = c.exec(ctx, "BEGIN IMMEDIATE")
+	}
 	if err != nil {
-		conn.Close()
-		return nil, nil, s.dbErr("begin", err)
+		return nil, s.dbErr("begin", err)
 	}
-	return conn, tx, nil
+	return &wtx{c: c}, nil
+}
+
+// commitTx commits tx, or rolls it back when the commit fails (SQLite may leave the
+// transaction open after a failed COMMIT, e.g. on a full disk).
+func (s *Store) commitTx(tx *wtx) error {
+	if err := tx.c.exec(context.Background(), "COMMIT"); err != nil {
+		s.rollback(tx)
+		return s.dbErr("commit", err)
+	}
+	return nil
+}
+
+// rollback ends tx without its work. Its error is not the caller's: the write already
+// failed, and a transaction SQLite itself rolled back leaves nothing to end.
+func (s *Store) rollback(tx *wtx) {
+	_ = tx.c.exec(context.Background(), "ROLLBACK")
 }
 
 // WriteStats counts the store's write transactions since Open.
@@ -210,7 +231,6 @@ func (s *Store) commit() {
 			}
 		}
 		s.runBatch(batch)
-		s.stmts.prepare(context.Background(), s.w)
 	}
 }
 
@@ -232,66 +252,77 @@ func (s *Store) runBatch(batch []*writeReq) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
 	defer cancel()
+	deadline, _ := ctx.Deadline()
+	c, err := s.acquire(ctx)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer func() { s.release(errors.Join(results...)) }()
+	ctx = stmtContext(ctx)
 	// One write that must be durable makes the whole batch wait for the disk.
 	durable := false
 	for _, r := range batch {
 		durable = durable || !r.redo
 	}
-	conn, sqltx, err := s.begin(ctx, durable)
+	tx, err := s.begin(ctx, c, durable)
 	if err != nil {
 		fail(err)
 		return
 	}
-	defer conn.Close()
-	defer sqltx.Rollback()
-	tx := &wtx{Tx: sqltx, c: s.stmts}
 	if len(batch) == 1 {
-		if results[0] = s.runOne(ctx, tx, batch[0]); results[0] == nil {
-			if results[0] = s.dbErr("commit", tx.Commit()); results[0] == nil {
-				s.count(1, durable, start)
-			}
+		if results[0] = s.runOne(ctx, tx, batch[0], deadline); results[0] != nil {
+			s.rollback(tx)
+		} else if results[0] = s.commitTx(tx); results[0] == nil {
+			s.count(1, durable, start)
 		}
 		return
 	}
-	committed := false
+	// Savepoints only where there is something to keep apart: each write of a batch
+	// in one, so that its failure drops its own work alone.
+	n := 0
 	for i, r := range batch {
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+		if err := c.exec(ctx, "SAVEPOINT w"); err != nil {
+			s.rollback(tx)
 			fail(s.dbErr("savepoint", err))
 			return
 		}
-		if results[i] = s.runOne(ctx, tx, r); results[i] != nil {
-			if _, err := tx.ExecContext(ctx, "ROLLBACK TO w"); err != nil {
+		if results[i] = s.runOne(ctx, tx, r, deadline); results[i] != nil {
+			if err := c.exec(ctx, "ROLLBACK TO w"); err != nil {
 				// The transaction is unusable: nobody's work in it survives.
+				s.rollback(tx)
 				fail(s.dbErr("rollback to savepoint", err))
 				return
 			}
+		} else {
+			n++
 		}
-		if _, err := tx.ExecContext(ctx, "RELEASE w"); err != nil {
+		if err := c.exec(ctx, "RELEASE w"); err != nil {
+			s.rollback(tx)
 			fail(s.dbErr("release savepoint", err))
 			return
 		}
-		committed = committed || results[i] == nil
 	}
-	if committed {
-		err := s.dbErr("commit", tx.Commit())
-		fail(err)
-		if err == nil {
-			n := 0
-			for _, e := range results {
-				if e == nil {
-					n++
-				}
-			}
-			s.count(n, durable, start)
-		}
+	if n == 0 {
+		s.rollback(tx)
+		return
+	}
+	err = s.commitTx(tx)
+	fail(err)
+	if err == nil {
+		s.count(n, durable, start)
 	}
 }
 
-// runOne runs one request's function, unless its caller gave up before it started; a
-// panic becomes that caller's error instead of taking the committer down.
-func (s *Store) runOne(ctx context.Context, tx *wtx, r *writeReq) (err error) {
+// runOne runs one request's function, unless its caller gave up before it started or
+// the batch is past its deadline; a panic becomes that caller's error instead of taking
+// the committer down.
+func (s *Store) runOne(ctx context.Context, tx *wtx, r *writeReq, deadline time.Time) (err error) {
 	if err := r.ctx.Err(); err != nil {
 		return err
+	}
+	if time.Now().After(deadline) {
+		return fmt.Errorf("sqlite: write on %s: %w (the batch took longer than %v)", s.path, context.DeadlineExceeded, s.opts.WriteTimeout)
 	}
 	defer func() {
 		if p := recover(); p != nil {

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/scripthost/scripthost/ledger"
 )
@@ -111,12 +114,17 @@ func TestPragmas(t *testing.T) {
 		{"reader", "PRAGMA foreign_keys", "1"},
 	}
 	for _, tc := range tests {
-		db := s.w
-		if tc.db == "reader" {
-			db = s.r
-		}
 		var got string
-		if err := db.Get(&got, tc.query); err != nil {
+		var err error
+		if tc.db == "reader" {
+			err = s.r.Get(&got, tc.query)
+		} else {
+			// The write connection is the store's: a write reads its settings.
+			err = s.write(context.Background(), func(ctx context.Context, tx *wtx) error {
+				return tx.GetContext(ctx, &got, tc.query)
+			})
+		}
+		if err != nil {
 			t.Fatalf("%s %s: %v", tc.db, tc.query, err)
 		}
 		if got != tc.want {
@@ -135,7 +143,7 @@ func TestSyncLevels(t *testing.T) {
 	const normal, full = 1, 2
 	level := func(got *int) writeFunc {
 		return func(ctx context.Context, tx *wtx) error {
-			return tx.Tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(got)
+			return tx.QueryRowxContext(ctx, "PRAGMA synchronous").Scan(got)
 		}
 	}
 	for _, mode := range []struct {
@@ -232,5 +240,119 @@ func TestDurableCommitsPerConsumerRun(t *testing.T) {
 	}
 	if w := st.Writes - before.Writes; w != 9 {
 		t.Errorf("got %d writes, want 9", w)
+	}
+}
+
+// TestCompileNamed checks the writer's named-parameter compiler against sqlx's own.
+func TestCompileNamed(t *testing.T) {
+	arg := map[string]any{"id": 1, "run_id": 2, "a.b": 3, "x_1": 4}
+	for _, q := range []string{
+		`INSERT INTO t (id, run_id) VALUES (:id, :run_id)`,
+		`UPDATE t SET run_id = :run_id, x = :x_1 WHERE id = :id`,
+		`SELECT '12'::text, :a.b`,
+		`SELECT 1 WHERE id = :id`,
+	} {
+		want, wantArgs, err := sqlx.Named(q, arg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, names := compileNamed(q)
+		if got != want {
+			t.Errorf("%s: got %q, want %q", q, got, want)
+		}
+		if len(names) != len(wantArgs) {
+			t.Fatalf("%s: got names %v, want %d", q, names, len(wantArgs))
+		}
+		for i, n := range names {
+			if arg[n] != wantArgs[i] {
+				t.Errorf("%s: parameter %d: got %s (%v), want %v", q, i, n, arg[n], wantArgs[i])
+			}
+		}
+	}
+}
+
+// TestWriteContextCannotBeCancelled checks that a write's statements run with a
+// context the driver need not watch (it would run each statement on a goroutine of
+// its own), with and without group commit.
+func TestWriteContextCannotBeCancelled(t *testing.T) {
+	for _, opts := range []Options{{}, {DisableGroupCommit: true}} {
+		s, err := Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		done := make(<-chan struct{})
+		err = s.mustWrite(ctx, func(ctx context.Context, tx *wtx) error {
+			done = ctx.Done()
+			return nil
+		})
+		cancel()
+		s.Close()
+		if err != nil || done != nil {
+			t.Errorf("group commit disabled %v: got err %v, Done %v; want a context without Done", opts.DisableGroupCommit, err, done)
+		}
+	}
+}
+
+// TestBatchDeadline checks that a batch starts no write past WriteTimeout: the
+// statements cannot be interrupted, so the deadline is kept between writes.
+func TestBatchDeadline(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), Options{WriteTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	slow := func(ctx context.Context, tx *wtx) error {
+		time.Sleep(100 * time.Millisecond) // longer than the batch's deadline
+		_, err := tx.ExecContext(ctx, `INSERT INTO events (workflow, topic, message_id, status, created_at) VALUES ('w', 't', 'slow', 'pending', 0)`)
+		return err
+	}
+	late := func(ctx context.Context, tx *wtx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO events (workflow, topic, message_id, status, created_at) VALUES ('w', 't', 'late', 'pending', 0)`)
+		return err
+	}
+	batch := []*writeReq{{ctx: ctx, fn: slow, done: make(chan error, 1)}, {ctx: ctx, fn: late, done: make(chan error, 1)}}
+	s.runBatch(batch)
+	if err := <-batch[0].done; err != nil {
+		t.Errorf("write started before the deadline: got %v, want it committed", err)
+	}
+	if err := <-batch[1].done; !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("write due after the deadline: got %v, want context.DeadlineExceeded", err)
+	}
+	evs, err := s.Events(ctx, ledger.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].MessageID != "slow" {
+		t.Errorf("got events %+v, want only the write started in time", evs)
+	}
+}
+
+// TestBeginEndsLeftoverTransaction checks that a transaction left open on the write
+// connection (its ROLLBACK failed) does not block every later write.
+func TestBeginEndsLeftoverTransaction(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := s.acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	s.release(nil)
+	if err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO events (workflow, topic, message_id, status, created_at) VALUES ('w', 't', 'a', 'pending', 0)`)
+		return err
+	}); err != nil {
+		t.Fatalf("write after a leftover transaction: %v", err)
+	}
+	if evs, err := s.Events(ctx, ledger.EventFilter{}); err != nil || len(evs) != 1 {
+		t.Errorf("got events %v (err %v), want the one written", evs, err)
 	}
 }

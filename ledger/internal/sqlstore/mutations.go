@@ -89,14 +89,14 @@ func (s *Store) runMutation(ctx context.Context, q sqlx.QueryerContext, runID st
 	return row.mutation(), true, nil
 }
 
+// updateMutationSQL sets the columns an outcome or a reconciliation may change; the
+// others, among them the run and the idempotency key, each with its unique index, are
+// fixed when the mutation is recorded (see runUpdates).
+var updateMutationSQL = updateSQL("mutations", mutationColumns, "id", "run_id", "workflow", "handler",
+	"namespace", "method", "params", "input_hash", "idempotency_key", "created_at")
+
 func (s *Store) saveMutation(ctx context.Context, tx Tx, m scripthost.Mutation) error {
-	var sets []string
-	for _, c := range columnList(mutationColumns) {
-		if c != "id" {
-			sets = append(sets, c+" = :"+c)
-		}
-	}
-	_, err := tx.NamedExecContext(ctx, `UPDATE mutations SET `+strings.Join(sets, ", ")+` WHERE id = :id`, mutationToRow(m))
+	_, err := tx.NamedExecContext(ctx, updateMutationSQL, mutationToRow(m))
 	if err != nil {
 		return s.dbErr("update mutation", err)
 	}

@@ -63,6 +63,10 @@ type Dialect struct {
 	// workflow's name (its one ? is the name), so that concurrent writers of one
 	// workflow's versions take turns.
 	LockWorkflow string
+	// RewritesSetIndexes: an UPDATE rewrites the entries of every index on a column it
+	// SETs, even to the value it had (SQLite), so the transitions leave a column out of
+	// SET unless it changes.
+	RewritesSetIndexes bool
 	// UniqueViolation returns the constraint a unique-violation error names, or "".
 	UniqueViolation func(err error) string
 }

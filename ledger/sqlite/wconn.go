@@ -1,0 +1,206 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"strings"
+	"unicode"
+
+	"github.com/jmoiron/sqlx"
+	sqlite3 "github.com/mattn/go-sqlite3"
+)
+
+// wconn is the write connection, taken from the writer pool at the first write and
+// held until Close, with the statements prepared on it.
+//
+// Transactions on it are plain BEGIN IMMEDIATE … COMMIT statements rather than
+// database/sql transactions: a database/sql transaction watches its context on a
+// goroutine of its own and makes every query inside it watch both contexts on one
+// more, and the driver runs each statement whose context can be cancelled on yet
+// another. On the writer, where a transaction carries a few dozen short statements,
+// those goroutines and their wake-ups cost more than the statements; on a held
+// connection with contexts that cannot be cancelled there are none (stmtContext).
+type wconn struct {
+	conn  *sqlx.Conn
+	plain map[string]*sqlx.Stmt
+	named map[string]*sqlx.NamedStmt
+	// syncNormal is whether the connection was last set to synchronous=NORMAL; a
+	// fresh connection starts at FULL (the DSN's).
+	syncNormal bool
+}
+
+// acquire takes the write connection for one transaction, waiting for the
+// transaction in progress, if any; release gives it back.
+func (s *Store) acquire(ctx context.Context) (*wconn, error) {
+	select {
+	case s.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.closed:
+		return nil, errClosed
+	}
+	if s.wc == nil {
+		conn, err := s.w.Connx(ctx)
+		if err != nil {
+			<-s.wsem
+			return nil, s.dbErr("begin", err)
+		}
+		s.wc = &wconn{conn: conn, plain: map[string]*sqlx.Stmt{}, named: map[string]*sqlx.NamedStmt{}}
+	}
+	return s.wc, nil
+}
+
+// release gives the write connection back. After an error that says the connection
+// is broken, it is dropped, to be replaced at the next write.
+func (s *Store) release(err error) {
+	if err != nil && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone)) {
+		s.wc.close()
+		s.wc = nil
+	}
+	<-s.wsem
+}
+
+// closeWriter closes the write connection; the committer has stopped.
+func (s *Store) closeWriter() error {
+	s.wsem <- struct{}{}
+	defer func() { <-s.wsem }()
+	err := s.wc.close()
+	s.wc = nil
+	return err
+}
+
+func (c *wconn) close() error {
+	if c == nil {
+		return nil
+	}
+	var errs []error
+	for _, st := range c.plain {
+		errs = append(errs, st.Close())
+	}
+	for _, st := range c.named {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(append(errs, c.conn.Close())...)
+}
+
+// exec runs a statement of the writer's own (BEGIN, COMMIT, SAVEPOINT, a pragma)
+// unprepared: without arguments the driver runs it in one call.
+func (c *wconn) exec(ctx context.Context, query string) error {
+	_, err := c.conn.ExecContext(stmtContext(ctx), query)
+	return err
+}
+
+// inTx reports whether a transaction is open on the connection.
+func (c *wconn) inTx() bool {
+	open := false
+	_ = c.conn.Raw(func(dc any) error {
+		if sc, ok := dc.(*sqlite3.SQLiteConn); ok {
+			open = !sc.AutoCommit()
+		}
+		return nil
+	})
+	return open
+}
+
+// wtx is a write transaction on the write connection. Its queries are prepared on the
+// connection at their first use and reused after.
+type wtx struct {
+	c *wconn
+}
+
+func (t *wtx) stmt(ctx context.Context, query string) (*sqlx.Stmt, error) {
+	if st := t.c.plain[query]; st != nil {
+		return st, nil
+	}
+	st, err := t.c.conn.PreparexContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	t.c.plain[query] = st
+	return st, nil
+}
+
+func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := t.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (t *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := t.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (t *wtx) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
+	st, err := t.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryxContext(ctx, args...)
+}
+
+func (t *wtx) QueryRowxContext(ctx context.Context, query string, args ...any) *sqlx.Row {
+	st, err := t.stmt(ctx, query)
+	if err != nil {
+		// A Row carrying the error: sqlx builds one from a failed query.
+		return t.c.conn.QueryRowxContext(ctx, query, args...)
+	}
+	return st.QueryRowxContext(ctx, args...)
+}
+
+func (t *wtx) GetContext(ctx context.Context, dest any, query string, args ...any) error {
+	return sqlx.GetContext(ctx, t, dest, query, args...)
+}
+
+func (t *wtx) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
+	return sqlx.SelectContext(ctx, t, dest, query, args...)
+}
+
+func (t *wtx) NamedExecContext(ctx context.Context, query string, arg any) (sql.Result, error) {
+	st := t.c.named[query]
+	if st == nil {
+		q, names := compileNamed(query)
+		ps, err := t.c.conn.PreparexContext(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		st = &sqlx.NamedStmt{Params: names, QueryString: q, Stmt: ps}
+		t.c.named[query] = st
+	}
+	return st.ExecContext(ctx, arg)
+}
+
+// compileNamed turns a query with :name parameters into one with ? parameters and the
+// names in order, by sqlx's rules (a name is letters, digits, _ and .; :: is a colon),
+// which sqlx keeps to itself for a connection it did not open.
+func compileNamed(query string) (string, []string) {
+	var b strings.Builder
+	var names []string
+	isName := func(r rune) bool { return r == '_' || r == '.' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+	rs := []rune(query)
+	for i := 0; i < len(rs); i++ {
+		switch {
+		case rs[i] == ':' && i+1 < len(rs) && rs[i+1] == ':':
+			b.WriteRune(':')
+			i++
+		case rs[i] == ':' && i+1 < len(rs) && isName(rs[i+1]):
+			j := i + 1
+			for j < len(rs) && isName(rs[j]) {
+				j++
+			}
+			names = append(names, string(rs[i+1:j]))
+			b.WriteRune('?')
+			i = j - 1
+		default:
+			b.WriteRune(rs[i])
+		}
+	}
+	return b.String(), names
+}
