@@ -33,8 +33,8 @@ check: ## formatting, vet, then the tests
 	$(GO) vet ./...
 	$(MAKE) test
 
-bench: ## benchmarks of the hot paths next to their references (and, in bench/, next to DBOS), then the table of ratios
-	{ $(GO) test -run '^$$' -bench . -benchmem -benchtime $(or $(BENCHTIME),1s) ./... && \
+bench: ## benchmarks of the hot paths next to their references (and, in bench/, next to DBOS), then the table of ratios; one package at a time, so that no two benchmarks share the cores
+	{ $(GO) test -p 1 -run '^$$' -bench . -benchmem -benchtime $(or $(BENCHTIME),1s) ./... && \
 	  cd bench && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(or $(BENCHTIME),1s) ./...; } 2>&1 | $(GO) run ./internal/benchtable
 
 chaos: ## shared PostgreSQL ledger: 100 kill-one-host cycles, database restarts under load (bounded)
