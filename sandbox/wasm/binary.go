@@ -26,8 +26,9 @@ const (
 	sectionMemory = 5
 )
 
-// inspect reads the memory section of a module binary. It does not validate the rest:
-// wazero does that when it compiles.
+// inspect checks a module binary's header and the layout of its sections (the one
+// walk of them, splitSections, that instrument uses too) and reads its memory section.
+// It does not validate the rest: wazero does that when it compiles.
 func inspect(code []byte) (moduleInfo, error) {
 	var info moduleInfo
 	if len(code) < 8 || !bytes.Equal(code[:4], wasmMagic) {
@@ -36,27 +37,16 @@ func inspect(code []byte) (moduleInfo, error) {
 	if v := code[4:8]; !bytes.Equal(v, []byte{1, 0, 0, 0}) {
 		return info, fmt.Errorf("unsupported WebAssembly binary version %x", v)
 	}
-	r := &reader{b: code, off: 8}
-	for r.off < len(r.b) {
-		id, err := r.byte()
-		if err != nil {
-			return info, err
-		}
-		size, err := r.u32()
-		if err != nil {
-			return info, fmt.Errorf("section %d: %w", id, err)
-		}
-		end := r.off + int(size)
-		if end > len(r.b) || end < r.off {
-			return info, fmt.Errorf("section %d: size %d past the end of the binary", id, size)
-		}
-		if id == sectionMemory {
-			sec := &reader{b: r.b[:end], off: r.off}
-			if err := info.readMemorySection(sec); err != nil {
+	secs, err := splitSections(code)
+	if err != nil {
+		return info, err
+	}
+	for _, sec := range secs {
+		if sec.id == sectionMemory {
+			if err := info.readMemorySection(&reader{b: code[:sec.end], off: sec.off}); err != nil {
 				return info, fmt.Errorf("memory section: %w", err)
 			}
 		}
-		r.off = end
 	}
 	return info, nil
 }

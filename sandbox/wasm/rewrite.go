@@ -84,7 +84,7 @@ func splitSections(code []byte) ([]section, error) {
 		}
 		size, err := r.u32()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("section %d: %w", id, err)
 		}
 		end := r.off + int(size)
 		if end > len(r.b) || end < r.off {
