@@ -41,6 +41,29 @@ func (s *Store) acquire(ctx context.Context) (*wconn, error) {
 	case <-s.closed:
 		return nil, errClosed
 	}
+	return s.connect(ctx)
+}
+
+// tryAcquire is acquire when the connection is free at once; ok is false when a
+// transaction is in progress or the store is closed.
+func (s *Store) tryAcquire() (c *wconn, ok bool) {
+	select {
+	case <-s.closed:
+		return nil, false
+	default:
+	}
+	select {
+	case s.wsem <- struct{}{}:
+	default:
+		return nil, false
+	}
+	c, err := s.connect(context.Background())
+	return c, err == nil
+}
+
+// connect returns the write connection, opening it at the first write; the caller
+// holds wsem, which connect gives back when it fails.
+func (s *Store) connect(ctx context.Context) (*wconn, error) {
 	if s.wc == nil {
 		conn, err := s.w.Connx(ctx)
 		if err != nil {

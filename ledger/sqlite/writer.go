@@ -67,6 +67,14 @@ func (s *Store) submit(req *writeReq) error {
 		return s.writeOne(ctx, req)
 	}
 	req.done = make(chan error, 1)
+	// An idle writer runs the write here, in the caller's goroutine: handing it to the
+	// committer and the answer back would cost two goroutine wake-ups, more than a
+	// short write's statements. Writes that arrive meanwhile queue for the committer,
+	// which gathers them into one batch and takes the connection when this one is done.
+	if c, ok := s.tryAcquire(); ok {
+		s.runBatch(c, []*writeReq{req})
+		return <-req.done
+	}
 	select {
 	case s.reqs <- req:
 	case <-ctx.Done():
@@ -230,12 +238,22 @@ func (s *Store) commit() {
 				break gather
 			}
 		}
-		s.runBatch(batch)
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
+		c, err := s.acquire(ctx)
+		cancel()
+		if err != nil {
+			for _, r := range batch {
+				r.done <- err
+			}
+			continue
+		}
+		s.runBatch(c, batch)
 	}
 }
 
-// runBatch runs a batch of writes in one transaction and answers each caller.
-func (s *Store) runBatch(batch []*writeReq) {
+// runBatch runs a batch of writes in one transaction on the write connection c, which
+// it releases, and answers each caller.
+func (s *Store) runBatch(c *wconn, batch []*writeReq) {
 	start := time.Now()
 	results := make([]error, len(batch))
 	defer func() {
@@ -253,11 +271,6 @@ func (s *Store) runBatch(batch []*writeReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	c, err := s.acquire(ctx)
-	if err != nil {
-		fail(err)
-		return
-	}
 	defer func() { s.release(errors.Join(results...)) }()
 	ctx = stmtContext(ctx)
 	// One write that must be durable makes the whole batch wait for the disk.

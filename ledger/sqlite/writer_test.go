@@ -3,7 +3,10 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,7 +59,7 @@ func TestBatchIsolatesWrites(t *testing.T) {
 	for _, r := range reqs {
 		batch = append(batch, &writeReq{ctx: r.ctx, fn: r.fn, done: make(chan error, 1)})
 	}
-	s.runBatch(batch)
+	s.runBatch(acquired(t, s), batch)
 	for i, r := range reqs {
 		if err := <-batch[i].done; !r.want(err) {
 			t.Errorf("write %s: got %v", r.id, err)
@@ -204,7 +207,7 @@ func TestSyncLevels(t *testing.T) {
 			{ctx: ctx, fn: level(&a), done: make(chan error, 1), redo: true},
 			{ctx: ctx, fn: level(&b), done: make(chan error, 1)},
 		}
-		s.runBatch(batch)
+		s.runBatch(acquired(t, s), batch)
 		for _, r := range batch {
 			if err := <-r.done; err != nil {
 				t.Fatal(err)
@@ -313,7 +316,7 @@ func TestBatchDeadline(t *testing.T) {
 		return err
 	}
 	batch := []*writeReq{{ctx: ctx, fn: slow, done: make(chan error, 1)}, {ctx: ctx, fn: late, done: make(chan error, 1)}}
-	s.runBatch(batch)
+	s.runBatch(acquired(t, s), batch)
 	if err := <-batch[0].done; err != nil {
 		t.Errorf("write started before the deadline: got %v, want it committed", err)
 	}
@@ -355,4 +358,92 @@ func TestBeginEndsLeftoverTransaction(t *testing.T) {
 	if evs, err := s.Events(ctx, ledger.EventFilter{}); err != nil || len(evs) != 1 {
 		t.Errorf("got events %v (err %v), want the one written", evs, err)
 	}
+}
+
+// acquired takes the write connection for a batch a test runs by hand.
+func acquired(t testing.TB, s *Store) *wconn {
+	t.Helper()
+	c, err := s.acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestIdleWriterRunsInCaller checks the two ways into the writer: a write on an idle
+// store runs in its caller's goroutine, with no handoff to the committer; writes that
+// arrive while a transaction is in progress wait for the committer, which carries them
+// together in one batch.
+func TestIdleWriterRunsInCaller(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	caller := goroutineID()
+	var ran uint64
+	if err := s.write(ctx, func(ctx context.Context, tx *wtx) error { ran = goroutineID(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if ran != caller {
+		t.Errorf("write on an idle store ran on goroutine %d, want its caller's %d", ran, caller)
+	}
+
+	// Hold the writer with one write; the three that arrive meanwhile go to the
+	// committer and share one commit once it is released.
+	hold, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- s.write(ctx, func(ctx context.Context, tx *wtx) error { close(hold); <-release; return nil })
+	}()
+	<-hold
+	base := s.WriteStats()
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() { errs <- s.write(ctx, func(ctx context.Context, tx *wtx) error { return nil }) }()
+	}
+	// Four writers wait in submit: the one holding the writer, and the three behind it
+	// (one taken by the committer, which waits for the connection).
+	for deadline := time.Now().Add(10 * time.Second); waiting() < 4; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatalf("%d writers waiting in submit after 10s, want 4", waiting())
+		}
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.WriteStats(); st.Writes-base.Writes != 4 || st.Commits-base.Commits > 3 || st.MaxBatch < 2 {
+		t.Errorf("writes behind a busy writer: %+v after %+v, want 4 more writes in at most 3 commits", st, base)
+	}
+}
+
+// goroutineID is the calling goroutine's number, from its stack's header.
+func goroutineID() uint64 {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	var id uint64
+	fmt.Sscanf(string(buf), "goroutine %d ", &id)
+	return id
+}
+
+// waiting counts the goroutines blocked in submit.
+func waiting() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		blocked := strings.Contains(g, "[select") || strings.Contains(g, "[chan receive")
+		if blocked && strings.Contains(g, "sqlite.(*Store).submit(") {
+			n++
+		}
+	}
+	return n
 }
