@@ -87,6 +87,10 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// readStmtCache is how many prepared statements each read connection keeps, least
+// recently used dropped first: more than the distinct queries the runtime reads with.
+const readStmtCache = 64
+
 // Store is a ledger.Store backed by one SQLite file.
 type Store struct {
 	// The transitions, shared with ledger/postgres, run on this store's writer.
@@ -172,10 +176,16 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 
+	// The readers: each connection keeps its last readStmtCache statements prepared,
+	// keyed by their text, so that a read parses and plans its query once per
+	// connection instead of at every call (SQLite re-prepares a kept statement by
+	// itself after a schema change). The pool keeps every connection it opened, each
+	// with its schema parsed and its statements prepared.
 	rq := url.Values{}
 	rq.Set("_busy_timeout", ms)
 	rq.Set("_foreign_keys", "1")
 	rq.Set("_query_only", "1")
+	rq.Set("_stmt_cache_size", strconv.Itoa(readStmtCache))
 	r, err := sqlx.Open("sqlite3", path+"?"+rq.Encode())
 	if err != nil {
 		w.Close()
@@ -184,7 +194,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
 	s.r = r
-	s.Store = sqlstore.New(backend{s}, r, sqlstore.Dialect{Name: "sqlite", Order: "rowid", RewritesSetIndexes: true, UniqueViolation: uniqueViolation},
+	s.Store = sqlstore.New(backend{s}, r, sqlstore.Dialect{Name: "sqlite", Order: "rowid", RewritesSetIndexes: true, UniqueViolation: uniqueViolation, LocalReads: true},
 		sqlstore.Options{Clock: opts.Clock, NewID: opts.NewID})
 	if !opts.DisableGroupCommit {
 		s.committerDone = make(chan struct{})

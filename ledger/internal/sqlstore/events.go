@@ -141,8 +141,14 @@ func (s *Store) Events(ctx context.Context, f ledger.EventFilter) ([]scripthost.
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
+	// A workflow's pending events of one topic, up to a limit, are where the index
+	// events_status starts: a lookup.
+	sel := s.r.SelectContext
+	if f.Workflow != "" && f.Topic != "" && f.Status != "" && f.Limit > 0 {
+		sel = s.r.selectLookup
+	}
 	var rows []eventRow
-	if err := s.r.SelectContext(ctx, &rows, q, args...); err != nil {
+	if err := sel(ctx, &rows, q, args...); err != nil {
 		return nil, s.dbErr("list events", err)
 	}
 	out := make([]scripthost.Event, 0, len(rows))

@@ -69,6 +69,11 @@ type Dialect struct {
 	RewritesSetIndexes bool
 	// UniqueViolation returns the constraint a unique-violation error names, or "".
 	UniqueViolation func(err error) string
+	// LocalReads: reads are served from a local file, where a lookup is bounded work
+	// (a key or index search, lock waits bounded by the busy timeout), so a lookup
+	// checks its caller's context before it starts and then runs to its end without
+	// watching it (see reader).
+	LocalReads bool
 }
 
 // Options are the store's clock and ids.
@@ -83,7 +88,7 @@ type Store struct {
 	name string
 	opts Options
 	d    Dialect
-	r    Reader
+	r    *reader
 	b    Backend
 }
 
@@ -92,7 +97,7 @@ func New(b Backend, r Reader, d Dialect, opts Options) *Store {
 	if d.UniqueViolation == nil {
 		d.UniqueViolation = func(error) string { return "" }
 	}
-	return &Store{name: d.Name, opts: opts, d: d, r: r, b: b}
+	return &Store{name: d.Name, opts: opts, d: d, r: &reader{Reader: r, local: d.LocalReads}, b: b}
 }
 
 // The write funnels append the lifecycle events attached to ctx (ledger.WithEvents)
