@@ -21,7 +21,8 @@ type Tx interface {
 	NamedExecContext(ctx context.Context, query string, arg any) (sql.Result, error)
 }
 
-// Reader runs reads outside a transaction; queries use ? placeholders.
+// Reader runs reads outside a transaction; queries use ? placeholders. The store reads
+// through it with GetContext for lookups and SelectContext for lists (see reader).
 type Reader interface {
 	sqlx.QueryerContext
 	GetContext(ctx context.Context, dest any, query string, args ...any) error
