@@ -49,10 +49,7 @@ func (s *Store) withEvents(ctx context.Context, fn WriteFunc) WriteFunc {
 		if err := fn(ctx, t); err != nil {
 			return err
 		}
-		if err := s.appendEvents(ctx, tx, t.touched, evs); err != nil {
-			return err
-		}
-		return s.appendEvents(ctx, tx, t.touched, t.own)
+		return s.appendEvents(ctx, tx, t.touched, evs, t.own)
 	}
 }
 
@@ -64,16 +61,18 @@ func (s *Store) logOwn(ctx context.Context, tx Tx, ev ledger.LifecycleEvent) err
 		et.own = append(et.own, ev)
 		return nil
 	}
-	return s.appendEvents(ctx, tx, &touched{}, []ledger.LifecycleEvent{ev})
+	return s.appendEvents(ctx, tx, nil, nil, []ledger.LifecycleEvent{ev})
 }
 
-func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, evs []ledger.LifecycleEvent) error {
+// appendEvents writes the caller's events, completed with what t says the write
+// touched, then the transition's own, which name what they are about; all at one time.
+func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, evs, own []ledger.LifecycleEvent) error {
 	now := s.now()
-	for _, ev := range evs {
-		if ev.RunID == "" {
+	for i, ev := range append(evs[:len(evs):len(evs)], own...) {
+		if i < len(evs) && ev.RunID == "" {
 			ev.RunID = t.run()
 		}
-		if ev.MutationID == "" {
+		if i < len(evs) && ev.MutationID == "" {
 			ev.MutationID = t.mutation
 		}
 		if ev.RunID == "" {
