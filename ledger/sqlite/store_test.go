@@ -31,7 +31,9 @@ func TestConformance(t *testing.T) {
 		ledgertest.Run(t, func(t *testing.T) ledger.Store { return parkable{openTemp(t)} })
 	})
 	t.Run("OneTransactionPerWrite", func(t *testing.T) {
-		ledgertest.Run(t, func(t *testing.T) ledger.Store { return parkable{openWith(t, sqlite.Options{DisableGroupCommit: true})} })
+		ledgertest.Run(t, func(t *testing.T) ledger.Store {
+			return parkable{openWith(t, sqlite.Options{DisableGroupCommit: true})}
+		})
 	})
 }
 
