@@ -14,8 +14,8 @@ import (
 // Effect is one admitted mutating tool call carried through the ledger. It is the one
 // implementation of the ledger's promise that workflows (ToolWrapper), approved plans
 // and agent runs share: the idempotency key is derived from the input hash and the
-// count of earlier definite failures, the mutation is recorded in_flight durably
-// before the call, the tool is called with the key in its context, and the outcome is
+// count of earlier definite failures (by the ledger, in the transaction of the
+// record), the mutation is recorded in_flight durably before the call, the tool is called with the key in its context, and the outcome is
 // recorded after: applied, failed, or reconciled when uncertain.
 //
 // Validation, classification and the phase or approval check happen before an Effect
