@@ -60,8 +60,7 @@ func countedRuntime(t *testing.T, configure func(*runtime.Config), extra ...*hos
 func TestConsumerRunLedgerCost(t *testing.T) {
 	ctx := context.Background()
 	rt, st, counted := countedRuntime(t, nil)
-	src := strings.Replace(benchrun.Workflow, "EFFECT", "Files.write({ path: 'out/' + id + '.txt', content: 'x' })", 1)
-	if _, err := rt.LoadWorkflow(ctx, "w", "w.js", []byte(src)); err != nil {
+	if _, err := rt.LoadWorkflow(ctx, "w", "w.js", benchrun.Source(benchrun.FileWrite)); err != nil {
 		t.Fatal(err)
 	}
 	const n = 20
