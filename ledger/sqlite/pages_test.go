@@ -51,9 +51,12 @@ func TestPagesPerConsumerRun(t *testing.T) {
 	}
 	perRun := float64(fi.Size()-start) / (pageSize + frameHeader) / runs
 	// 9 commits; 71.5 pages when every update rewrote every index of its table, 55.2
-	// when runs_status was rewritten at every phase, 50.2 now.
-	if perRun > 53 {
-		t.Errorf("got %.1f pages written per consumer run, want at most 53", perRun)
+	// when runs_status was rewritten at every phase, 50.2 then. 8 commits since the
+	// outcome moves the run on to emitting, 53.6: the store now logs mutation_recorded
+	// and phase_started(next) itself, which the runtime attached before (its runs
+	// write no more for them), and this run attaches nothing.
+	if perRun > 54 {
+		t.Errorf("got %.1f pages written per consumer run, want at most 54", perRun)
 	}
 	t.Logf("%.1f pages per consumer run", perRun)
 }
