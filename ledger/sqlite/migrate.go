@@ -105,6 +105,9 @@ func (s *Store) migrate(ctx context.Context) error {
 				return fmt.Errorf("sqlite: open %s: schema version %d, cannot apply %s", s.path, v, m.Name)
 			}
 			if _, err := tx.c.conn.ExecContext(ctx, m.SQL); err != nil {
+				if fk := foreignKeyCheck(ctx, tx.c.conn); fk != nil {
+					err = fmt.Errorf("%w (%v)", err, fk) // SQLite's error names no row
+				}
 				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.Name, err)
 			}
 			if err := foreignKeyCheck(ctx, tx.c.conn); err != nil {

@@ -283,7 +283,7 @@ func TestQueryPlans(t *testing.T) {
 func TestMigrationForeignKeys(t *testing.T) {
 	for _, c := range []struct{ name, dangling, want string }{
 		{"in a rebuilt table", `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at) VALUES ('gone', 1, 'pending', 'active', '{}', 1)`,
-			"0006_fewer_pages.sql: FOREIGN KEY constraint failed"},
+			"0006_fewer_pages.sql: FOREIGN KEY constraint failed (foreign key check: a row of run_snapshots (rowid 1) refers to a missing row of runs)"},
 		{"elsewhere", `INSERT INTO mutations (id, run_id, namespace, method, idempotency_key, status, created_at, updated_at) VALUES ('m', 'gone', 'n', 'm', 'k', 'applied', 1, 1)`,
 			"0006_fewer_pages.sql: foreign key check: a row of mutations (rowid 1) refers to a missing row of runs"},
 	} {
