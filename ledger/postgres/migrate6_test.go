@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,20 +23,7 @@ func TestMigration6(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	stmts := []string{`CREATE SCHEMA mig6`, `SET search_path TO mig6`,
-		`CREATE TABLE scripthost_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`}
-	files, err := filepath.Glob("migrations/000[1-5]_*.sql")
-	if err != nil || len(files) != 5 {
-		t.Fatalf("migrations 1 to 5: got %q, %v", files, err)
-	}
-	for i, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stmts = append(stmts, string(b), `INSERT INTO scripthost_schema VALUES (`+string(rune('1'+i))+`, '`+filepath.Base(f)+`', 0)`)
-	}
-	stmts = append(stmts,
+	migrateTo(t, c, "mig6", 5,
 		`INSERT INTO runs (id, workflow, version, handler, kind, phase, status, created_at, updated_at) VALUES
 			('r1', 'wf', 1, 'h', 'consumer', 'committed', 'committed', 1, 2)`,
 		`INSERT INTO events (workflow, topic, message_id, payload, status, reserved_by, attempt, created_at) VALUES
@@ -46,11 +31,6 @@ func TestMigration6(t *testing.T) {
 		`INSERT INTO mutations (id, run_id, namespace, method, input_hash, idempotency_key, status, created_at, updated_at) VALUES
 			('m1', 'r1', 'Shop', 'ship', 'ih', 'k1', 'failed', 1, 2)`,
 		`INSERT INTO handler_state (workflow, handler, state, wake_at, updated_at) VALUES ('wf', 'h', '{}', 9, 3)`)
-	for _, q := range stmts {
-		if _, err := c.Exec(ctx, q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
 	dump := func() []string {
 		var out []string
 		for _, q := range []string{

@@ -100,6 +100,18 @@ var version5Rows = []string{
 		('wf', 'h', '{"n":1}', 99, 5), ('wf', 'g', NULL, NULL, 6)`,
 }
 
+// filledVersion5 creates a ledger at schema version 5 holding version5Rows.
+func filledVersion5(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db := schemaAt(t, path, 5)
+	for _, q := range version5Rows {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	return db
+}
+
 // migrated are the tables migration 6 touches and the order that lists them whole.
 var migrated = []struct{ table, key string }{
 	{"run_snapshots", "run_id, seq"},
@@ -116,12 +128,7 @@ var migrated = []struct{ table, key string }{
 func TestMigration6KeepsEveryRow(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	db := schemaAt(t, path, 5)
-	for _, q := range version5Rows {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
+	db := filledVersion5(t, path)
 	before := map[string][]string{}
 	for _, m := range migrated {
 		before[m.table] = dump(t, db, m.table, m.key)
@@ -171,12 +178,7 @@ func TestMigration6KeepsEveryRow(t *testing.T) {
 func TestMigration6Rules(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	db := schemaAt(t, path, 5)
-	for _, q := range version5Rows {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
+	db := filledVersion5(t, path)
 	db.Close()
 	s, err := Open(ctx, path, Options{})
 	if err != nil {
