@@ -241,8 +241,8 @@ func TestQueryPlans(t *testing.T) {
 		want    string
 	}{
 		{"pending events of a topic", `SELECT seq, workflow, topic, message_id, payload, status, reserved_by, attempt, caused_by, created_at
-			FROM events WHERE workflow = ? AND topic = ? AND status = ? ORDER BY seq LIMIT 10`,
-			[]any{"wf", "in", "pending"}, "USING INDEX events_pending (workflow=? AND topic=?)"},
+			FROM events WHERE workflow = ? AND topic = ? AND status = 'pending' ORDER BY seq LIMIT 10`,
+			[]any{"wf", "in"}, "USING INDEX events_pending (workflow=? AND topic=?)"},
 		{"a run's reserved events", `UPDATE events SET status = ? WHERE reserved_by = ? AND status = 'reserved'`,
 			[]any{"consumed", "r1"}, "USING INDEX events_reserved_by (reserved_by=?)"},
 		{"failures of an input hash", `SELECT COUNT(*) FROM mutations WHERE input_hash = ? AND status = 'failed'`,
