@@ -80,10 +80,6 @@ var version5Rows = []string{
 	`INSERT INTO runs (id, workflow, version, handler, kind, phase, status, created_at, updated_at) VALUES
 		('r1', 'wf', 1, 'h', 'consumer', 'committed', 'committed', 1, 2),
 		('r2', 'wf', 1, 'h', 'consumer', 'mutating', 'active', 3, 4)`,
-	`INSERT INTO run_snapshots (run_id, seq, phase, status, run, at) VALUES
-		('r1', 1, 'pending', 'active', '{"id":"r1"}', 1),
-		('r1', 2, 'committed', 'committed', '{"id":"r1","output_state":"` + strings.Repeat("x", 9000) + `"}', 2),
-		('r2', 1, 'pending', 'active', '{"id":"r2"}', 3)`,
 	`INSERT INTO lifecycle_events (seq, run_id, type, mutation_id, data, at) VALUES
 		(1, 'r1', 'phase_started', '', NULL, 1),
 		(2, 'r1', 'committed', 'm1', '{"published":[]}', 2),
@@ -91,7 +87,7 @@ var version5Rows = []string{
 	`INSERT INTO events (seq, workflow, topic, message_id, payload, status, reserved_by, attempt, caused_by, created_at) VALUES
 		(1, 'wf', 'in', 'a', '{}', 'consumed', 'r1', 1, '', 1),
 		(2, 'wf', 'in', 'b', NULL, 'reserved', 'r2', 2, 'r1', 2),
-		(4, 'wf', 'in', 'c', '{"n":1}', 'pending', NULL, 0, '', 3),
+		(4, 'wf', 'in', 'c', '{"n":"` + strings.Repeat("x", 9000) + `"}', 'pending', NULL, 0, '', 3),
 		(5, 'wf', 'out', 'c', '[1,2]', 'dead', NULL, 3, 'r2', 4)`,
 	`INSERT INTO mutations (id, run_id, namespace, method, params, input_hash, idempotency_key, status, created_at, updated_at) VALUES
 		('m1', 'r1', 'Shop', 'ship', '{"order":1}', 'ih', 'k1', 'applied', 1, 2),
@@ -114,7 +110,6 @@ func filledVersion5(t *testing.T, path string) *sql.DB {
 
 // migrated are the tables migration 6 touches and the order that lists them whole.
 var migrated = []struct{ table, key string }{
-	{"run_snapshots", "run_id, seq"},
 	{"lifecycle_events", "seq"},
 	{"events", "seq"},
 	{"mutations", "id"},
@@ -123,7 +118,7 @@ var migrated = []struct{ table, key string }{
 }
 
 // TestMigration6KeepsEveryRow fills a ledger at schema version 5, opens it (which
-// applies migration 6: three tables rebuilt with foreign keys on) and compares every
+// applies migration 6: two tables rebuilt with foreign keys on) and compares every
 // row and column value before and after.
 func TestMigration6KeepsEveryRow(t *testing.T) {
 	ctx := context.Background()
@@ -164,13 +159,6 @@ func TestMigration6KeepsEveryRow(t *testing.T) {
 	if seqRows != 0 {
 		t.Errorf("sqlite_sequence: got %d rows of events and lifecycle_events, want none (no AUTOINCREMENT)", seqRows)
 	}
-	var withoutRowid string
-	if err := s.r.Get(&withoutRowid, `SELECT sql FROM sqlite_master WHERE name = 'run_snapshots'`); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(withoutRowid, "WITHOUT ROWID") {
-		t.Errorf("run_snapshots: got %s, want a WITHOUT ROWID table", withoutRowid)
-	}
 }
 
 // TestMigration6Rules checks what the rebuilt tables still refuse and how they number
@@ -189,8 +177,8 @@ func TestMigration6Rules(t *testing.T) {
 		{"update a lifecycle event", `UPDATE lifecycle_events SET type = 'x'`, "append-only"},
 		{"delete a lifecycle event", `DELETE FROM lifecycle_events WHERE seq = 7`, "append-only"},
 		{"delete an event", `DELETE FROM events WHERE seq = 5`, "never deleted"},
-		{"snapshot of no run", `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at) VALUES ('nope', 1, 'p', 's', '{}', 1)`, "FOREIGN KEY"},
-		{"snapshot seq twice", `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at) VALUES ('r1', 2, 'p', 's', '{}', 1)`, "UNIQUE"},
+		{"lifecycle event of no run", `INSERT INTO lifecycle_events (run_id, type, at) VALUES ('nope', 'paused', 1)`, "FOREIGN KEY"},
+		{"event reserved by no run", `UPDATE events SET reserved_by = 'nope' WHERE seq = 4`, "FOREIGN KEY"},
 		{"event message id twice", `INSERT INTO events (workflow, topic, message_id, status, created_at) VALUES ('wf', 'in', 'a', 'pending', 1)`, "UNIQUE"},
 	}
 	for _, c := range refused {
@@ -251,10 +239,6 @@ func TestQueryPlans(t *testing.T) {
 			[]any{"r1"}, "USING INDEX lifecycle_events_run (run_id=?)"},
 		{"lifecycle events after a seq", `SELECT seq FROM lifecycle_events WHERE seq > ? ORDER BY seq LIMIT 1000`,
 			[]any{5}, "USING INTEGER PRIMARY KEY (rowid>?)"},
-		{"a run's snapshots", `SELECT run_id, seq, phase, status, run, at FROM run_snapshots WHERE run_id = ? ORDER BY seq`,
-			[]any{"r1"}, "USING PRIMARY KEY (run_id=?)"},
-		{"a run's next snapshot seq", `SELECT COALESCE(MAX(seq), 0) + 1 FROM run_snapshots WHERE run_id = ?`,
-			[]any{"r1"}, "USING PRIMARY KEY (run_id=?)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rows, err := s.r.Query(`EXPLAIN QUERY PLAN `+c.q, c.args...)
@@ -284,8 +268,8 @@ func TestQueryPlans(t *testing.T) {
 // runner's check of the tables it does not copy, and the file stays at version 5.
 func TestMigrationForeignKeys(t *testing.T) {
 	for _, c := range []struct{ name, dangling, want string }{
-		{"in a rebuilt table", `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at) VALUES ('gone', 1, 'pending', 'active', '{}', 1)`,
-			"0006_fewer_pages.sql: FOREIGN KEY constraint failed (foreign key check: a row of run_snapshots (rowid 1) refers to a missing row of runs)"},
+		{"in a rebuilt table", `INSERT INTO lifecycle_events (run_id, type, at) VALUES ('gone', 'paused', 1)`,
+			"0006_fewer_pages.sql: FOREIGN KEY constraint failed (foreign key check: a row of lifecycle_events (rowid 1) refers to a missing row of runs)"},
 		{"elsewhere", `INSERT INTO mutations (id, run_id, namespace, method, idempotency_key, status, created_at, updated_at) VALUES ('m', 'gone', 'n', 'm', 'k', 'applied', 1, 1)`,
 			"0006_fewer_pages.sql: foreign key check: a row of mutations (rowid 1) refers to a missing row of runs"},
 	} {
