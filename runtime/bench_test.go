@@ -14,7 +14,13 @@ import (
 // Files.write → next → commit) on a real SQLite file: one workflow, and 16 workflows
 // running at once, each against the two-commit floor of plain SQLite with as many
 // writers, in the same run.
-func BenchmarkConsumerRun(b *testing.B) {
+func BenchmarkConsumerRun(b *testing.B) { consumerRuns(b, benchrun.FileWrite) }
+
+// BenchmarkConsumerRunNoIO is BenchmarkConsumerRun with a mutation that does no I/O of
+// its own (a Go tool adding to a counter): what the host itself costs a run.
+func BenchmarkConsumerRunNoIO(b *testing.B) { consumerRuns(b, benchrun.Count) }
+
+func consumerRuns(b *testing.B, effect benchrun.Effect) {
 	for _, workflows := range []int{1, 16} {
 		b.Run(fmt.Sprintf("workflows=%d", workflows), func(b *testing.B) {
 			ref := func(b *testing.B) {
@@ -25,7 +31,7 @@ func BenchmarkConsumerRun(b *testing.B) {
 				defer db.Close()
 				benchcmp.TwoCommitFloor(b, db, workflows)
 			}
-			benchcmp.Against(b, "run", benchcmp.Case{Run: ref}, benchcmp.Case{Run: func(b *testing.B) { benchrun.ConsumerRuns(b, workflows) }})
+			benchcmp.Against(b, "run", benchcmp.Case{Run: ref}, benchcmp.Case{Run: func(b *testing.B) { benchrun.ConsumerRuns(b, workflows, effect) }})
 		})
 	}
 }

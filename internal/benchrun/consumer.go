@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,22 +22,54 @@ import (
 	"github.com/scripthost/scripthost/sandbox/js"
 )
 
-// Workflow is the benchmarked workflow: a consumer that peeks one event, writes one
-// file as its durable mutation and records the event as its state.
+// Workflow is the benchmarked workflow: a consumer that peeks one event, makes one
+// durable mutation and records the event as its state. EFFECT stands for the
+// mutation's tool call (see Effect).
 const Workflow = `export default {
   topics: ['in'],
   consumers: { write: { subscribe: ['in'],
     async prepare() { const e = await Topics.peek({ topic: 'in', limit: 1 });
       return e.length ? { reservations: [{ topic: 'in', ids: [e[0].id] }], data: e[0].id } : null; },
-    async mutate(id) { if (id) await Files.write({ path: 'out/' + id + '.txt', content: 'x' }); },
+    async mutate(id) { if (id) await EFFECT; },
     next(id, r) { return { last: id }; } } },
 };`
 
+// Effect is what a benchmarked run's mutation does outside the ledger.
+type Effect int
+
+const (
+	// FileWrite writes one new file with the workspace's Files.write: a file created,
+	// written and fsynced, then renamed into place. The run pays for that external
+	// work too.
+	FileWrite Effect = iota
+	// Count calls a mutating Go tool that only adds one to a counter: the run's cost
+	// is the host's alone (the sandbox, the ledger, the scheduling), as when a peer's
+	// step does no I/O of its own.
+	Count
+)
+
+// call is the effect's tool call in the workflow's mutate phase.
+func (e Effect) call() string {
+	if e == Count {
+		return "Counter.add({ id })"
+	}
+	return "Files.write({ path: 'out/' + id + '.txt', content: 'x' })"
+}
+
+// counterTool is the Count effect's tool: a mutation with no I/O.
+func counterTool(n *atomic.Int64) *hostfuncs.Tool {
+	return &hostfuncs.Tool{Namespace: "Counter", Method: "add", Description: "adds one to a counter",
+		Execute: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			return json.Marshal(n.Add(1))
+		}}
+}
+
 // ConsumerRuns publishes b.N events spread over workflows and runs them all on the
 // embedded SQLite ledger (a real file, the in-flight write synchronous=FULL), timing
-// only the runs. It reports runs/s; writes, commits, durable commits (those that waited
-// for the disk) and reads per run; and the largest group-commit batch.
-func ConsumerRuns(b *testing.B, workflows int) {
+// only the runs. Each run's mutation makes the effect. It reports runs/s; writes,
+// commits, durable commits (those that waited for the disk) and reads per run; and the
+// largest group-commit batch.
+func ConsumerRuns(b *testing.B, workflows int, effect Effect) {
 	ctx := context.Background()
 	dir := b.TempDir()
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), sqlite.Options{})
@@ -51,9 +85,13 @@ func ConsumerRuns(b *testing.B, workflows int) {
 	if err := reg.Register(tools...); err != nil {
 		b.Fatal(err)
 	}
+	var counted atomic.Int64
+	if err := reg.Register(counterTool(&counted)); err != nil {
+		b.Fatal(err)
+	}
 	eng := js.New(js.Options{})
-	counted := &CountingStore{Store: st}
-	rt, err := runtime.New(runtime.Config{Store: counted, Engines: map[string]sandbox.Engine{"js": eng}, Tools: reg})
+	store := &CountingStore{Store: st}
+	rt, err := runtime.New(runtime.Config{Store: store, Engines: map[string]sandbox.Engine{"js": eng}, Tools: reg})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,7 +100,8 @@ func ConsumerRuns(b *testing.B, workflows int) {
 	for i := range workflows {
 		name := fmt.Sprintf("w%d", i)
 		names = append(names, name)
-		if _, err := rt.LoadWorkflow(ctx, name, name+".js", []byte(Workflow)); err != nil {
+		src := strings.Replace(Workflow, "EFFECT", effect.call(), 1)
+		if _, err := rt.LoadWorkflow(ctx, name, name+".js", []byte(src)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -75,7 +114,7 @@ func ConsumerRuns(b *testing.B, workflows int) {
 		b.Fatal(err)
 	}
 	before := st.WriteStats()
-	counted.Reads.Store(0)
+	store.Reads.Store(0)
 	b.ResetTimer()
 	start := time.Now()
 	if err := rt.RunOnce(ctx, names); err != nil {
@@ -88,12 +127,15 @@ func ConsumerRuns(b *testing.B, workflows int) {
 	b.ReportMetric(float64(ws.Commits-before.Commits)/float64(b.N), "commits/run")
 	b.ReportMetric(float64(ws.Durable-before.Durable)/float64(b.N), "durable/run")
 	b.ReportMetric(float64(ws.MaxBatch), "max-batch")
-	b.ReportMetric(float64(counted.Reads.Load())/float64(b.N), "reads/run")
+	b.ReportMetric(float64(store.Reads.Load())/float64(b.N), "reads/run")
 	pending, err := st.Events(ctx, ledger.EventFilter{Status: "pending"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	if len(pending) != 0 {
 		b.Fatalf("%d events left pending", len(pending))
+	}
+	if effect == Count && counted.Load() != int64(b.N) {
+		b.Fatalf("%d mutations made for %d runs", counted.Load(), b.N)
 	}
 }
