@@ -14,8 +14,8 @@ import (
 // Effect is one admitted mutating tool call carried through the ledger. It is the one
 // implementation of the ledger's promise that workflows (ToolWrapper), approved plans
 // and agent runs share: the idempotency key is derived from the input hash and the
-// count of earlier definite failures, the mutation is recorded in_flight durably
-// before the call, the tool is called with the key in its context, and the outcome is
+// count of earlier definite failures (by the ledger, in the transaction of the
+// record), the mutation is recorded in_flight durably before the call, the tool is called with the key in its context, and the outcome is
 // recorded after: applied, failed, or reconciled when uncertain.
 //
 // Validation, classification and the phase or approval check happen before an Effect
@@ -29,7 +29,7 @@ type Effect struct {
 	// Input is the validated input the tool is called with.
 	Input json.RawMessage
 	// Record names the mutation: its identity, redacted Params and InputHash.
-	// IdempotencyKey is set by Run.
+	// IdempotencyKey is ignored: the ledger derives it (ledger.NewMutation).
 	Record ledger.NewMutation
 	// Secrets are the call's own secret values, removed from the stored result.
 	Secrets []string
@@ -90,21 +90,16 @@ func (e Effect) Run(ctx context.Context) (EffectOutcome, error) {
 	if cause == nil {
 		cause = asError
 	}
-	failures, err := e.Store.FailureCount(ctx, e.Record.InputHash)
-	if err != nil {
-		return o, ledgerError("counting earlier failures", err)
-	}
+	// The store derives the key in the transaction of the in-flight record, from the
+	// failures of these inputs it counts there (no key given), and logs it.
 	nm := e.Record
-	nm.IdempotencyKey = scripthost.IdempotencyKey(nm.InputHash, failures)
+	nm.IdempotencyKey = ""
 	if nm.Namespace == "" {
 		nm.Namespace, nm.Method = e.Tool.Namespace, e.Tool.Method
 	}
 
 	bctx, cancel := context.WithTimeout(ctx, ledgerWriteTimeout)
-	recorded := ledger.NewLifecycleEvent(nm.RunID, ledger.EventMutationRecorded, map[string]any{
-		"tool": e.Tool.Name(), "idempotency_key": nm.IdempotencyKey,
-	})
-	m, err := e.Store.BeginMutation(ledger.WithEvents(bctx, recorded), nm)
+	m, err := e.Store.BeginMutation(bctx, nm)
 	cancel()
 	if err != nil {
 		return o, ledgerError("recording the mutation before the call", err)
@@ -120,7 +115,7 @@ func (e Effect) Run(ctx context.Context) (EffectOutcome, error) {
 			return CallTool(ctx, e.Tool, in)
 		}
 	}
-	out, callErr := call(WithIdempotencyKey(ctx, nm.IdempotencyKey), e.Input)
+	out, callErr := call(WithIdempotencyKey(ctx, m.IdempotencyKey), e.Input)
 	// The result is stored, so the input's secret values are removed from it as they
 	// were from the params (a service may echo them back).
 	out = NewRedactor(e.Secrets...).RedactSecrets(out)

@@ -63,8 +63,8 @@ func TestInFlightBeforeExecute(t *testing.T) {
 		t.Errorf("got %s %s params %s, want %s applied with canonical params", m.ID, m.Status, m.Params, seen.ID)
 	}
 	run, _ := s.Run(ctx, r.ID)
-	if run.Phase != scripthost.RunMutated {
-		t.Errorf("run phase: got %s, want mutated", run.Phase)
+	if run.Phase != scripthost.RunEmitting {
+		t.Errorf("run phase: got %s, want emitting (on through mutated with the outcome)", run.Phase)
 	}
 }
 
@@ -335,10 +335,23 @@ func TestUncertainWithRetryAfter(t *testing.T) {
 	}
 }
 
+// failureCounts counts the calls of FailureCount.
+type failureCounts struct {
+	ledger.Store
+	n atomic.Int32
+}
+
+func (s *failureCounts) FailureCount(ctx context.Context, hash string) (int, error) {
+	s.n.Add(1)
+	return s.Store.FailureCount(ctx, hash)
+}
+
 // TestKeyChangesAfterFailure: the same logical mutation keeps its key while its outcome
-// is unknown and gets a new one after a definite failure.
+// is unknown and gets a new one after a definite failure. The failures are counted in
+// the in-flight record's transaction: nothing is read before it.
 func TestKeyChangesAfterFailure(t *testing.T) {
-	s, _ := openStore(t)
+	st, _ := openStore(t)
+	s := &failureCounts{Store: st}
 	ctx := context.Background()
 	var keys []string
 	fail := true
@@ -364,7 +377,15 @@ func TestKeyChangesAfterFailure(t *testing.T) {
 	}
 	ms, _ := s.Mutations(ctx, ledger.MutationFilter{})
 	if len(ms) != 2 || ms[0].InputHash != ms[1].InputHash {
-		t.Errorf("got %d mutations, want 2 with one input hash", len(ms))
+		t.Fatalf("got %d mutations, want 2 with one input hash", len(ms))
+	}
+	for i, m := range ms {
+		if want := scripthost.IdempotencyKey(m.InputHash, i); m.IdempotencyKey != want || keys[i] != want {
+			t.Errorf("mutation %d: got key %s, called with %s, want %s (%d earlier failures)", i+1, m.IdempotencyKey, keys[i], want, i)
+		}
+	}
+	if n := s.n.Load(); n != 0 {
+		t.Errorf("got %d failure counts read before the in-flight record, want 0", n)
 	}
 }
 

@@ -163,13 +163,17 @@ type PrepareResult struct {
 // NewMutation is a mutation to record in_flight before its tool is called.
 type NewMutation struct {
 	// RunID is empty for a mutation outside a run (a plan step).
-	RunID          string
-	Workflow       string
-	Handler        string
-	Namespace      string
-	Method         string
-	Params         json.RawMessage
-	InputHash      string
+	RunID     string
+	Workflow  string
+	Handler   string
+	Namespace string
+	Method    string
+	Params    json.RawMessage
+	InputHash string
+	// IdempotencyKey, when empty, is derived by BeginMutation in its transaction from
+	// InputHash and the count of earlier definite failures of that hash
+	// (scripthost.IdempotencyKey), so that the count and the in-flight record see one
+	// ledger and the caller reads nothing first.
 	IdempotencyKey string
 }
 
@@ -340,13 +344,18 @@ type Store interface {
 	// Moves with their own method (to prepared, mutated, committed) are refused here,
 	// and so is a move that would pass over one of those phases; what is left is
 	// pending → preparing, prepared → mutating and mutated → emitting for consumers,
-	// pending → executing for producers.
+	// pending → executing for producers. (The transitions that make a run mutated move
+	// it on to emitting themselves; a run is found mutated only in a ledger written by
+	// an older version.)
 	AdvancePhase(ctx context.Context, runID string, from, to scripthost.RunPhase) (scripthost.Run, error)
 	// MarkPrepared moves preparing → prepared, stores the result and reserves its
 	// events for the run; with res.Mutate it moves on to mutating.
 	MarkPrepared(ctx context.Context, runID string, res PrepareResult) (scripthost.Run, error)
 	// MarkMutated moves mutating → mutated without a mutation (the mutate phase made
-	// none, or the consumer has no mutate function): the outcome is "none".
+	// none, or the consumer has no mutate function): the outcome is "none". Like every
+	// transition that records the outcome, it moves the run on to emitting in the same
+	// transaction (ledger.OutcomeRecorded), with a snapshot of each phase, and logs
+	// phase_started(next) after the caller's events.
 	MarkMutated(ctx context.Context, runID string) (scripthost.Run, error)
 	// SetRunStatus changes a run's status with the event disposition rules. It sets
 	// active, paused:* or failed:* (committed and skipped have their own methods) on a
@@ -378,18 +387,20 @@ type Store interface {
 
 	// Mutations.
 	// BeginMutation durably records an in_flight mutation. The run must be active and
-	// in phase mutating, with no mutation yet.
+	// in phase mutating, with no mutation yet. Without an idempotency key it derives
+	// one (NewMutation); a run's mutation is logged as mutation_recorded with its key.
 	BeginMutation(ctx context.Context, m NewMutation) (scripthost.Mutation, error)
 	// ApplyMutation marks it applied with its result; for a run mutation it also sets
-	// the run's outcome and moves the run mutating → mutated, in one transaction.
+	// the run's outcome and moves the run mutating → mutated → emitting, in one
+	// transaction (see MarkMutated).
 	ApplyMutation(ctx context.Context, mutationID string, result json.RawMessage) (scripthost.Mutation, error)
 	// FailMutation marks it failed (definitely did not happen); the run's events are
 	// released and the run takes the status of the error's class.
 	FailMutation(ctx context.Context, mutationID string, cause *scripthost.Error) (scripthost.Mutation, error)
 	// FailMutationToNext marks it failed (definitely did not happen) like FailMutation,
-	// but a run mutation's run goes on: it moves mutating → mutated with the outcome
-	// {status: failed, error}, so that next runs. With release the run's events are
-	// released at once; otherwise they stay reserved and are consumed at commit.
+	// but a run mutation's run goes on: it moves mutating → mutated → emitting with the
+	// outcome {status: failed, error}, so that next runs. With release the run's events
+	// are released at once; otherwise they stay reserved and are consumed at commit.
 	FailMutationToNext(ctx context.Context, mutationID string, cause *scripthost.Error, release bool) (scripthost.Mutation, error)
 	// MarkNeedsReconcile records a reconcile attempt that could not decide. For a run
 	// mutation the run waits in status paused:reconciliation with the reason as its

@@ -31,7 +31,7 @@ func with(ctx context.Context, evs ...ledger.LifecycleEvent) context.Context {
 }
 
 func phaseEvent(run scripthost.Run, t ledger.EventType, phase any) ledger.LifecycleEvent {
-	return ledger.NewLifecycleEvent(run.ID, t, map[string]any{"phase": fmt.Sprint(phase), "attempt": run.Attempt})
+	return ledger.NewPhaseEvent(run, t, fmt.Sprint(phase))
 }
 
 // failure describes an error for the lifecycle log: class, code, message and, for a

@@ -81,6 +81,67 @@ func TestLifecycleOfACommittedRun(t *testing.T) {
 	}
 }
 
+// TestHistoryOfACommittedRun: whichever transition records the mutate phase's outcome
+// (an applied mutation, a mutate phase that made none, no mutate function) moves the
+// run on to next in its own commit, and the run's history reads as one transition per
+// phase did: a snapshot of every phase and phase_started(next) with its attempt.
+func TestHistoryOfACommittedRun(t *testing.T) {
+	for _, tc := range []struct {
+		name, mutate, events string
+		writes               int64
+	}{
+		{"applied", `async mutate(id) { await Svc.apply({ value: id }); },`,
+			"phase_started(prepare) phase_completed(prepare) phase_started(mutate) mutation_recorded mutation_outcome " +
+				"phase_completed(mutate) phase_started(next) phase_completed(next) committed", 5},
+		{"no mutation made", `mutate(id) { return 1; },`,
+			"phase_started(prepare) phase_completed(prepare) phase_started(mutate) phase_completed(mutate) " +
+				"phase_started(next) phase_completed(next) committed", 4},
+		{"no mutate function", ``,
+			"phase_started(prepare) phase_completed(prepare) phase_started(mutate) phase_completed(mutate) " +
+				"phase_started(next) phase_completed(next) committed", 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.load("w", `export default {
+  topics: ['t'],
+  consumers: { c: { subscribe: ['t'], `+reserveOne+`,
+    `+tc.mutate+`
+    next(id, result) { return { last: id }; } } },
+};`)
+			h.publish("w", "t", "e")
+			before := h.store.WriteStats()
+			h.runOnce("w")
+			runs := h.runs("w")
+			if len(runs) != 1 || runs[0].Status != scripthost.StatusCommitted {
+				t.Fatalf("runs: got %+v, want one committed", runs)
+			}
+			if got := h.store.WriteStats().Writes - before.Writes; got != tc.writes {
+				t.Errorf("got %d writes, want %d", got, tc.writes)
+			}
+			evs := h.lifecycle(runs[0].ID)
+			if got := types(evs); got != tc.events {
+				t.Errorf("events:\n got %s\nwant %s", got, tc.events)
+			}
+			for _, e := range evs {
+				if e.Label() == "phase_started(next)" && string(e.Data) != `{"attempt":1,"phase":"next"}` {
+					t.Errorf("phase_started(next): got %s, want the phase and the attempt", e.Data)
+				}
+			}
+			snaps, err := h.store.Snapshots(h.ctx, runs[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var phases []string
+			for _, sn := range snaps {
+				phases = append(phases, string(sn.Phase))
+			}
+			if got, want := strings.Join(phases, " "), "pending preparing prepared mutating mutated emitting committed"; got != want {
+				t.Errorf("snapshots: got %s, want %s", got, want)
+			}
+		})
+	}
+}
+
 // An error of the mutate phase's after hook is handled like the same error in any
 // other phase: the run does not commit, and a retry resumes at next without
 // repeating the mutation.

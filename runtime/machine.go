@@ -226,11 +226,10 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 				}
 			}
 			// The tool wrapper's outcome write moved the run: an applied mutation moves
-			// it on to mutated (the next step's transition returns it whole, and
-			// refuses if the ledger disagrees); elsewhere, read where to.
+			// it on to emitting, as ledger.OutcomeRecorded says (the commit refuses if
+			// the ledger disagrees); elsewhere, read where to.
 			if m, _ := w.Mutation(); m.Status == scripthost.MutationApplied {
-				run.Phase = scripthost.RunMutated
-				return run, true, nil
+				return ledger.OutcomeRecorded(run, scripthost.Outcome{Status: scripthost.OutcomeApplied, Result: m.Result}, m.UpdatedAt), true, nil
 			}
 			return scripthost.Run{}, true, nil
 		}
@@ -241,6 +240,8 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		return next, true, err
 
 	case scripthost.RunMutated:
+		// The transitions that record the outcome move the run on to emitting
+		// themselves; a run parked here was left by an older version.
 		next, err := st.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseNext)),
 			run.ID, scripthost.RunMutated, scripthost.RunEmitting)
 		return next, true, err

@@ -81,7 +81,7 @@ func benchHosts(b *testing.B, hosts int, open func(*testing.B) ledger.Store) {
 	for i := range perHost * hosts {
 		name := fmt.Sprintf("w%d", i)
 		names = append(names, name)
-		if _, err := rts[0].LoadWorkflow(ctx, name, name+".js", []byte(benchrun.Workflow)); err != nil {
+		if _, err := rts[0].LoadWorkflow(ctx, name, name+".js", benchrun.Source(benchrun.FileWrite)); err != nil {
 			b.Fatal(err)
 		}
 	}

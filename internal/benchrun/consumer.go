@@ -22,10 +22,10 @@ import (
 	"github.com/scripthost/scripthost/sandbox/js"
 )
 
-// Workflow is the benchmarked workflow: a consumer that peeks one event, makes one
+// workflow is the benchmarked workflow: a consumer that peeks one event, makes one
 // durable mutation and records the event as its state. EFFECT stands for the
-// mutation's tool call (see Effect).
-const Workflow = `export default {
+// mutation's tool call (see Source).
+const workflow = `export default {
   topics: ['in'],
   consumers: { write: { subscribe: ['in'],
     async prepare() { const e = await Topics.peek({ topic: 'in', limit: 1 });
@@ -55,6 +55,9 @@ func (e Effect) call() string {
 	}
 	return "Files.write({ path: 'out/' + id + '.txt', content: 'x' })"
 }
+
+// Source is the benchmarked workflow with the effect as its mutation.
+func Source(e Effect) []byte { return []byte(strings.Replace(workflow, "EFFECT", e.call(), 1)) }
 
 // counterTool is the Count effect's tool: a mutation with no I/O.
 func counterTool(n *atomic.Int64) *hostfuncs.Tool {
@@ -100,8 +103,7 @@ func ConsumerRuns(b *testing.B, workflows int, effect Effect) {
 	for i := range workflows {
 		name := fmt.Sprintf("w%d", i)
 		names = append(names, name)
-		src := strings.Replace(Workflow, "EFFECT", effect.call(), 1)
-		if _, err := rt.LoadWorkflow(ctx, name, name+".js", []byte(src)); err != nil {
+		if _, err := rt.LoadWorkflow(ctx, name, name+".js", Source(effect)); err != nil {
 			b.Fatal(err)
 		}
 	}

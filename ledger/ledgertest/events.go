@@ -62,18 +62,26 @@ func testLifecycleEvents(f *fixture) {
 
 	f.with("mutation calls name the mutation and its run", func(f *fixture) {
 		b := f.consumer(stMutating)
-		m := must(f.s.BeginMutation(ledger.WithEvents(f.ctx, ev(ledger.EventMutationRecorded, "")), ledger.NewMutation{
+		m := must(f.s.BeginMutation(ledger.WithEvents(f.ctx, ev("attached_for_test", "")), ledger.NewMutation{
 			RunID: b.run.ID, Namespace: "Shop", Method: "ship", Params: json.RawMessage(`{}`), IdempotencyKey: b.key,
 		}))(f.t)
 		must(f.s.ApplyMutation(ledger.WithEvents(f.ctx, ev(ledger.EventMutationOutcome, `{"status":"applied"}`)), m.ID, json.RawMessage(`{}`)))(f.t)
 		got := list(ledger.LifecycleFilter{RunID: b.run.ID})
-		if types(got) != "[mutation_recorded mutation_outcome]" {
-			f.t.Fatalf("got %s, want [mutation_recorded mutation_outcome]", types(got))
+		// The store logs two events of its own after the attached ones: the key it
+		// recorded, and next starting when the outcome moves the run on.
+		if types(got) != "[attached_for_test mutation_recorded mutation_outcome phase_started]" {
+			f.t.Fatalf("got %s, want [attached_for_test mutation_recorded mutation_outcome phase_started]", types(got))
 		}
-		for _, e := range got {
+		for _, e := range got[:3] {
 			if e.MutationID != m.ID || e.RunID != b.run.ID {
 				f.t.Errorf("got %+v, want mutation %s of run %s", e, m.ID, b.run.ID)
 			}
+		}
+		if d := string(got[1].Data); d != `{"idempotency_key":"`+b.key+`","tool":"Shop.ship"}` {
+			f.t.Errorf("mutation_recorded: got %s, want the key and the tool", d)
+		}
+		if e := got[3]; e.RunID != b.run.ID || e.MutationID != "" || string(e.Data) != `{"attempt":1,"phase":"next"}` {
+			f.t.Errorf("phase_started: got %+v, want next of run %s", e, b.run.ID)
 		}
 	})
 

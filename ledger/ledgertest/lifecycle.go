@@ -16,7 +16,8 @@ func testRetryRun(f *fixture) {
 		stop  scripthost.RunStatus
 	}{
 		{stEmitting, scripthost.StatusFailedInternal},
-		{stMutated, scripthost.StatusPausedTransient},
+		{stEmitting, scripthost.StatusPausedTransient},
+		{stParked, scripthost.StatusPausedTransient},
 	} {
 		f.with("after the mutation: "+tc.stage+" "+string(tc.stop), func(f *fixture) {
 			b := f.consumer(tc.stage)
@@ -164,13 +165,12 @@ func testCommitConsumer(f *fixture) {
 		must(f.s.MarkPrepared(f.ctx, r.ID, ledger.PrepareResult{WakeAt: wake}))(f.t)
 		must(f.s.AdvancePhase(f.ctx, r.ID, scripthost.RunPrepared, scripthost.RunMutating))(f.t)
 		must(f.s.MarkMutated(f.ctx, r.ID))(f.t)
-		must(f.s.AdvancePhase(f.ctx, r.ID, scripthost.RunMutated, scripthost.RunEmitting))(f.t)
 		must(f.s.CommitConsumer(f.ctx, r.ID, ledger.Commit{State: json.RawMessage(`{"d":1}`)}))(f.t)
 		if hs := must(f.s.HandlerState(f.ctx, wf, "digest"))(f.t); !hs.WakeAt.Equal(wake) || string(hs.State) != `{"d":1}` {
 			f.t.Errorf("got %+v, want state waking at %v", hs, wake)
 		}
 	})
-	for _, stage := range []string{stPending, stPrepared, stMutating, stInFlight, stMutated, stCommitted} {
+	for _, stage := range []string{stPending, stPrepared, stMutating, stInFlight, stParked, stCommitted} {
 		f.with("refused at "+stage, func(f *fixture) {
 			b := f.consumer(stage)
 			before := f.dump()
@@ -254,6 +254,9 @@ func testRecover(f *fixture) {
 	want := map[string]bool{}
 	for _, stage := range []string{stPending, stPrepared, stInFlight, stMutated, stEmitting} {
 		want[f.consumer(stage).run.ID] = true
+	}
+	if _, ok := f.s.(Parker); ok {
+		want[f.consumer(stParked).run.ID] = true
 	}
 	want[f.producer(true).ID] = true
 	inFlight := map[string]bool{f.consumer(stInFlight).mut.ID: true}
@@ -378,8 +381,9 @@ func testFoldedTransitions(f *fixture) {
 			t.Errorf("snapshot %d: got seq %d phase %s, want seq %d phase %s", i, sn.Seq, sn.Phase, i+1, want[i])
 		}
 	}
-	if got := must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: r.ID}))(t); len(got) != 1 || got[0].Type != ledger.EventPhaseStarted {
-		t.Errorf("lifecycle events: got %v, want the phase_started attached to the creation", got)
+	if got := must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: r.ID}))(t); len(got) != 2 ||
+		got[0].Type != ledger.EventPhaseStarted || got[1].Type != ledger.EventMutationRecorded {
+		t.Errorf("lifecycle events: got %v, want the phase_started attached to the creation, then mutation_recorded", got)
 	}
 
 	p := must(f.s.CreateRun(f.ctx, ledger.NewRun{Workflow: wf, Version: 1, Handler: "poll", Kind: scripthost.KindProducer,

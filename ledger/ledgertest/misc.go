@@ -171,8 +171,8 @@ func testConcurrency(f *fixture) {
 	}
 	for _, id := range ids {
 		r := must(f.s.Run(f.ctx, id))(f.t)
-		if r.Phase != scripthost.RunMutated || r.Outcome == nil || r.Outcome.Status != scripthost.OutcomeApplied {
-			f.t.Errorf("run %s: got %s %+v, want mutated with an applied outcome", id, r.Phase, r.Outcome)
+		if r.Phase != scripthost.RunEmitting || r.Outcome == nil || r.Outcome.Status != scripthost.OutcomeApplied {
+			f.t.Errorf("run %s: got %s %+v, want emitting with an applied outcome", id, r.Phase, r.Outcome)
 		}
 	}
 	if n := len(must(f.s.Mutations(f.ctx, ledger.MutationFilter{Status: scripthost.MutationApplied}))(f.t)); n != runs {

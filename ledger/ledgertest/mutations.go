@@ -122,9 +122,9 @@ func testApplyMutation(f *fixture) {
 				f.t.Errorf("got %s %s, want applied with the result", m.Status, m.Result)
 			}
 			r := must(f.s.Run(f.ctx, b.run.ID))(f.t)
-			if r.Phase != scripthost.RunMutated || r.Status != scripthost.StatusActive || r.Outcome == nil ||
+			if r.Phase != scripthost.RunEmitting || r.Status != scripthost.StatusActive || r.Outcome == nil ||
 				r.Outcome.Status != scripthost.OutcomeApplied || string(r.Outcome.Result) != `{"tracking":"T1"}` {
-				f.t.Errorf("run: got %s/%s outcome %+v, want mutated/active with the applied result", r.Phase, r.Status, r.Outcome)
+				f.t.Errorf("run: got %s/%s outcome %+v, want emitting/active with the applied result", r.Phase, r.Status, r.Outcome)
 			}
 			f.wantEvents(b.events, scripthost.EventReserved, b.run.ID)
 		})
@@ -184,9 +184,9 @@ func testFailMutationToNext(f *fixture) {
 			r := must(f.s.Run(f.ctx, b.run.ID))(f.t)
 			want := scripthost.Outcome{Status: scripthost.OutcomeFailed,
 				Error: &scripthost.OutcomeError{Class: scripthost.ClassLogic, Code: "card_declined", Message: "card declined"}}
-			if r.Phase != scripthost.RunMutated || r.Status != scripthost.StatusActive || r.Outcome == nil ||
+			if r.Phase != scripthost.RunEmitting || r.Status != scripthost.StatusActive || r.Outcome == nil ||
 				r.Outcome.Status != want.Status || r.Outcome.Error == nil || *r.Outcome.Error != *want.Error {
-				f.t.Fatalf("run: got %s/%s outcome %+v, want mutated/active with %+v", r.Phase, r.Status, r.Outcome, want)
+				f.t.Fatalf("run: got %s/%s outcome %+v, want emitting/active with %+v", r.Phase, r.Status, r.Outcome, want)
 			}
 			if release {
 				f.wantEvents(b.events, scripthost.EventPending, "")
@@ -197,7 +197,6 @@ func testFailMutationToNext(f *fixture) {
 				f.t.Errorf("failure count: got %d, want 1", n)
 			}
 			// next runs and commits; only the events still reserved are consumed.
-			must(f.s.AdvancePhase(f.ctx, b.run.ID, scripthost.RunMutated, scripthost.RunEmitting))(f.t)
 			must(f.s.CommitConsumer(f.ctx, b.run.ID, ledger.Commit{State: json.RawMessage(`{}`)}))(f.t)
 			if release {
 				f.wantEvents(b.events, scripthost.EventPending, "")

@@ -226,7 +226,7 @@ func testAdvancePhase(f *fixture) {
 	}{
 		{stPending, scripthost.RunPending, scripthost.RunPreparing},
 		{stPrepared, scripthost.RunPrepared, scripthost.RunMutating},
-		{stMutated, scripthost.RunMutated, scripthost.RunEmitting},
+		{stParked, scripthost.RunMutated, scripthost.RunEmitting},
 	}
 	for _, tc := range legal {
 		f.with(fmt.Sprintf("%s to %s", tc.from, tc.to), func(f *fixture) {
@@ -386,8 +386,8 @@ func testMarkMutated(f *fixture) {
 	f.with("no mutation", func(f *fixture) {
 		b := f.consumer(stMutating)
 		r := must(f.s.MarkMutated(f.ctx, b.run.ID))(f.t)
-		if r.Phase != scripthost.RunMutated || r.Outcome == nil || r.Outcome.Status != scripthost.OutcomeNone {
-			f.t.Errorf("got phase %s outcome %+v, want mutated with outcome none", r.Phase, r.Outcome)
+		if r.Phase != scripthost.RunEmitting || r.Outcome == nil || r.Outcome.Status != scripthost.OutcomeNone {
+			f.t.Errorf("got phase %s outcome %+v, want emitting with outcome none", r.Phase, r.Outcome)
 		}
 		f.wantEvents(b.events, scripthost.EventReserved, b.run.ID)
 	})

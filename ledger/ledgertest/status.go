@@ -24,9 +24,9 @@ func testResolve(f *fixture) {
 			f.t.Errorf("got %+v, want applied by alice with the result", m)
 		}
 		r := must(f.s.Run(f.ctx, b.run.ID))(f.t)
-		if r.Phase != scripthost.RunMutated || r.Status != scripthost.StatusActive || r.Outcome == nil ||
+		if r.Phase != scripthost.RunEmitting || r.Status != scripthost.StatusActive || r.Outcome == nil ||
 			r.Outcome.Status != scripthost.OutcomeApplied || string(r.Outcome.Result) != `{"by":"hand"}` {
-			f.t.Errorf("run: got %s/%s %+v, want mutated/active with the result", r.Phase, r.Status, r.Outcome)
+			f.t.Errorf("run: got %s/%s %+v, want emitting/active with the result", r.Phase, r.Status, r.Outcome)
 		}
 		f.wantEvents(b.events, scripthost.EventReserved, b.run.ID)
 	})
@@ -52,15 +52,14 @@ func testResolve(f *fixture) {
 			f.t.Errorf("got %+v, want skipped by alice", m)
 		}
 		r := must(f.s.Run(f.ctx, b.run.ID))(f.t)
-		if r.Phase != scripthost.RunMutated || r.Status != scripthost.StatusActive || r.Outcome == nil || r.Outcome.Status != scripthost.OutcomeSkipped {
-			f.t.Errorf("run: got %s/%s %+v, want mutated/active with outcome skipped", r.Phase, r.Status, r.Outcome)
+		if r.Phase != scripthost.RunEmitting || r.Status != scripthost.StatusActive || r.Outcome == nil || r.Outcome.Status != scripthost.OutcomeSkipped {
+			f.t.Errorf("run: got %s/%s %+v, want emitting/active with outcome skipped", r.Phase, r.Status, r.Outcome)
 		}
 		for _, e := range f.eventsOf(b.events) {
 			if e.Status != scripthost.EventSkipped {
 				f.t.Errorf("event %s: got %s, want skipped", e.MessageID, e.Status)
 			}
 		}
-		must(f.s.AdvancePhase(f.ctx, b.run.ID, scripthost.RunMutated, scripthost.RunEmitting))(f.t)
 		must(f.s.CommitConsumer(f.ctx, b.run.ID, ledger.Commit{State: json.RawMessage(`{}`)}))(f.t)
 		for _, e := range f.eventsOf(b.events) {
 			if e.Status != scripthost.EventSkipped {
@@ -178,8 +177,8 @@ func testDispositionUnknown(f *fixture) {
 		must(f.s.SetRunStatus(f.ctx, b.run.ID, ledger.StatusChange{Status: scripthost.StatusFailedInternal, Error: "host crashed"}))(f.t)
 		must(f.s.ApplyMutation(f.ctx, b.mut.ID, json.RawMessage(`{"late":true}`)))(f.t)
 		r := must(f.s.Run(f.ctx, b.run.ID))(f.t)
-		if r.Phase != scripthost.RunMutated || r.Status != scripthost.StatusActive || r.Error != "" {
-			f.t.Errorf("got %s/%s %q, want mutated/active without error", r.Phase, r.Status, r.Error)
+		if r.Phase != scripthost.RunEmitting || r.Status != scripthost.StatusActive || r.Error != "" {
+			f.t.Errorf("got %s/%s %q, want emitting/active without error", r.Phase, r.Status, r.Error)
 		}
 		f.wantEvents(b.events, scripthost.EventReserved, b.run.ID)
 	})
@@ -187,7 +186,7 @@ func testDispositionUnknown(f *fixture) {
 
 // After the mutation the events stay reserved and a stopped run retries from emitting.
 func testDispositionAfter(f *fixture) {
-	for _, stage := range []string{stMutated, stEmitting} {
+	for _, stage := range []string{stEmitting, stParked} {
 		for _, st := range stopStatuses {
 			f.with(fmt.Sprintf("%s to %s", stage, st), func(f *fixture) {
 				b := f.consumer(stage)

@@ -28,10 +28,12 @@ func (t *touched) run() string {
 }
 
 // eventTx is a write transaction that carries lifecycle events: it notes what the
-// transitions touch.
+// transitions touch, and holds the events a transition logs itself until the
+// caller's are written.
 type eventTx struct {
 	Tx
 	touched *touched
+	own     []ledger.LifecycleEvent
 }
 
 // withEvents wraps fn so that the lifecycle events attached to ctx are appended in
@@ -47,17 +49,30 @@ func (s *Store) withEvents(ctx context.Context, fn WriteFunc) WriteFunc {
 		if err := fn(ctx, t); err != nil {
 			return err
 		}
-		return s.appendEvents(ctx, tx, t.touched, evs)
+		return s.appendEvents(ctx, tx, t.touched, evs, t.own)
 	}
 }
 
-func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, evs []ledger.LifecycleEvent) error {
+// logOwn logs ev, an event the transition writes itself because it describes what the
+// transition decided (the key it derived, a phase it moved the run on to): after the
+// events the caller attached, which describe the change that led there.
+func (s *Store) logOwn(ctx context.Context, tx Tx, ev ledger.LifecycleEvent) error {
+	if et, ok := tx.(*eventTx); ok {
+		et.own = append(et.own, ev)
+		return nil
+	}
+	return s.appendEvents(ctx, tx, nil, nil, []ledger.LifecycleEvent{ev})
+}
+
+// appendEvents writes the caller's events, completed with what t says the write
+// touched, then the transition's own, which name what they are about; all at one time.
+func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, evs, own []ledger.LifecycleEvent) error {
 	now := s.now()
-	for _, ev := range evs {
-		if ev.RunID == "" {
+	for i, ev := range append(evs[:len(evs):len(evs)], own...) {
+		if i < len(evs) && ev.RunID == "" {
 			ev.RunID = t.run()
 		}
-		if ev.MutationID == "" {
+		if i < len(evs) && ev.MutationID == "" {
 			ev.MutationID = t.mutation
 		}
 		if ev.RunID == "" {

@@ -104,10 +104,13 @@ func (s *Store) saveMutation(ctx context.Context, tx Tx, m scripthost.Mutation) 
 	return nil
 }
 
-// BeginMutation durably records an in_flight mutation.
+// BeginMutation durably records an in_flight mutation, deriving its idempotency key
+// from the earlier failures of its inputs when none is given, and logs
+// mutation_recorded with the key.
 func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scripthost.Mutation, error) {
-	if nm.Namespace == "" || nm.Method == "" || nm.IdempotencyKey == "" {
-		return scripthost.Mutation{}, fmt.Errorf("%s: begin mutation: namespace, method and idempotency key are required", s.name)
+	if nm.Namespace == "" || nm.Method == "" || (nm.IdempotencyKey == "" && nm.InputHash == "") {
+		return scripthost.Mutation{}, fmt.Errorf("%s: begin mutation %s.%s: namespace, method and an idempotency key or an input hash are required",
+			s.name, nm.Namespace, nm.Method)
 	}
 	if err := checkJSON("mutation params", nm.Params); err != nil {
 		return scripthost.Mutation{}, err
@@ -143,10 +146,20 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 				m.Handler = rec.Handler
 			}
 		}
+		m.IdempotencyKey = nm.IdempotencyKey
+		if m.IdempotencyKey == "" {
+			// Counted in the transaction that records the mutation: the key and the
+			// record see one ledger, and the caller reads nothing before the write.
+			n, err := s.failureCount(ctx, tx, nm.InputHash)
+			if err != nil {
+				return err
+			}
+			m.IdempotencyKey = scripthost.IdempotencyKey(nm.InputHash, n)
+		}
 		var other string
-		err := tx.GetContext(ctx, &other, `SELECT id FROM mutations WHERE idempotency_key = ?`, nm.IdempotencyKey)
+		err := tx.GetContext(ctx, &other, `SELECT id FROM mutations WHERE idempotency_key = ?`, m.IdempotencyKey)
 		if err == nil {
-			return fmt.Errorf("%w: key %q is used by mutation %s", ledger.ErrDuplicateKey, nm.IdempotencyKey, other)
+			return fmt.Errorf("%w: key %q is used by mutation %s", ledger.ErrDuplicateKey, m.IdempotencyKey, other)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return s.dbErr("begin mutation", err)
@@ -157,7 +170,7 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 		switch s.d.UniqueViolation(err) {
 		case "":
 		case "mutations_idempotency_key_key":
-			return fmt.Errorf("%w: key %q is used by another mutation", ledger.ErrDuplicateKey, nm.IdempotencyKey)
+			return fmt.Errorf("%w: key %q is used by another mutation", ledger.ErrDuplicateKey, m.IdempotencyKey)
 		case "mutations_run_id_key":
 			return fmt.Errorf("%w: run %s", ledger.ErrMutationExists, nm.RunID)
 		}
@@ -165,7 +178,14 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 			return s.dbErr("begin mutation", err)
 		}
 		noteMutation(tx, m.ID, m.RunID)
-		return nil
+		if m.RunID == "" {
+			return nil
+		}
+		ev := ledger.NewLifecycleEvent(m.RunID, ledger.EventMutationRecorded, map[string]any{
+			"tool": m.Tool(), "idempotency_key": m.IdempotencyKey,
+		})
+		ev.MutationID = m.ID
+		return s.logOwn(ctx, tx, ev)
 	})
 	if err != nil {
 		return scripthost.Mutation{}, err
@@ -200,8 +220,8 @@ var unknownOutcome = []scripthost.MutationStatus{
 	scripthost.MutationInFlight, scripthost.MutationNeedsReconcile, scripthost.MutationIndeterminate,
 }
 
-// applyRun records an applied (or skipped) mutation on its run: outcome, phase
-// mutated, status active.
+// applyRun records an applied (or skipped) mutation on its run: outcome, status
+// active, on through mutated to emitting.
 func (s *Store) applyRun(ctx context.Context, tx Tx, runID string, outcome scripthost.Outcome, now time.Time) error {
 	rec, err := s.getRun(ctx, tx, runID)
 	if err != nil {
@@ -210,12 +230,8 @@ func (s *Store) applyRun(ctx context.Context, tx Tx, runID string, outcome scrip
 	if rec.Phase != scripthost.RunMutating {
 		return refuse("run", runID, rec.Phase, scripthost.RunMutated, "run is in phase %s, not mutating", rec.Phase)
 	}
-	rec.Phase = scripthost.RunMutated
-	rec.Status = scripthost.StatusActive
-	rec.Outcome = &outcome
-	rec.Error, rec.ErrorClass, rec.NotBefore = "", "", time.Time{}
-	rec.UpdatedAt = now
-	return s.saveRun(ctx, tx, rec)
+	_, err = s.saveOutcome(ctx, tx, rec, outcome, now)
+	return err
 }
 
 // failRun releases the run's events and gives it status with the error.

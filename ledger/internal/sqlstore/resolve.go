@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
 )
@@ -119,8 +121,13 @@ func (s *Store) DueReconciles(ctx context.Context, now time.Time) ([]scripthost.
 
 // FailureCount counts definitely failed mutations with this input hash.
 func (s *Store) FailureCount(ctx context.Context, inputHash string) (int, error) {
+	return s.failureCount(ctx, s.r, inputHash)
+}
+
+// failureCount counts them inside a transaction or from the read pool.
+func (s *Store) failureCount(ctx context.Context, q sqlx.QueryerContext, inputHash string) (int, error) {
 	var n int
-	if err := s.r.GetContext(ctx, &n, `SELECT COUNT(*) FROM mutations WHERE input_hash = ? AND status = 'failed'`, inputHash); err != nil {
+	if err := sqlx.GetContext(ctx, q, &n, `SELECT COUNT(*) FROM mutations WHERE input_hash = ? AND status = 'failed'`, inputHash); err != nil {
 		return 0, s.dbErr("count failures", err)
 	}
 	return n, nil

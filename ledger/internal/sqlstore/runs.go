@@ -453,7 +453,7 @@ func (s *Store) MarkPrepared(ctx context.Context, runID string, res ledger.Prepa
 	return out.Run, err
 }
 
-// MarkMutated moves mutating → mutated for a run that made no mutation.
+// MarkMutated moves mutating → mutated → emitting for a run that made no mutation.
 func (s *Store) MarkMutated(ctx context.Context, runID string) (scripthost.Run, error) {
 	var out runRec
 	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx Tx) error {
@@ -472,13 +472,25 @@ func (s *Store) MarkMutated(ctx context.Context, runID string) (scripthost.Run, 
 			return refuse("run", runID, rec.Phase, scripthost.RunMutated,
 				"run has mutation %s (%s): its outcome moves the run", m.ID, m.Status)
 		}
-		rec.Phase = scripthost.RunMutated
-		rec.Outcome = &scripthost.Outcome{Status: scripthost.OutcomeNone}
-		rec.UpdatedAt = s.now()
-		out = rec
-		return s.saveRun(ctx, tx, rec)
+		out, err = s.saveOutcome(ctx, tx, rec, scripthost.Outcome{Status: scripthost.OutcomeNone}, s.now())
+		return err
 	})
 	return out.Run, err
+}
+
+// saveOutcome records the mutate phase's outcome on a mutating run and moves it on
+// through mutated to emitting in the same transaction (ledger.OutcomeRecorded), with a
+// snapshot of each and phase_started(next) logged after the caller's events. Nothing
+// happens outside the ledger between the two: a run found emitting runs next as one
+// found mutated would after advancing, so recovery loses nothing.
+func (s *Store) saveOutcome(ctx context.Context, tx Tx, rec runRec, o scripthost.Outcome, now time.Time) (runRec, error) {
+	rec.Run = ledger.OutcomeRecorded(rec.Run, o, now)
+	mutated := rec.Run
+	mutated.Phase = scripthost.RunMutated
+	if err := s.saveRun(ctx, tx, rec, mutated); err != nil {
+		return rec, err
+	}
+	return rec, s.logOwn(ctx, tx, ledger.NewPhaseEvent(rec.Run, ledger.EventPhaseStarted, string(scripthost.PhaseNext)))
 }
 
 // Recover lists active runs that are not committed and every in_flight mutation.
