@@ -18,12 +18,7 @@ import (
 func TestMigration6(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	migrateTo(t, c, "mig6", 5,
+	c := migrateTo(t, url, "mig6", 5,
 		`INSERT INTO runs (id, workflow, version, handler, kind, phase, status, created_at, updated_at) VALUES
 			('r1', 'wf', 1, 'h', 'consumer', 'committed', 'committed', 1, 2)`,
 		`INSERT INTO events (workflow, topic, message_id, payload, status, reserved_by, attempt, created_at) VALUES

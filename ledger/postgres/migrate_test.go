@@ -15,10 +15,15 @@ import (
 )
 
 // migrateTo creates schema at version n, as a binary that knew n migrations left it, in
-// the database c is connected to, and runs then in it.
-func migrateTo(t *testing.T, c *pgx.Conn, schema string, n int, then ...string) {
+// the database of url, runs then in it and returns the connection it used.
+func migrateTo(t *testing.T, url, schema string, n int, then ...string) *pgx.Conn {
 	t.Helper()
 	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(ctx) })
 	stmts := []string{`CREATE SCHEMA ` + schema, `SET search_path TO ` + schema,
 		`CREATE TABLE scripthost_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`}
 	files, err := filepath.Glob("migrations/*.sql")
@@ -37,6 +42,7 @@ func migrateTo(t *testing.T, c *pgx.Conn, schema string, n int, then ...string) 
 			t.Fatalf("%.60s: %v", q, err)
 		}
 	}
+	return c
 }
 
 // TestMigrateExecutionNumbers: a ledger written before execution numbers were reserved
@@ -45,12 +51,7 @@ func migrateTo(t *testing.T, c *pgx.Conn, schema string, n int, then ...string) 
 func TestMigrateExecutionNumbers(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	migrateTo(t, c, "mig3", 2,
+	migrateTo(t, url, "mig3", 2,
 		`INSERT INTO execution_log (execution_id, plan_id, step_id) VALUES
 			('p/1', 'p', 'a'), ('p/1', 'p', 'a'), ('p/4#retried', 'p', 'b'), ('p/zz', 'p', 'c'), ('q', 'q', 'd')`)
 	s := open(t, url, postgres.Options{Schema: "mig3"})
