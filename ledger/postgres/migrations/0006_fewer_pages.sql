@@ -9,7 +9,7 @@
 -- insert as SQLite's AUTOINCREMENT row did.
 
 -- The scheduler reads a topic's pending events in seq order: an event leaves this
--- index when reserved, and a consumed one never comes back.
+-- index when reserved, and comes back only if released.
 DROP INDEX events_status;
 CREATE INDEX events_pending ON events(workflow, topic, seq) WHERE status = 'pending';
 

@@ -43,8 +43,8 @@ END;
 
 -- events: besides the sequence row, two of its indexes are narrowed to the rows their
 -- queries read. events_pending holds the pending events only (what the scheduler reads,
--- per topic in seq order): an event leaves it when reserved and a consumed one never
--- comes back. events_reserved_by holds reserved rows only (a published event has
+-- per topic in seq order): an event leaves it when reserved, and comes back only if
+-- released. events_reserved_by holds reserved rows only (a published event has
 -- none), read by reserved_by = ?, which implies reserved_by IS NOT NULL.
 CREATE TABLE events_new (
     seq         INTEGER PRIMARY KEY,
