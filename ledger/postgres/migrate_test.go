@@ -2,7 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -12,35 +14,46 @@ import (
 	"github.com/scripthost/scripthost/ledger/postgres"
 )
 
+// migrateTo creates schema at version n, as a binary that knew n migrations left it, in
+// the database of url, runs then in it and returns the connection it used.
+func migrateTo(t *testing.T, url, schema string, n int, then ...string) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(ctx) })
+	stmts := []string{`CREATE SCHEMA ` + schema, `SET search_path TO ` + schema,
+		`CREATE TABLE scripthost_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`}
+	files, err := filepath.Glob("migrations/*.sql")
+	if err != nil || len(files) < n {
+		t.Fatalf("migrations: got %q, %v, want %d", files, err, n)
+	}
+	for i, f := range files[:n] {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmts = append(stmts, string(b), fmt.Sprintf(`INSERT INTO scripthost_schema VALUES (%d, '%s', 0)`, i+1, filepath.Base(f)))
+	}
+	for _, q := range append(stmts, then...) {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	return c
+}
+
 // TestMigrateExecutionNumbers: a ledger written before execution numbers were reserved
 // keeps its numbers (the next reservation comes after them, whatever follows the
 // number in an id) and keeps both records two racing executors wrote under one id.
 func TestMigrateExecutionNumbers(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	stmts := []string{`CREATE SCHEMA mig3`, `SET search_path TO mig3`}
-	for _, f := range []string{"migrations/0001_init.sql", "migrations/0002_lifecycle_events.sql"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stmts = append(stmts, string(b))
-	}
-	stmts = append(stmts,
-		`CREATE TABLE scripthost_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`,
-		`INSERT INTO scripthost_schema VALUES (1, '0001_init', 0), (2, '0002_lifecycle_events', 0)`,
+	migrateTo(t, url, "mig3", 2,
 		`INSERT INTO execution_log (execution_id, plan_id, step_id) VALUES
 			('p/1', 'p', 'a'), ('p/1', 'p', 'a'), ('p/4#retried', 'p', 'b'), ('p/zz', 'p', 'c'), ('q', 'q', 'd')`)
-	for _, q := range stmts {
-		if _, err := c.Exec(ctx, q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
 	s := open(t, url, postgres.Options{Schema: "mig3"})
 	n, err := s.ReserveExecution(ctx, "p")
 	if err != nil {

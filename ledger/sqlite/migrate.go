@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -104,6 +105,12 @@ func (s *Store) migrate(ctx context.Context) error {
 				return fmt.Errorf("sqlite: open %s: schema version %d, cannot apply %s", s.path, v, m.Name)
 			}
 			if _, err := tx.c.conn.ExecContext(ctx, m.SQL); err != nil {
+				if fk := foreignKeyCheck(ctx, tx.c.conn); fk != nil {
+					err = fmt.Errorf("%w (%v)", err, fk) // SQLite's error names no row
+				}
+				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.Name, err)
+			}
+			if err := foreignKeyCheck(ctx, tx.c.conn); err != nil {
 				return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.Name, err)
 			}
 			if _, err := tx.c.conn.ExecContext(ctx, `INSERT INTO `+markerTable+` (version, name, applied_at) VALUES (?, ?, ?)`,
@@ -177,4 +184,26 @@ func schemaVersion(ctx context.Context, q sqlx.QueryerContext) (int, error) {
 		return 0, err
 	}
 	return max(table, user), nil
+}
+
+// foreignKeyCheck fails when a row refers to a row that is not there. A migration that
+// rebuilds a table (create, copy, drop, rename) runs with foreign keys on, inside its
+// transaction where PRAGMA foreign_keys cannot change; the check is what proves that
+// the rebuild left every reference whole.
+func foreignKeyCheck(ctx context.Context, q sqlx.QueryerContext) error {
+	rows, err := q.QueryContext(ctx, "PRAGMA foreign_key_check")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if rows.Next() {
+		var table, parent string
+		var rowid sql.NullInt64
+		var fkid int
+		if err := rows.Scan(&table, &rowid, &parent, &fkid); err != nil {
+			return err
+		}
+		return fmt.Errorf("foreign key check: a row of %s (rowid %v) refers to a missing row of %s", table, rowid.Int64, parent)
+	}
+	return rows.Err()
 }

@@ -130,7 +130,13 @@ func (s *Store) Events(ctx context.Context, f ledger.EventFilter) ([]scripthost.
 	if f.Topic != "" {
 		where, args = append(where, "topic = ?"), append(args, f.Topic)
 	}
-	if f.Status != "" {
+	switch f.Status {
+	case "":
+	case scripthost.EventPending:
+		// A literal, not a parameter, so that the planner sees at once that the index
+		// of pending events (partial, status = 'pending') holds every row wanted.
+		where = append(where, "status = 'pending'")
+	default:
 		where, args = append(where, "status = ?"), append(args, string(f.Status))
 	}
 	q := `SELECT ` + eventColumns + ` FROM events`
