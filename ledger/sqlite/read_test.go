@@ -154,8 +154,8 @@ func TestReadStatementsAcrossSchemaChange(t *testing.T) {
 	}
 	defer other.Close()
 	for _, q := range []string{
-		`DROP INDEX events_status`,
-		`CREATE INDEX events_status ON events(status, workflow, topic, seq)`,
+		`DROP INDEX events_pending`,
+		`CREATE INDEX events_pending ON events(status, workflow, topic, seq)`,
 		`ALTER TABLE runs ADD COLUMN note TEXT`,
 		`INSERT INTO events (workflow, topic, message_id, payload, status, created_at) VALUES ('w', 'in', 'e1', '{}', 'pending', 1)`,
 	} {
