@@ -129,6 +129,7 @@ func ConsumerRuns(b *testing.B, workflows int, effect Effect) {
 	b.ReportMetric(float64(ws.Commits-before.Commits)/float64(b.N), "commits/run")
 	b.ReportMetric(float64(ws.Durable-before.Durable)/float64(b.N), "durable/run")
 	b.ReportMetric(float64(ws.MaxBatch), "max-batch")
+	b.ReportMetric(float64(ws.Statements-before.Statements)/float64(b.N), "statements/run")
 	b.ReportMetric(float64(store.Reads.Load())/float64(b.N), "reads/run")
 	pending, err := st.Events(ctx, ledger.EventFilter{Status: "pending"})
 	if err != nil {

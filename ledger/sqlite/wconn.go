@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"unicode"
 
 	"github.com/jmoiron/sqlx"
@@ -29,6 +30,8 @@ type wconn struct {
 	// syncNormal is whether the connection was last set to synchronous=NORMAL; a
 	// fresh connection starts at FULL (the DSN's).
 	syncNormal bool
+	// statements counts the statements run on the connection (WriteStats).
+	statements *atomic.Int64
 }
 
 // acquire takes the write connection for one transaction, waiting for the
@@ -70,7 +73,8 @@ func (s *Store) connect(ctx context.Context) (*wconn, error) {
 			<-s.wsem
 			return nil, s.dbErr("begin", err)
 		}
-		s.wc = &wconn{conn: conn, plain: map[string]*sqlx.Stmt{}, named: map[string]*sqlx.NamedStmt{}}
+		s.wc = &wconn{conn: conn, plain: map[string]*sqlx.Stmt{}, named: map[string]*sqlx.NamedStmt{},
+			statements: &s.stats.statements}
 	}
 	return s.wc, nil
 }
@@ -111,6 +115,7 @@ func (c *wconn) close() error {
 // exec runs a statement of the writer's own (BEGIN, COMMIT, SAVEPOINT, a pragma)
 // unprepared: without arguments the driver runs it in one call.
 func (c *wconn) exec(ctx context.Context, query string) error {
+	c.statements.Add(1)
 	_, err := c.conn.ExecContext(stmtContext(ctx), query)
 	return err
 }
@@ -134,6 +139,7 @@ type wtx struct {
 }
 
 func (t *wtx) stmt(ctx context.Context, query string) (*sqlx.Stmt, error) {
+	t.c.statements.Add(1)
 	if st := t.c.plain[query]; st != nil {
 		return st, nil
 	}
@@ -187,6 +193,7 @@ func (t *wtx) SelectContext(ctx context.Context, dest any, query string, args ..
 }
 
 func (t *wtx) NamedExecContext(ctx context.Context, query string, arg any) (sql.Result, error) {
+	t.c.statements.Add(1)
 	st := t.c.named[query]
 	if st == nil {
 		q, names := compileNamed(query)

@@ -186,16 +186,19 @@ type WriteStats struct {
 	// them (group commit puts several writes in one), Durable the commits that waited
 	// for the disk (synchronous=FULL); MaxBatch the most writes one commit carried.
 	Writes, Commits, Durable, MaxBatch int64
+	// Statements counts the statements the writes ran on the write connection, the
+	// writer's own (BEGIN, COMMIT, savepoints, pragmas) included.
+	Statements int64
 }
 
 // WriteStats returns the counts of committed writes and transactions.
 func (s *Store) WriteStats() WriteStats {
 	return WriteStats{Writes: s.stats.writes.Load(), Commits: s.stats.commits.Load(),
-		Durable: s.stats.durable.Load(), MaxBatch: s.stats.maxBatch.Load()}
+		Durable: s.stats.durable.Load(), MaxBatch: s.stats.maxBatch.Load(), Statements: s.stats.statements.Load()}
 }
 
 type writeCounters struct {
-	writes, commits, durable, maxBatch atomic.Int64
+	writes, commits, durable, maxBatch, statements atomic.Int64
 }
 
 // count records one committed transaction carrying writes writes.

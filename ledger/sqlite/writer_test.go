@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -448,4 +449,36 @@ func waiting() int {
 		}
 	}
 	return n
+}
+
+// TestStatementsPerConsumerRun counts the statements a consumer run's writes make on
+// the write connection (publish included), each write carrying the two lifecycle
+// events the runtime attaches: a transition whose status does not change leaves the
+// status column alone, and a transition's lifecycle events go in one INSERT. 71
+// statements before either, 58 now.
+func TestStatementsPerConsumerRun(t *testing.T) {
+	const maxStatementsPerRun = 58
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := ledger.WithEvents(context.Background(),
+		ledger.LifecycleEvent{Type: ledger.EventPhaseCompleted, Data: json.RawMessage(`{"phase":"prepare"}`)},
+		ledger.LifecycleEvent{Type: ledger.EventPhaseStarted, Data: json.RawMessage(`{"phase":"mutate"}`)})
+	if err := consumerRun(ctx, s, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	before := s.WriteStats()
+	const runs = 10
+	for i := range runs {
+		if err := consumerRun(ctx, s, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	per := float64(s.WriteStats().Statements-before.Statements) / runs
+	t.Logf("%.1f statements per consumer run", per)
+	if per > maxStatementsPerRun {
+		t.Errorf("got %.1f statements per consumer run, want at most %d", per, maxStatementsPerRun)
+	}
 }

@@ -65,9 +65,11 @@ func (s *Store) logOwn(ctx context.Context, tx Tx, ev ledger.LifecycleEvent) err
 }
 
 // appendEvents writes the caller's events, completed with what t says the write
-// touched, then the transition's own, which name what they are about; all at one time.
+// touched, then the transition's own, which name what they are about; all at one time,
+// in one statement (a transition's events are numbered in the order given).
 func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, evs, own []ledger.LifecycleEvent) error {
-	now := s.now()
+	now := nanos(s.now())
+	var args []any
 	for i, ev := range append(evs[:len(evs):len(evs)], own...) {
 		if i < len(evs) && ev.RunID == "" {
 			ev.RunID = t.run()
@@ -84,13 +86,27 @@ func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, evs, own []
 		if err := checkJSON("lifecycle event data", ev.Data); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO lifecycle_events (run_id, type, mutation_id, data, at) VALUES (?, ?, ?, ?, ?)`,
-			ev.RunID, string(ev.Type), ev.MutationID, rawJSON(ev.Data), nanos(now))
-		if err != nil {
+		args = append(args, ev.RunID, string(ev.Type), ev.MutationID, rawJSON(ev.Data), now)
+	}
+	for len(args) > 0 {
+		n := min(len(args)/logColumns, maxLogRowsPerInsert)
+		if _, err := tx.ExecContext(ctx, insertEventsSQL(n), args[:n*logColumns]...); err != nil {
 			return s.dbErr("append lifecycle event", err)
 		}
+		args = args[n*logColumns:]
 	}
 	return nil
+}
+
+// logColumns is the number of values of a lifecycle event row; maxLogRowsPerInsert
+// bounds the rows of one INSERT (and so its parameters, and the statements a
+// connection keeps for it).
+const logColumns, maxLogRowsPerInsert = 5, 16
+
+// insertEventsSQL is the INSERT of n lifecycle events.
+func insertEventsSQL(n int) string {
+	return `INSERT INTO lifecycle_events (run_id, type, mutation_id, data, at) VALUES ` +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?), ", n), ", ")
 }
 
 // noteRun records, on a transaction carrying lifecycle events, a run it created or

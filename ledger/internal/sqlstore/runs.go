@@ -52,6 +52,9 @@ type runRec struct {
 	SupersededBy string
 	// WakeAt is the prepare phase's requested wake-up, saved with the state at commit.
 	WakeAt time.Time
+	// stored is the status the row held when it was read ("" for a run not read from
+	// its row): saveRun leaves the status column alone when it did not change.
+	stored scripthost.RunStatus
 }
 
 func (r runRow) rec() (runRec, error) {
@@ -67,6 +70,7 @@ func (r runRow) rec() (runRec, error) {
 		},
 		SupersededBy: string(r.SupersededBy),
 		WakeAt:       r.WakeAt.Time(),
+		stored:       scripthost.RunStatus(r.Status),
 	}
 	if len(r.Reservations) > 0 {
 		if err := json.Unmarshal(r.Reservations, &rec.Reservations); err != nil {
@@ -194,7 +198,7 @@ func (s *Store) saveRun(ctx context.Context, tx Tx, rec runRec, via ...scripthos
 	if _, err = tx.NamedExecContext(ctx, runUpdates[i], row); err != nil {
 		return s.dbErr("update run", err)
 	}
-	if s.d.RewritesSetIndexes {
+	if s.d.RewritesSetIndexes && rec.Status != rec.stored {
 		if _, err := tx.ExecContext(ctx, updateRunStatusSQL, row.Status, row.ID, row.Status); err != nil {
 			return s.dbErr("update run", err)
 		}
@@ -217,10 +221,13 @@ func (s *Store) snapshot(ctx context.Context, tx Tx, run scripthost.Run) error {
 	if err != nil {
 		return fmt.Errorf("%s: snapshot run %s: %w", s.name, run.ID, err)
 	}
+	// VALUES with the next number as a subquery, not INSERT … SELECT from the table
+	// itself, which SQLite runs by first copying the selected row into a temporary
+	// table.
 	_, err = tx.ExecContext(ctx, `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at)
-		SELECT CAST(? AS TEXT), COALESCE(MAX(seq), 0) + 1, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT)
-		FROM run_snapshots WHERE run_id = ?`,
-		run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt), run.ID)
+		VALUES (CAST(? AS TEXT), (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_snapshots WHERE run_id = ?),
+		CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT))`,
+		run.ID, run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt))
 	if err != nil {
 		return s.dbErr("snapshot run", err)
 	}
