@@ -66,7 +66,7 @@ func (s *Store) logOwn(ctx context.Context, tx Tx, ev ledger.LifecycleEvent) err
 
 // appendEvents writes the caller's events, completed with what t says the write
 // touched, then the transition's own, which name what they are about; all at one time,
-// in one statement (a transition's events are numbered in the order given).
+// numbered in the order given, in one statement where the dialect is Embedded.
 func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, evs, own []ledger.LifecycleEvent) error {
 	now := nanos(s.now())
 	var args []any
@@ -90,6 +90,9 @@ func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, evs, own []
 	}
 	for len(args) > 0 {
 		n := min(len(args)/logColumns, maxLogRowsPerInsert)
+		if !s.d.Embedded {
+			n = 1
+		}
 		if _, err := tx.ExecContext(ctx, insertEventsSQL(n), args[:n*logColumns]...); err != nil {
 			return s.dbErr("append lifecycle event", err)
 		}

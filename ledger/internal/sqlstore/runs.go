@@ -216,18 +216,28 @@ func (s *Store) snapshots(ctx context.Context, tx Tx, run scripthost.Run, via []
 	return s.snapshot(ctx, tx, run)
 }
 
+// snapshotSelectSQL and snapshotValuesSQL insert a snapshot numbered one past the
+// run's last; the VALUES form spares SQLite the temporary table through which it runs
+// an INSERT … SELECT from the table it inserts into (see Dialect.Embedded).
+const (
+	snapshotSelectSQL = `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at)
+		SELECT CAST(? AS TEXT), COALESCE(MAX(seq), 0) + 1, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT)
+		FROM run_snapshots WHERE run_id = ?`
+	snapshotValuesSQL = `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at)
+		VALUES (CAST(? AS TEXT), (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_snapshots WHERE run_id = ?),
+		CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT))`
+)
+
 func (s *Store) snapshot(ctx context.Context, tx Tx, run scripthost.Run) error {
 	b, err := json.Marshal(run)
 	if err != nil {
 		return fmt.Errorf("%s: snapshot run %s: %w", s.name, run.ID, err)
 	}
-	// VALUES with the next number as a subquery, not INSERT … SELECT from the table
-	// itself, which SQLite runs by first copying the selected row into a temporary
-	// table.
-	_, err = tx.ExecContext(ctx, `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at)
-		VALUES (CAST(? AS TEXT), (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_snapshots WHERE run_id = ?),
-		CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT))`,
-		run.ID, run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt))
+	q, args := snapshotSelectSQL, []any{run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt), run.ID}
+	if s.d.Embedded {
+		q, args = snapshotValuesSQL, []any{run.ID, run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt)}
+	}
+	_, err = tx.ExecContext(ctx, q, args...)
 	if err != nil {
 		return s.dbErr("snapshot run", err)
 	}

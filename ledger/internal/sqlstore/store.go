@@ -75,6 +75,14 @@ type Dialect struct {
 	// checks its caller's context before it starts and then runs to its end without
 	// watching it (see reader).
 	LocalReads bool
+	// Embedded: the database runs in this process, where each statement costs a call
+	// into it rather than a round trip, and its planner is SQLite's: a transaction's
+	// lifecycle events go in one multi-row INSERT, and a snapshot takes its number from
+	// a subquery in VALUES (SQLite runs an INSERT … SELECT from the table it inserts
+	// into through a temporary table). Elsewhere each event is its own INSERT and the
+	// snapshot an INSERT … SELECT, the statements the PostgreSQL ledger is tested with
+	// under load.
+	Embedded bool
 }
 
 // Options are the store's clock and ids.
