@@ -233,11 +233,11 @@ func (s *Store) snapshot(ctx context.Context, tx Tx, run scripthost.Run) error {
 	if err != nil {
 		return fmt.Errorf("%s: snapshot run %s: %w", s.name, run.ID, err)
 	}
-	q, args := snapshotSelectSQL, []any{run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt), run.ID}
 	if s.d.Embedded {
-		q, args = snapshotValuesSQL, []any{run.ID, run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt)}
+		_, err = tx.ExecContext(ctx, snapshotValuesSQL, run.ID, run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt))
+	} else {
+		_, err = tx.ExecContext(ctx, snapshotSelectSQL, run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt), run.ID)
 	}
-	_, err = tx.ExecContext(ctx, q, args...)
 	if err != nil {
 		return s.dbErr("snapshot run", err)
 	}
