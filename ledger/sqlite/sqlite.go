@@ -111,6 +111,8 @@ type Store struct {
 	// wsem holds the write connection wc while a transaction runs on it.
 	wsem chan struct{}
 	wc   *wconn
+	// ckpt checkpoints the WAL on a connection of its own (see checkpointer).
+	ckpt *checkpointer
 	// lock is the host lock (Options.HostLock), released by Close.
 	lock  *hostLock
 	stats writeCounters
@@ -162,7 +164,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	wq.Set("_foreign_keys", "1")
 	wq.Set("_synchronous", "FULL")
 	wq.Set("_txlock", "immediate")
-	w, err := sqlx.Open("sqlite3", path+"?"+wq.Encode())
+	w, err := sqlx.Open(driverName, path+"?"+wq.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -171,8 +173,26 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 	s.w = w
-	if err := s.migrate(ctx); err != nil {
+	// The checkpointer's connection: opened here, before the writer's first commit,
+	// which counts its frames for it.
+	cq := url.Values{}
+	cq.Set("_busy_timeout", ms)
+	c, err := sqlx.Open(driverName, path+"?"+cq.Encode())
+	if err != nil {
 		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	c.SetMaxOpenConns(1)
+	c.SetMaxIdleConns(1)
+	s.ckpt = newCheckpointer(c)
+	closeAll := func() {
+		s.closeWriter()
+		s.ckpt.close()
+		w.Close()
+		s.ckpt.free()
+	}
+	if err := s.migrate(ctx); err != nil {
+		closeAll()
 		return nil, err
 	}
 
@@ -186,9 +206,9 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	rq.Set("_foreign_keys", "1")
 	rq.Set("_query_only", "1")
 	rq.Set("_stmt_cache_size", strconv.Itoa(readStmtCache))
-	r, err := sqlx.Open("sqlite3", path+"?"+rq.Encode())
+	r, err := sqlx.Open(driverName, path+"?"+rq.Encode())
 	if err != nil {
-		w.Close()
+		closeAll()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(opts.ReadConns)
@@ -215,7 +235,8 @@ func (s *Store) Close() error {
 		if s.committerDone != nil {
 			<-s.committerDone
 		}
-		err = errors.Join(s.closeWriter(), s.r.Close(), s.w.Close())
+		err = errors.Join(s.closeWriter(), s.ckpt.close(), s.r.Close(), s.w.Close())
+		s.ckpt.free()
 		s.lock.release(false)
 	})
 	return err

@@ -73,6 +73,11 @@ func (s *Store) connect(ctx context.Context) (*wconn, error) {
 			<-s.wsem
 			return nil, s.dbErr("begin", err)
 		}
+		if err := conn.Raw(func(dc any) error { return countFrames(dc.(*sqlite3.SQLiteConn), s.ckpt.frames) }); err != nil {
+			conn.Close()
+			<-s.wsem
+			return nil, s.dbErr("begin", err)
+		}
 		s.wc = &wconn{conn: conn, plain: map[string]*sqlx.Stmt{}, named: map[string]*sqlx.NamedStmt{},
 			statements: &s.stats.statements}
 	}

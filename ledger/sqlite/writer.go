@@ -125,8 +125,20 @@ func (s *Store) runTx(ctx context.Context, c *wconn, req *writeReq, start time.T
 	if err := s.commitTx(tx); err != nil {
 		return err
 	}
+	s.committed(c)
 	s.count(1, !req.redo, start)
 	return nil
+}
+
+// committed follows each commit on the write connection c: it has the WAL
+// checkpointed in the background when it has grown (see checkpointer), or here, in the
+// writer, when it is past the backstop. A checkpoint's failure is not the write's:
+// the write is committed, and the WAL is only larger than it should be.
+func (s *Store) committed(c *wconn) {
+	if s.ckpt.committed() {
+		c.statements.Add(1)
+		_, _ = walCheckpoint(context.Background(), c.conn)
+	}
 }
 
 // stmtContext is the context a write's statements run with: ctx's values without its
@@ -290,6 +302,7 @@ func (s *Store) runBatch(c *wconn, batch []*writeReq) {
 		if results[0] = s.runOne(ctx, tx, batch[0], deadline); results[0] != nil {
 			s.rollback(tx)
 		} else if results[0] = s.commitTx(tx); results[0] == nil {
+			s.committed(c)
 			s.count(1, durable, start)
 		}
 		return
@@ -326,6 +339,7 @@ func (s *Store) runBatch(c *wconn, batch []*writeReq) {
 	err = s.commitTx(tx)
 	fail(err)
 	if err == nil {
+		s.committed(c)
 		s.count(n, durable, start)
 	}
 }
