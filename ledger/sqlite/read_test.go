@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,9 +83,7 @@ func commonReads(ctx context.Context, s *Store, run scripthost.Run) error {
 	return lookups(ctx, s, run)
 }
 
-// lookups runs the common reads of one row by key, whose statements have no ORDER BY:
-// SQLite compiles a statement with one again whenever its parameters are bound
-// (sqlite3VdbeReprepareOnBind), so that a kept statement saves less there.
+// lookups runs the common reads of one row by key.
 func lookups(ctx context.Context, s *Store, run scripthost.Run) error {
 	got, err := s.Run(ctx, run.ID)
 	if err != nil {
@@ -116,7 +115,7 @@ func TestReadsReusePreparedStatements(t *testing.T) {
 	ctx := context.Background()
 	s, run := readFixtureT(t)
 	prepares := countPrepares(t, s)
-	if err := lookups(ctx, s, run); err != nil {
+	if err := commonReads(ctx, s, run); err != nil {
 		t.Fatal(err)
 	}
 	first := prepares.Load()
@@ -124,7 +123,7 @@ func TestReadsReusePreparedStatements(t *testing.T) {
 		t.Fatal("no statement was prepared on the read connection: is the counter on it?")
 	}
 	for range 5 {
-		if err := lookups(ctx, s, run); err != nil {
+		if err := commonReads(ctx, s, run); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -333,6 +332,155 @@ func TestReadsCancelled(t *testing.T) {
 	for name, read := range reads {
 		if err := read(); !errors.Is(err, context.Canceled) {
 			t.Errorf("%s with a cancelled context: got %v, want context.Canceled", name, err)
+		}
+	}
+}
+
+// pendingEventsQuery is the statement PendingEvents(ctx, workflow, topic, limit) sends on
+// SQLite, its arguments workflow and topic (TestPendingEventsStatement checks it).
+func pendingEventsQuery(limit int) string {
+	return `SELECT seq, workflow, topic, message_id, payload, status, reserved_by, attempt, caused_by, created_at FROM events` +
+		` WHERE workflow = ? AND topic = ? AND status = 'pending' ORDER BY seq LIMIT ` + strconv.Itoa(limit)
+}
+
+// TestPendingEventsStatement: the statement a topic's pending events are read with, at
+// the scheduler's limits (1, and its scan of 1000), finds them through the index
+// events_pending in publication order, without a sort. It is the statement the store
+// sends: once PendingEvents has run, the one read connection runs it from the
+// statements it keeps, keyed by their text, without compiling anything.
+func TestPendingEventsStatement(t *testing.T) {
+	ctx := context.Background()
+	s, _ := readFixtureT(t)
+	prepares := countPrepares(t, s)
+	for _, limit := range []int{1, 1000} {
+		q := pendingEventsQuery(limit)
+		before := prepares.Load()
+		if _, err := s.PendingEvents(ctx, "w", "in", limit); err != nil {
+			t.Fatal(err)
+		}
+		if prepares.Load() == before {
+			t.Fatalf("limit %d: PendingEvents compiled no statement on first use: is the counter on the read connection?", limit)
+		}
+		before = prepares.Load()
+		ids, err := messageIDs(ctx, s, q, "w", "in")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := prepares.Load() - before; n != 0 {
+			t.Errorf("limit %d: %d statements compiled for %q: the store sends another statement, or compiles it at every call", limit, n, q)
+		}
+		if len(ids) != 1 || ids[0] != "e0" {
+			t.Errorf("limit %d: got events %v, want e0", limit, ids)
+		}
+
+		var plan []string
+		rows, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, "w", "in")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(plan, "; ")
+		if want := "USING INDEX events_pending (workflow=? AND topic=?)"; !strings.Contains(got, want) || strings.Contains(got, "TEMP B-TREE") {
+			t.Errorf("limit %d: got plan %q, want %q and no sort", limit, got, want)
+		}
+	}
+}
+
+// messageIDs runs q, a query of events' columns, and returns the message_id of each row.
+func messageIDs(ctx context.Context, s *Store, q string, args ...any) ([]string, error) {
+	rows, err := s.r.QueryxContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		row := map[string]any{}
+		if err := rows.MapScan(row); err != nil {
+			return nil, err
+		}
+		id, _ := row["message_id"].(string)
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// TestEventReadsCompiledOnce: the event reads of the scheduler and the views, with
+// arguments that change from call to call, compile their statements in the first
+// round only. Names that read as the numbers 0 and 1, values SQLite's planner tells
+// apart from others, are matched exactly, as text.
+func TestEventReadsCompiledOnce(t *testing.T) {
+	ctx := context.Background()
+	s, run := readFixtureT(t)
+	var news []ledger.NewEvent
+	for _, topic := range []string{"0", "1", "01"} {
+		for i := range 3 {
+			news = append(news, ledger.NewEvent{Workflow: "1", Topic: topic, MessageID: fmt.Sprint(topic, "-", i), Payload: json.RawMessage(`{}`)})
+		}
+	}
+	if _, err := s.Publish(ctx, news...); err != nil {
+		t.Fatal(err)
+	}
+	// The first event of each topic of workflow 1 is reserved; the others are pending.
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE events SET status = 'reserved', reserved_by = ? WHERE workflow = '1' AND message_id LIKE '%-0'`, run.ID)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := []struct {
+		name string
+		read func() ([]scripthost.Event, error)
+		want string
+	}{
+		{"PendingEvents 1/1 limit 1", func() ([]scripthost.Event, error) { return s.PendingEvents(ctx, "1", "1", 1) }, "1/1-1"},
+		{"PendingEvents 1/0 limit 1", func() ([]scripthost.Event, error) { return s.PendingEvents(ctx, "1", "0", 1) }, "0/0-1"},
+		{"PendingEvents 1/01 limit 1000", func() ([]scripthost.Event, error) { return s.PendingEvents(ctx, "1", "01", 1000) }, "01/01-1,01/01-2"},
+		{"PendingEvents w/in limit 1000", func() ([]scripthost.Event, error) { return s.PendingEvents(ctx, "w", "in", 1000) }, "in/e0"},
+		{"PendingEvents of a workflow", func() ([]scripthost.Event, error) { return s.PendingEvents(ctx, "1", "", 0) },
+			"0/0-1,0/0-2,1/1-1,1/1-2,01/01-1,01/01-2"},
+		{"reserved events of a topic", func() ([]scripthost.Event, error) {
+			return s.Events(ctx, ledger.EventFilter{Workflow: "1", Topic: "1", Status: scripthost.EventReserved})
+		}, "1/1-0"},
+		{"reserved events of a workflow", func() ([]scripthost.Event, error) {
+			return s.Events(ctx, ledger.EventFilter{Workflow: "1", Status: scripthost.EventReserved, Limit: 2})
+		}, "0/0-0,1/1-0"},
+		{"events of a topic", func() ([]scripthost.Event, error) { return s.Events(ctx, ledger.EventFilter{Topic: "01"}) },
+			"01/01-0,01/01-1,01/01-2"},
+	}
+	prepares := countPrepares(t, s)
+	for round := range 4 {
+		before := prepares.Load()
+		for _, rd := range reads {
+			evs, err := rd.read()
+			if err != nil {
+				t.Fatalf("%s: %v", rd.name, err)
+			}
+			var got []string
+			for _, e := range evs {
+				got = append(got, e.Topic+"/"+e.MessageID)
+			}
+			if g := strings.Join(got, ","); g != rd.want {
+				t.Errorf("round %d, %s: got %s, want %s", round, rd.name, g, rd.want)
+			}
+		}
+		n := prepares.Load() - before
+		if round == 0 && n == 0 {
+			t.Fatal("no statement was prepared on the read connection: is the counter on it?")
+		}
+		if round > 0 && n != 0 {
+			t.Errorf("round %d: %d statements compiled again, want none", round, n)
 		}
 	}
 }
