@@ -64,9 +64,27 @@ func mutationToRow(m scripthost.Mutation) mutationRow {
 	}
 }
 
+// values are the row's values in the order of mutationColumns (see runRow.values).
+func (r *mutationRow) values() []any {
+	return []any{r.ID, r.RunID, r.Workflow, r.Handler, r.Namespace, r.Method, r.Params,
+		r.InputHash, r.IdempotencyKey, r.Status, r.Result, r.Error, r.ErrorClass,
+		r.ReconcileAttempts, r.NextReconcileAt, r.ResolvedBy, r.ResolvedAt, r.CreatedAt, r.UpdatedAt}
+}
+
+// insertMutationSQL records a mutation.
+var insertMutationSQL = insertSQL("mutations", mutationColumns)
+
+// fields are pointers to the row's fields in the order of mutationColumns, for a Scan
+// without sqlx's reflection (see runRow.fields).
+func (r *mutationRow) fields() []any {
+	return []any{&r.ID, &r.RunID, &r.Workflow, &r.Handler, &r.Namespace, &r.Method, &r.Params,
+		&r.InputHash, &r.IdempotencyKey, &r.Status, &r.Result, &r.Error, &r.ErrorClass,
+		&r.ReconcileAttempts, &r.NextReconcileAt, &r.ResolvedBy, &r.ResolvedAt, &r.CreatedAt, &r.UpdatedAt}
+}
+
 func (s *Store) getMutation(ctx context.Context, q sqlx.QueryerContext, id string) (scripthost.Mutation, error) {
 	var row mutationRow
-	err := sqlx.GetContext(ctx, q, &row, `SELECT `+mutationColumns+` FROM mutations WHERE id = ?`+s.forUpdate(q), id)
+	err := q.QueryRowxContext(ctx, `SELECT `+mutationColumns+` FROM mutations WHERE id = ?`+s.forUpdate(q), id).Scan(row.fields()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return scripthost.Mutation{}, fmt.Errorf("%w: mutation %q", ledger.ErrNotFound, id)
 	}
@@ -79,7 +97,7 @@ func (s *Store) getMutation(ctx context.Context, q sqlx.QueryerContext, id strin
 // runMutation returns the run's mutation and whether it has one.
 func (s *Store) runMutation(ctx context.Context, q sqlx.QueryerContext, runID string) (scripthost.Mutation, bool, error) {
 	var row mutationRow
-	err := sqlx.GetContext(ctx, q, &row, `SELECT `+mutationColumns+` FROM mutations WHERE run_id = ?`+s.forUpdate(q), runID)
+	err := q.QueryRowxContext(ctx, `SELECT `+mutationColumns+` FROM mutations WHERE run_id = ?`+s.forUpdate(q), runID).Scan(row.fields()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return scripthost.Mutation{}, false, nil
 	}
@@ -89,14 +107,15 @@ func (s *Store) runMutation(ctx context.Context, q sqlx.QueryerContext, runID st
 	return row.mutation(), true, nil
 }
 
-// updateMutationSQL sets the columns an outcome or a reconciliation may change; the
+// updateMutation sets the columns an outcome or a reconciliation may change; the
 // others, among them the run and the idempotency key, each with its unique index, are
 // fixed when the mutation is recorded (see runUpdates).
-var updateMutationSQL = updateSQL("mutations", mutationColumns, "id", "run_id", "workflow", "handler",
+var updateMutation = updateOf("mutations", mutationColumns, "id", "run_id", "workflow", "handler",
 	"namespace", "method", "params", "input_hash", "idempotency_key", "created_at")
 
 func (s *Store) saveMutation(ctx context.Context, tx Tx, m scripthost.Mutation) error {
-	_, err := tx.NamedExecContext(ctx, updateMutationSQL, mutationToRow(m))
+	row := mutationToRow(m)
+	_, err := tx.ExecContext(ctx, updateMutation.q, updateMutation.args(row.values())...)
 	if err != nil {
 		return s.dbErr("update mutation", err)
 	}
@@ -164,8 +183,8 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 		if !errors.Is(err, sql.ErrNoRows) {
 			return s.dbErr("begin mutation", err)
 		}
-		_, err = tx.NamedExecContext(ctx, `INSERT INTO mutations (`+mutationColumns+`) VALUES (`+namedList(mutationColumns)+`)`,
-			mutationToRow(m))
+		row := mutationToRow(m)
+		_, err = tx.ExecContext(ctx, insertMutationSQL, row.values()...)
 		// Another writer may have got there since the checks above.
 		switch s.d.UniqueViolation(err) {
 		case "":

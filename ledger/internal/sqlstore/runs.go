@@ -111,10 +111,21 @@ func (rec runRec) row() (runRow, error) {
 	return r, nil
 }
 
+// fields are pointers to the row's fields in the order of runColumns, for a Scan:
+// sqlx.Get maps columns to fields by reflection at every row, which the writer's
+// transitions, each reading its run, paid for. TestRowFieldsFollowColumns holds the
+// order.
+func (r *runRow) fields() []any {
+	return []any{&r.ID, &r.Workflow, &r.Version, &r.Handler, &r.Kind, &r.Phase, &r.Status,
+		&r.RetryOf, &r.SupersededBy, &r.Attempt, &r.RetryFromEmitting, &r.Prepared,
+		&r.Reservations, &r.WakeAt, &r.InputState, &r.OutputState, &r.Outcome, &r.Error,
+		&r.ErrorClass, &r.NotBefore, &r.CreatedAt, &r.UpdatedAt}
+}
+
 // getRun loads a run inside a transaction or from the read pool.
 func (s *Store) getRun(ctx context.Context, q sqlx.QueryerContext, id string) (runRec, error) {
 	var row runRow
-	err := sqlx.GetContext(ctx, q, &row, `SELECT `+runColumns+` FROM runs WHERE id = ?`+s.forUpdate(q), id)
+	err := q.QueryRowxContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`+s.forUpdate(q), id).Scan(row.fields()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return runRec{}, fmt.Errorf("%w: run %q", ledger.ErrNotFound, id)
 	}
@@ -131,7 +142,7 @@ func (s *Store) insertRun(ctx context.Context, tx Tx, rec runRec, via ...scripth
 	if err != nil {
 		return err
 	}
-	_, err = tx.NamedExecContext(ctx, insertRunSQL, row)
+	_, err = tx.ExecContext(ctx, insertRunSQL, row.values()...)
 	if err != nil {
 		return s.dbErr("create run", err)
 	}
@@ -139,7 +150,15 @@ func (s *Store) insertRun(ctx context.Context, tx Tx, rec runRec, via ...scripth
 	return s.snapshots(ctx, tx, rec.Run, via)
 }
 
-var insertRunSQL = `INSERT INTO runs (` + runColumns + `) VALUES (` + namedList(runColumns) + `)`
+var insertRunSQL = insertSQL("runs", runColumns)
+
+// values are the row's values in the order of runColumns (see fields).
+func (r *runRow) values() []any {
+	return []any{r.ID, r.Workflow, r.Version, r.Handler, r.Kind, r.Phase, r.Status,
+		r.RetryOf, r.SupersededBy, r.Attempt, r.RetryFromEmitting, r.Prepared,
+		r.Reservations, r.WakeAt, r.InputState, r.OutputState, r.Outcome, r.Error,
+		r.ErrorClass, r.NotBefore, r.CreatedAt, r.UpdatedAt}
+}
 
 // runUpdates[i] is the UPDATE of a run's columns that a transition may change. The
 // others are fixed when the run is created; leaving them out of SET keeps the indexes
@@ -150,7 +169,7 @@ var insertRunSQL = `INSERT INTO runs (` + runColumns + `) VALUES (` + namedList(
 // rewrite unchanged indexes; elsewhere updateRunStatusSQL sets it when it changed.
 // Three to four pages fewer to write per transition in SQLite, and room for
 // heap-only updates in PostgreSQL.
-var runUpdates = func() (q [4]string) {
+var runUpdates = func() (q [4]update) {
 	for i := range q {
 		fixed := []string{"id", "workflow", "version", "handler", "kind", "retry_of", "created_at"}
 		if i&1 == 0 {
@@ -159,7 +178,7 @@ var runUpdates = func() (q [4]string) {
 		if i&2 == 0 {
 			fixed = append(fixed, "status")
 		}
-		q[i] = updateSQL("runs", runColumns, fixed...)
+		q[i] = updateOf("runs", runColumns, fixed...)
 	}
 	return q
 }()
@@ -168,15 +187,45 @@ var runUpdates = func() (q [4]string) {
 // is not written, nor is its entry in runs_status.
 const updateRunStatusSQL = `UPDATE runs SET status = ? WHERE id = ? AND status <> ?`
 
-// updateSQL is an UPDATE of table by id setting every column of cols except fixed.
-func updateSQL(table, cols string, fixed ...string) string {
+// update is an UPDATE of a row by its id (the first column) setting every column but
+// some, with positional parameters: its arguments are picked from the row's values in
+// column order. sqlx's named parameters found each value by reflection at every
+// statement, which the writer paid for in every transition.
+type update struct {
+	q string
+	// set are the indexes, in column order, of the columns set, in the order of the
+	// statement's parameters; the id comes last.
+	set []int
+}
+
+// updateOf is the update of table by id setting every column of cols except fixed.
+func updateOf(table, cols string, fixed ...string) update {
+	var u update
 	var sets []string
-	for _, c := range columnList(cols) {
+	for i, c := range columnList(cols) {
 		if !slices.Contains(fixed, c) {
-			sets = append(sets, c+" = :"+c)
+			sets = append(sets, c+" = ?")
+			u.set = append(u.set, i)
 		}
 	}
-	return `UPDATE ` + table + ` SET ` + strings.Join(sets, ", ") + ` WHERE id = :id`
+	u.q = `UPDATE ` + table + ` SET ` + strings.Join(sets, ", ") + ` WHERE id = ?`
+	return u
+}
+
+// args are the statement's arguments from values, the row's values in column order,
+// the id first.
+func (u update) args(values []any) []any {
+	args := make([]any, 0, len(u.set)+1)
+	for _, i := range u.set {
+		args = append(args, values[i])
+	}
+	return append(args, values[0])
+}
+
+// insertSQL is an INSERT of every column of cols with positional parameters.
+func insertSQL(table, cols string) string {
+	return `INSERT INTO ` + table + ` (` + cols + `) VALUES (` +
+		strings.TrimSuffix(strings.Repeat("?, ", len(columnList(cols))), ", ") + `)`
 }
 
 // saveRun writes every column of a changed run and a snapshot of it: all run
@@ -195,7 +244,7 @@ func (s *Store) saveRun(ctx context.Context, tx Tx, rec runRec, via ...scripthos
 	if !s.d.RewritesSetIndexes {
 		i |= 2
 	}
-	if _, err = tx.NamedExecContext(ctx, runUpdates[i], row); err != nil {
+	if _, err = tx.ExecContext(ctx, runUpdates[i].q, runUpdates[i].args(row.values())...); err != nil {
 		return s.dbErr("update run", err)
 	}
 	if s.d.RewritesSetIndexes && rec.Status != rec.stored {
