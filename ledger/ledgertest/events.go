@@ -48,6 +48,26 @@ func testLifecycleEvents(f *fixture) {
 		}
 	})
 
+	f.with("a snapshot cannot be logged by a caller", func(f *fixture) {
+		// "snapshot" names the store's own entries where the log holds a run's
+		// snapshots: an event of that type would read back as one.
+		b := f.consumer(stPending)
+		_, err := f.s.AdvancePhase(ledger.WithEvents(f.ctx, ev("snapshot", `{"phase":"committed"}`)),
+			b.run.ID, scripthost.RunPending, scripthost.RunPreparing)
+		if err == nil {
+			f.t.Fatal("got no error for an event of type snapshot")
+		}
+		if got := must(f.s.Run(f.ctx, b.run.ID))(f.t); got.Phase != scripthost.RunPending {
+			f.t.Errorf("got phase %s after the refused call, want pending", got.Phase)
+		}
+		if got := must(f.s.Snapshots(f.ctx, b.run.ID))(f.t); len(got) != 1 {
+			f.t.Errorf("got %d snapshots, want the run's 1", len(got))
+		}
+		if got := list(ledger.LifecycleFilter{RunID: b.run.ID}); len(got) != 0 {
+			f.t.Errorf("got %s, want no events", types(got))
+		}
+	})
+
 	f.with("refused call appends nothing", func(f *fixture) {
 		b := f.consumer(stPending)
 		_, err := f.s.AdvancePhase(ledger.WithEvents(f.ctx, ev(ledger.EventPhaseStarted, "")),

@@ -28,20 +28,23 @@ func (t *touched) run() string {
 }
 
 // eventTx is a write transaction that carries lifecycle events: it notes what the
-// transitions touch, and holds the events a transition logs itself until the
-// caller's are written.
+// transitions touch, and holds the snapshots and the events a transition logs itself
+// until the caller's are written.
 type eventTx struct {
 	Tx
 	touched *touched
+	snaps   []ledger.LifecycleEvent
 	own     []ledger.LifecycleEvent
 }
 
 // withEvents wraps fn so that the lifecycle events attached to ctx are appended in
 // fn's transaction, after fn's own work and only when it succeeded. A backend that
-// runs fn again (a retried transaction) starts from a fresh record each time.
+// runs fn again (a retried transaction) starts from a fresh record each time. Where
+// the log holds the snapshots (Dialect.Embedded) every write is wrapped, so that a
+// transition's snapshots and events are one INSERT.
 func (s *Store) withEvents(ctx context.Context, fn WriteFunc) WriteFunc {
 	evs := ledger.EventsFrom(ctx)
-	if len(evs) == 0 {
+	if len(evs) == 0 && !s.d.Embedded {
 		return fn
 	}
 	return func(ctx context.Context, tx Tx) error {
@@ -49,7 +52,7 @@ func (s *Store) withEvents(ctx context.Context, fn WriteFunc) WriteFunc {
 		if err := fn(ctx, t); err != nil {
 			return err
 		}
-		return s.appendEvents(ctx, tx, t.touched, evs, t.own)
+		return s.appendEvents(ctx, tx, t.touched, t.snaps, evs, t.own)
 	}
 }
 
@@ -61,15 +64,20 @@ func (s *Store) logOwn(ctx context.Context, tx Tx, ev ledger.LifecycleEvent) err
 		et.own = append(et.own, ev)
 		return nil
 	}
-	return s.appendEvents(ctx, tx, nil, nil, []ledger.LifecycleEvent{ev})
+	return s.appendEvents(ctx, tx, nil, nil, nil, []ledger.LifecycleEvent{ev})
 }
 
-// appendEvents writes the caller's events, completed with what t says the write
-// touched, then the transition's own, which name what they are about; all at one time,
-// numbered in the order given, in one statement where the dialect is Embedded.
-func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, evs, own []ledger.LifecycleEvent) error {
+// appendEvents writes the transition's snapshots (where the log holds them), the
+// caller's events, completed with what t says the write touched, then the
+// transition's own, which name what they are about; numbered in the order given, the
+// events at one time, each snapshot at its run's, in one statement where the dialect
+// is Embedded.
+func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, snaps, evs, own []ledger.LifecycleEvent) error {
 	now := nanos(s.now())
-	var args []any
+	args := make([]any, 0, (len(snaps)+len(evs)+len(own))*logColumns)
+	for _, sn := range snaps { // made by snapshot: a run, a type, valid JSON
+		args = append(args, sn.RunID, string(sn.Type), sn.MutationID, rawJSON(sn.Data), nanos(sn.At))
+	}
 	for i, ev := range append(evs[:len(evs):len(evs)], own...) {
 		if i < len(evs) && ev.RunID == "" {
 			ev.RunID = t.run()
@@ -80,8 +88,8 @@ func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, evs, own []
 		if ev.RunID == "" {
 			continue // an event about no run (a plan step's mutation) has no log
 		}
-		if ev.Type == "" {
-			return fmt.Errorf("%s: lifecycle event of run %s has no type", s.name, ev.RunID)
+		if ev.Type == "" || ev.Type == snapshotType {
+			return fmt.Errorf("%s: lifecycle event of run %s: type %q is not one to log", s.name, ev.RunID, ev.Type)
 		}
 		if err := checkJSON("lifecycle event data", ev.Data); err != nil {
 			return err
@@ -93,7 +101,7 @@ func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, evs, own []
 		if !s.d.Embedded {
 			n = 1
 		}
-		if _, err := tx.ExecContext(ctx, insertEventsSQL(n), args[:n*logColumns]...); err != nil {
+		if _, err := tx.ExecContext(ctx, insertEventsSQL[n], args[:n*logColumns]...); err != nil {
 			return s.dbErr("append lifecycle event", err)
 		}
 		args = args[n*logColumns:]
@@ -106,11 +114,14 @@ func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, evs, own []
 // connection keeps for it).
 const logColumns, maxLogRowsPerInsert = 5, 16
 
-// insertEventsSQL is the INSERT of n lifecycle events.
-func insertEventsSQL(n int) string {
-	return `INSERT INTO lifecycle_events (run_id, type, mutation_id, data, at) VALUES ` +
-		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?), ", n), ", ")
-}
+// insertEventsSQL[n] is the INSERT of n lifecycle events, built once.
+var insertEventsSQL = func() (q [maxLogRowsPerInsert + 1]string) {
+	for n := 1; n <= maxLogRowsPerInsert; n++ {
+		q[n] = `INSERT INTO lifecycle_events (run_id, type, mutation_id, data, at) VALUES ` +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?), ", n), ", ")
+	}
+	return q
+}()
 
 // noteRun records, on a transaction carrying lifecycle events, a run it created or
 // changed.
@@ -151,6 +162,9 @@ func (s *Store) LifecycleEvents(ctx context.Context, f ledger.LifecycleFilter) (
 	}
 	if f.AfterSeq > 0 {
 		where, args = append(where, "seq > ?"), append(args, f.AfterSeq)
+	}
+	if s.d.Embedded { // the log holds the snapshots too (see Snapshots)
+		where = append(where, "type <> '"+snapshotType+"'")
 	}
 	q := `SELECT seq, run_id, type, mutation_id, data, at FROM lifecycle_events`
 	if len(where) > 0 {

@@ -265,17 +265,15 @@ func (s *Store) snapshots(ctx context.Context, tx Tx, run scripthost.Run, via []
 	return s.snapshot(ctx, tx, run)
 }
 
-// snapshotSelectSQL and snapshotValuesSQL insert a snapshot numbered one past the
-// run's last; the VALUES form spares SQLite the temporary table through which it runs
-// an INSERT … SELECT from the table it inserts into (see Dialect.Embedded).
-const (
-	snapshotSelectSQL = `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at)
-		SELECT CAST(? AS TEXT), COALESCE(MAX(seq), 0) + 1, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT)
-		FROM run_snapshots WHERE run_id = ?`
-	snapshotValuesSQL = `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at)
-		VALUES (CAST(? AS TEXT), (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_snapshots WHERE run_id = ?),
-		CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT))`
-)
+// snapshotType is the lifecycle-log type of a snapshot where the log holds them
+// (Dialect.Embedded): an entry LifecycleEvents leaves out and callers cannot log.
+const snapshotType = "snapshot"
+
+// snapshotSQL inserts a snapshot numbered one past the run's last, where snapshots
+// have a table of their own (not Dialect.Embedded).
+const snapshotSQL = `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at)
+	SELECT CAST(? AS TEXT), COALESCE(MAX(seq), 0) + 1, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT)
+	FROM run_snapshots WHERE run_id = ?`
 
 func (s *Store) snapshot(ctx context.Context, tx Tx, run scripthost.Run) error {
 	b, err := json.Marshal(run)
@@ -283,10 +281,16 @@ func (s *Store) snapshot(ctx context.Context, tx Tx, run scripthost.Run) error {
 		return fmt.Errorf("%s: snapshot run %s: %w", s.name, run.ID, err)
 	}
 	if s.d.Embedded {
-		_, err = tx.ExecContext(ctx, snapshotValuesSQL, run.ID, run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt))
-	} else {
-		_, err = tx.ExecContext(ctx, snapshotSelectSQL, run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt), run.ID)
+		// An entry of the run's lifecycle log, written with the transaction's events
+		// in their one INSERT (see withEvents), or by itself outside one.
+		snap := ledger.LifecycleEvent{RunID: run.ID, Type: snapshotType, Data: b, At: run.UpdatedAt}
+		if et, ok := tx.(*eventTx); ok {
+			et.snaps = append(et.snaps, snap)
+			return nil
+		}
+		return s.appendEvents(ctx, tx, nil, []ledger.LifecycleEvent{snap}, nil, nil)
 	}
+	_, err = tx.ExecContext(ctx, snapshotSQL, run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt), run.ID)
 	if err != nil {
 		return s.dbErr("snapshot run", err)
 	}
@@ -407,6 +411,9 @@ func (s *Store) listRuns(ctx context.Context, where []string, args []any, limit 
 
 // Snapshots returns the run's snapshots in order.
 func (s *Store) Snapshots(ctx context.Context, runID string) ([]ledger.Snapshot, error) {
+	if s.d.Embedded {
+		return s.loggedSnapshots(ctx, runID)
+	}
 	var rows []struct {
 		RunID  string  `db:"run_id"`
 		Seq    int     `db:"seq"`
@@ -425,6 +432,32 @@ func (s *Store) Snapshots(ctx context.Context, runID string) ([]ledger.Snapshot,
 			RunID: r.RunID, Seq: r.Seq, Phase: scripthost.RunPhase(r.Phase),
 			Status: scripthost.RunStatus(r.Status), Run: r.Run.msg(), At: r.At.Time(),
 		})
+	}
+	return out, nil
+}
+
+// loggedSnapshots reads a run's snapshots from its lifecycle log, numbered from 1 in
+// log order, their phase and status from the run each holds.
+func (s *Store) loggedSnapshots(ctx context.Context, runID string) ([]ledger.Snapshot, error) {
+	var rows []struct {
+		Data rawJSON `db:"data"`
+		At   nanos   `db:"at"`
+	}
+	if err := s.r.SelectContext(ctx, &rows,
+		`SELECT data, at FROM lifecycle_events WHERE run_id = ? AND type = '`+snapshotType+`' ORDER BY seq`, runID); err != nil {
+		return nil, s.dbErr("list snapshots", err)
+	}
+	out := make([]ledger.Snapshot, 0, len(rows))
+	for i, r := range rows {
+		var st struct {
+			Phase  scripthost.RunPhase  `json:"phase"`
+			Status scripthost.RunStatus `json:"status"`
+		}
+		if err := json.Unmarshal(r.Data, &st); err != nil {
+			return nil, fmt.Errorf("%s: snapshot %d of run %s: %w", s.name, i+1, runID, err)
+		}
+		out = append(out, ledger.Snapshot{RunID: runID, Seq: i + 1, Phase: st.Phase, Status: st.Status,
+			Run: r.Data.msg(), At: r.At.Time()})
 	}
 	return out, nil
 }
