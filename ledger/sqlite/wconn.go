@@ -117,11 +117,21 @@ func (c *wconn) close() error {
 	return errors.Join(append(errs, c.conn.Close())...)
 }
 
-// exec runs a statement of the writer's own (BEGIN, COMMIT, SAVEPOINT, a pragma)
-// unprepared: without arguments the driver runs it in one call.
+// exec runs a statement of the writer's own (BEGIN, COMMIT, SAVEPOINT, a pragma),
+// prepared at its first use and kept like the transitions' statements: the driver's
+// one-call path for a statement without arguments compiles it every time, and a batch
+// runs two savepoint statements per write besides its BEGIN and COMMIT.
 func (c *wconn) exec(ctx context.Context, query string) error {
 	c.statements.Add(1)
-	_, err := c.conn.ExecContext(stmtContext(ctx), query)
+	st := c.plain[query]
+	if st == nil {
+		var err error
+		if st, err = c.conn.PreparexContext(stmtContext(ctx), query); err != nil {
+			return err
+		}
+		c.plain[query] = st
+	}
+	_, err := st.ExecContext(stmtContext(ctx))
 	return err
 }
 
