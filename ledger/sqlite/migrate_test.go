@@ -241,26 +241,35 @@ func TestQueryPlans(t *testing.T) {
 			[]any{5}, "USING INTEGER PRIMARY KEY (rowid>?)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rows, err := s.r.Query(`EXPLAIN QUERY PLAN `+c.q, c.args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			var plan []string
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, detail)
-			}
-			got := strings.Join(plan, "; ")
+			got := queryPlan(t, s, c.q, c.args...)
 			if !strings.Contains(got, c.want) || strings.Contains(got, "TEMP B-TREE") {
 				t.Errorf("got plan %q, want %q and no sort", got, c.want)
 			}
 		})
 	}
+}
+
+// queryPlan is SQLite's plan for q on a read connection of s, its steps joined by "; ".
+func queryPlan(t *testing.T, s *Store, q string, args ...any) string {
+	t.Helper()
+	rows, err := s.r.Query(`EXPLAIN QUERY PLAN `+q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "; ")
 }
 
 // TestMigrationForeignKeys opens version 5 ledgers holding a row that refers to a run

@@ -373,23 +373,7 @@ func TestPendingEventsStatement(t *testing.T) {
 			t.Errorf("limit %d: got events %v, want e0", limit, ids)
 		}
 
-		var plan []string
-		rows, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, "w", "in")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		if err := rows.Close(); err != nil {
-			t.Fatal(err)
-		}
-		got := strings.Join(plan, "; ")
+		got := queryPlan(t, s, q, "w", "in")
 		if want := "USING INDEX events_pending (workflow=? AND topic=?)"; !strings.Contains(got, want) || strings.Contains(got, "TEMP B-TREE") {
 			t.Errorf("limit %d: got plan %q, want %q and no sort", limit, got, want)
 		}
