@@ -17,7 +17,7 @@ import (
 
 // benchStore opens a ledger on the real disk (WAL, synchronous=FULL) with n consumer
 // runs already in phase mutating, inserted in one transaction outside the timer.
-func benchStore(b *testing.B, n int, opts Options) (*Store, []string) {
+func benchStore(b testing.TB, n int, opts Options) (*Store, []string) {
 	b.Helper()
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(b.TempDir(), "ledger.db"), opts)

@@ -297,11 +297,16 @@ func (b backend) MustWriteRedo(ctx context.Context, fn sqlstore.WriteFunc) error
 
 func (b backend) DBErr(op string, err error) error { return b.s.dbErr(op, err) }
 
-// uniqueViolation reports a UNIQUE constraint violation; SQLite names no constraint.
+// uniqueViolation reports a UNIQUE constraint violation by the columns SQLite names in
+// its message ("UNIQUE constraint failed: mutations.run_id" gives "mutations.run_id");
+// SQLite names no constraint.
 func uniqueViolation(err error) string {
 	var se sqlite3.Error
-	if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique {
-		return "unique"
+	if !errors.As(err, &se) || se.ExtendedCode != sqlite3.ErrConstraintUnique {
+		return ""
 	}
-	return ""
+	if _, cols, ok := strings.Cut(err.Error(), "UNIQUE constraint failed: "); ok && cols != "" {
+		return cols
+	}
+	return "unique"
 }

@@ -123,6 +123,33 @@ func (s *Store) saveMutation(ctx context.Context, tx Tx, m scripthost.Mutation) 
 	return nil
 }
 
+// runHasMutation refuses a second mutation of a run with ErrMutationExists, naming the
+// first.
+func (s *Store) runHasMutation(ctx context.Context, tx Tx, runID string) error {
+	old, found, err := s.runMutation(ctx, tx, runID)
+	if err != nil {
+		return err
+	}
+	if found {
+		return fmt.Errorf("%w: run %s has mutation %s (%s)", ledger.ErrMutationExists, runID, old.ID, old.Status)
+	}
+	return nil
+}
+
+// keyUsed refuses an idempotency key another mutation has with ErrDuplicateKey,
+// naming that mutation.
+func (s *Store) keyUsed(ctx context.Context, tx Tx, key string) error {
+	var other string
+	err := tx.GetContext(ctx, &other, `SELECT id FROM mutations WHERE idempotency_key = ?`, key)
+	if err == nil {
+		return fmt.Errorf("%w: key %q is used by mutation %s", ledger.ErrDuplicateKey, key, other)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return s.dbErr("begin mutation", err)
+	}
+	return nil
+}
+
 // BeginMutation durably records an in_flight mutation, deriving its idempotency key
 // from the earlier failures of its inputs when none is given, and logs
 // mutation_recorded with the key.
@@ -153,10 +180,13 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 				return refuse("run", rec.ID, rec.Phase, "mutation",
 					"a mutation needs an active run in phase mutating; run is %s in %s", rec.Status, rec.Phase)
 			}
-			if old, found, err := s.runMutation(ctx, tx, rec.ID); err != nil {
-				return err
-			} else if found {
-				return fmt.Errorf("%w: run %s has mutation %s (%s)", ledger.ErrMutationExists, rec.ID, old.ID, old.Status)
+			// Where a failed statement leaves the transaction usable (SQLite), the
+			// unique indexes on the run and the key find a conflict at the INSERT and
+			// the lookups below only run then; elsewhere they run first, to name it.
+			if !s.d.Embedded {
+				if err := s.runHasMutation(ctx, tx, rec.ID); err != nil {
+					return err
+				}
 			}
 			if m.Workflow == "" {
 				m.Workflow = rec.Workflow
@@ -175,22 +205,30 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 			}
 			m.IdempotencyKey = scripthost.IdempotencyKey(nm.InputHash, n)
 		}
-		var other string
-		err := tx.GetContext(ctx, &other, `SELECT id FROM mutations WHERE idempotency_key = ?`, m.IdempotencyKey)
-		if err == nil {
-			return fmt.Errorf("%w: key %q is used by mutation %s", ledger.ErrDuplicateKey, m.IdempotencyKey, other)
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return s.dbErr("begin mutation", err)
+		if !s.d.Embedded {
+			if err := s.keyUsed(ctx, tx, m.IdempotencyKey); err != nil {
+				return err
+			}
 		}
 		row := mutationToRow(m)
-		_, err = tx.ExecContext(ctx, insertMutationSQL, row.values()...)
-		// Another writer may have got there since the checks above.
+		_, err := tx.ExecContext(ctx, insertMutationSQL, row.values()...)
+		// Another writer may have got there since the checks above (or, on SQLite,
+		// there were none).
 		switch s.d.UniqueViolation(err) {
 		case "":
-		case "mutations_idempotency_key_key":
+		case "mutations_idempotency_key_key", "mutations.idempotency_key":
+			if s.d.Embedded {
+				if err := s.keyUsed(ctx, tx, m.IdempotencyKey); err != nil {
+					return err
+				}
+			}
 			return fmt.Errorf("%w: key %q is used by another mutation", ledger.ErrDuplicateKey, m.IdempotencyKey)
-		case "mutations_run_id_key":
+		case "mutations_run_id_key", "mutations.run_id":
+			if s.d.Embedded {
+				if err := s.runHasMutation(ctx, tx, nm.RunID); err != nil {
+					return err
+				}
+			}
 			return fmt.Errorf("%w: run %s", ledger.ErrMutationExists, nm.RunID)
 		}
 		if err != nil {
