@@ -52,12 +52,14 @@ import (
 // driverName is the driver the store opens its connections with: the SQLite driver
 // with the query planner's stability guarantee switched on for every connection.
 //
-// Without it SQLite plans a statement with the values bound to it: where a bound
-// value is compared with a partial index's condition (events_pending's status =
-// 'pending', mutations_failed_input_hash's status = 'failed') the plan depends on the
-// value, and SQLite compiles the statement again at its first step after every bind
-// of a different value. The store keeps its statements prepared so that they are
-// compiled once; that recompiling cost more on the writer than the statements ran for.
+// Without it SQLite plans a statement with the values bound to it wherever a value
+// could change the plan (a bound value compared with a partial index's condition, such
+// as events_pending's status = 'pending'; the equality terms of a query with ORDER BY
+// that an index might serve), and compiles the statement again at its first step
+// after its bindings change. The driver clears the bindings before every execution, so
+// such a statement was compiled again at every use: the store keeps its statements
+// prepared so that they are compiled once, and the recompiling cost the writer more
+// than the statements ran for.
 // With the guarantee a plan depends on the statement's text alone, which is how the
 // store's queries are written: a partial index is reached through a literal in the
 // query (status = 'pending'), never through a bound value, and TestQueryPlans checks
