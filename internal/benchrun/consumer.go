@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
+	"github.com/scripthost/scripthost/internal/benchcmp"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/ledger/sqlite"
 	"github.com/scripthost/scripthost/runtime"
@@ -55,15 +55,6 @@ func (e Effect) call() string {
 		return "Counter.add({ id })"
 	}
 	return "Files.write({ path: 'out/' + id + '.txt', content: 'x' })"
-}
-
-// cpuTime is the CPU time the process has used, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Source is the benchmarked workflow with the effect as its mutation.
@@ -134,7 +125,7 @@ func ConsumerRuns(b *testing.B, workflows int, effect Effect) {
 	store.Reads.Store(0)
 	b.ResetTimer()
 	busy.Store(0)
-	cpu0 := cpuTime()
+	cpu0 := benchcmp.CPUTime()
 	start := time.Now()
 	if err := rt.RunOnce(ctx, names); err != nil {
 		b.Fatal(err)
@@ -143,9 +134,7 @@ func ConsumerRuns(b *testing.B, workflows int, effect Effect) {
 	wall := time.Since(start)
 	b.ReportMetric(float64(b.N)/wall.Seconds(), "runs/s")
 	b.ReportMetric(100*float64(busy.Load())/float64(wall), "writer-busy-%")
-	// The process's CPU time per run: unlike the wall time, it does not move with what
-	// else the machine runs, and it says how close the runs come to filling both cores.
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/run")
+	benchcmp.ReportCPU(b, cpu0, "run")
 	ws := st.WriteStats()
 	b.ReportMetric(float64(ws.Writes-before.Writes)/float64(b.N), "writes/run")
 	b.ReportMetric(float64(ws.Commits-before.Commits)/float64(b.N), "commits/run")

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/internal/benchcmp"
@@ -98,28 +96,11 @@ func benchMutations(b *testing.B, opts Options, workers int) {
 	ctx := context.Background()
 	s, ids := benchStore(b, b.N, opts)
 	before := s.WriteStats()
-	cpu := cpuTime()
+	cpu := benchcmp.CPUTime()
 	benchcmp.Workers(b, workers, len(ids), func(i int) error { return mutate(ctx, s, ids[i]) })
-	reportCPU(b, cpu)
+	benchcmp.ReportCPU(b, cpu, "op")
 	reportRate(b)
 	reportBatches(b, s, before)
-}
-
-// cpuTime is the CPU time (user and system) the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU reports the CPU time per iteration since since (a cpuTime): on a shared
-// machine it moves less than the wall-clock time, which waits for the other work.
-func reportCPU(b *testing.B, since time.Duration) {
-	if b.N > 0 {
-		b.ReportMetric(float64((cpuTime()-since).Microseconds())/float64(b.N), "cpu-µs/op")
-	}
 }
 
 // reportBatches reports how writes shared commits since before: writes per commit,
@@ -141,7 +122,7 @@ func BenchmarkConsumerRun(b *testing.B) {
 	subject := func(b *testing.B) {
 		ctx := context.Background()
 		s, _ := benchStore(b, 0, Options{})
-		cpu := cpuTime()
+		cpu := benchcmp.CPUTime()
 		b.ResetTimer()
 		for i := range b.N {
 			if err := consumerRun(ctx, s, fmt.Sprint(i)); err != nil {
@@ -149,7 +130,7 @@ func BenchmarkConsumerRun(b *testing.B) {
 			}
 		}
 		b.StopTimer()
-		reportCPU(b, cpu)
+		benchcmp.ReportCPU(b, cpu, "op")
 		if sec := b.Elapsed().Seconds(); sec > 0 {
 			b.ReportMetric(float64(b.N)/sec, "runs/s")
 		}
