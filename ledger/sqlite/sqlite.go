@@ -185,14 +185,8 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	c.SetMaxOpenConns(1)
 	c.SetMaxIdleConns(1)
 	s.ckpt = newCheckpointer(c)
-	closeAll := func() {
-		s.closeWriter()
-		s.ckpt.close()
-		w.Close()
-		s.ckpt.free()
-	}
 	if err := s.migrate(ctx); err != nil {
-		closeAll()
+		s.closeConns()
 		return nil, err
 	}
 
@@ -208,7 +202,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	rq.Set("_stmt_cache_size", strconv.Itoa(readStmtCache))
 	r, err := sqlx.Open(driverName, path+"?"+rq.Encode())
 	if err != nil {
-		closeAll()
+		s.closeConns()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(opts.ReadConns)
@@ -235,11 +229,22 @@ func (s *Store) Close() error {
 		if s.committerDone != nil {
 			<-s.committerDone
 		}
-		err = errors.Join(s.closeWriter(), s.ckpt.close(), s.r.Close(), s.w.Close())
-		s.ckpt.free()
+		err = s.closeConns()
 		s.lock.release(false)
 	})
 	return err
+}
+
+// closeConns closes the connections open and, last, the WAL frame counter the write
+// connection held.
+func (s *Store) closeConns() error {
+	errs := []error{s.closeWriter(), s.ckpt.close()}
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	errs = append(errs, s.w.Close())
+	s.ckpt.free()
+	return errors.Join(errs...)
 }
 
 // now returns the clock's time in UTC at the precision the store keeps (nanoseconds,

@@ -122,17 +122,27 @@ func (c *wconn) close() error {
 // one-call path for a statement without arguments compiles it every time, and a batch
 // runs two savepoint statements per write besides its BEGIN and COMMIT.
 func (c *wconn) exec(ctx context.Context, query string) error {
-	c.statements.Add(1)
-	st := c.plain[query]
-	if st == nil {
-		var err error
-		if st, err = c.conn.PreparexContext(stmtContext(ctx), query); err != nil {
-			return err
-		}
-		c.plain[query] = st
+	st, err := c.stmt(stmtContext(ctx), query)
+	if err != nil {
+		return err
 	}
-	_, err := st.ExecContext(stmtContext(ctx))
+	_, err = st.ExecContext(stmtContext(ctx))
 	return err
+}
+
+// stmt counts a statement run on the connection and returns it prepared: at its first
+// use, then kept.
+func (c *wconn) stmt(ctx context.Context, query string) (*sqlx.Stmt, error) {
+	c.statements.Add(1)
+	if st := c.plain[query]; st != nil {
+		return st, nil
+	}
+	st, err := c.conn.PreparexContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	c.plain[query] = st
+	return st, nil
 }
 
 // inTx reports whether a transaction is open on the connection.
@@ -153,21 +163,8 @@ type wtx struct {
 	c *wconn
 }
 
-func (t *wtx) stmt(ctx context.Context, query string) (*sqlx.Stmt, error) {
-	t.c.statements.Add(1)
-	if st := t.c.plain[query]; st != nil {
-		return st, nil
-	}
-	st, err := t.c.conn.PreparexContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	t.c.plain[query] = st
-	return st, nil
-}
-
 func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	st, err := t.stmt(ctx, query)
+	st, err := t.c.stmt(ctx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +172,7 @@ func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 }
 
 func (t *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := t.stmt(ctx, query)
+	st, err := t.c.stmt(ctx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +180,7 @@ func (t *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql
 }
 
 func (t *wtx) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
-	st, err := t.stmt(ctx, query)
+	st, err := t.c.stmt(ctx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +188,7 @@ func (t *wtx) QueryxContext(ctx context.Context, query string, args ...any) (*sq
 }
 
 func (t *wtx) QueryRowxContext(ctx context.Context, query string, args ...any) *sqlx.Row {
-	st, err := t.stmt(ctx, query)
+	st, err := t.c.stmt(ctx, query)
 	if err != nil {
 		// A Row carrying the error: sqlx builds one from a failed query.
 		return t.c.conn.QueryRowxContext(ctx, query, args...)

@@ -125,12 +125,11 @@ func (s *Store) runTx(ctx context.Context, c *wconn, req *writeReq, start time.T
 	if err := s.commitTx(tx); err != nil {
 		return err
 	}
-	s.committed(c)
 	s.count(1, !req.redo, start)
 	return nil
 }
 
-// committed follows each commit on the write connection c: it has the WAL
+// committed follows each commit on the write connection c (commitTx): it has the WAL
 // checkpointed in the background when it has grown (see checkpointer), or here, in the
 // writer, when it is past the backstop. A checkpoint's failure is not the write's:
 // the write is committed, and the WAL is only larger than it should be.
@@ -183,6 +182,7 @@ func (s *Store) commitTx(tx *wtx) error {
 		s.rollback(tx)
 		return s.dbErr("commit", err)
 	}
+	s.committed(tx.c)
 	return nil
 }
 
@@ -302,7 +302,6 @@ func (s *Store) runBatch(c *wconn, batch []*writeReq) {
 		if results[0] = s.runOne(ctx, tx, batch[0], deadline); results[0] != nil {
 			s.rollback(tx)
 		} else if results[0] = s.commitTx(tx); results[0] == nil {
-			s.committed(c)
 			s.count(1, durable, start)
 		}
 		return
@@ -339,7 +338,6 @@ func (s *Store) runBatch(c *wconn, batch []*writeReq) {
 	err = s.commitTx(tx)
 	fail(err)
 	if err == nil {
-		s.committed(c)
 		s.count(n, durable, start)
 	}
 }
