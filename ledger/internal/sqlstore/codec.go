@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -94,6 +95,31 @@ func (s *optString) Scan(v any) error {
 		return fmt.Errorf("ledger: cannot scan %T into a string", v)
 	}
 	return nil
+}
+
+// valuesOf returns the values a row's fields (pointers, see runRow.fields) point at,
+// so that one list gives a row's column order for both scanning and binding.
+func valuesOf(fields []any) []any {
+	out := make([]any, len(fields))
+	for i, f := range fields {
+		switch p := f.(type) {
+		case *string:
+			out[i] = *p
+		case *int:
+			out[i] = *p
+		case *bool:
+			out[i] = *p
+		case *rawJSON:
+			out[i] = *p
+		case *nanos:
+			out[i] = *p
+		case *optString:
+			out[i] = *p
+		default: // a field type added since: right, only slower
+			out[i] = reflect.ValueOf(f).Elem().Interface()
+		}
+	}
+	return out
 }
 
 // jsonValue marshals v for a JSON column; nil stays NULL.

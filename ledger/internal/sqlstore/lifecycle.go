@@ -32,7 +32,7 @@ func (t *touched) run() string {
 // until the caller's are written.
 type eventTx struct {
 	Tx
-	touched *touched
+	touched touched
 	snaps   []ledger.LifecycleEvent
 	own     []ledger.LifecycleEvent
 }
@@ -48,11 +48,11 @@ func (s *Store) withEvents(ctx context.Context, fn WriteFunc) WriteFunc {
 		return fn
 	}
 	return func(ctx context.Context, tx Tx) error {
-		t := &eventTx{Tx: tx, touched: &touched{}}
+		t := &eventTx{Tx: tx}
 		if err := fn(ctx, t); err != nil {
 			return err
 		}
-		return s.appendEvents(ctx, tx, t.touched, t.snaps, evs, t.own)
+		return s.appendEvents(ctx, tx, &t.touched, t.snaps, evs, t.own)
 	}
 }
 

@@ -64,12 +64,8 @@ func mutationToRow(m scripthost.Mutation) mutationRow {
 	}
 }
 
-// values are the row's values in the order of mutationColumns (see runRow.values).
-func (r *mutationRow) values() []any {
-	return []any{r.ID, r.RunID, r.Workflow, r.Handler, r.Namespace, r.Method, r.Params,
-		r.InputHash, r.IdempotencyKey, r.Status, r.Result, r.Error, r.ErrorClass,
-		r.ReconcileAttempts, r.NextReconcileAt, r.ResolvedBy, r.ResolvedAt, r.CreatedAt, r.UpdatedAt}
-}
+// values are the row's values in the order of mutationColumns, for binding.
+func (r *mutationRow) values() []any { return valuesOf(r.fields()) }
 
 // insertMutationSQL records a mutation.
 var insertMutationSQL = insertSQL("mutations", mutationColumns)

@@ -152,13 +152,8 @@ func (s *Store) insertRun(ctx context.Context, tx Tx, rec runRec, via ...scripth
 
 var insertRunSQL = insertSQL("runs", runColumns)
 
-// values are the row's values in the order of runColumns (see fields).
-func (r *runRow) values() []any {
-	return []any{r.ID, r.Workflow, r.Version, r.Handler, r.Kind, r.Phase, r.Status,
-		r.RetryOf, r.SupersededBy, r.Attempt, r.RetryFromEmitting, r.Prepared,
-		r.Reservations, r.WakeAt, r.InputState, r.OutputState, r.Outcome, r.Error,
-		r.ErrorClass, r.NotBefore, r.CreatedAt, r.UpdatedAt}
-}
+// values are the row's values in the order of runColumns, for binding.
+func (r *runRow) values() []any { return valuesOf(r.fields()) }
 
 // runUpdates[i] is the UPDATE of a run's columns that a transition may change. The
 // others are fixed when the run is created; leaving them out of SET keeps the indexes
