@@ -208,7 +208,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
 	s.r = r
-	s.Store = sqlstore.New(backend{s}, r, sqlstore.Dialect{Name: "sqlite", Order: "rowid", RewritesSetIndexes: true, UniqueViolation: uniqueViolation, LocalReads: true, Embedded: true},
+	s.Store = sqlstore.New(backend{s}, r, sqlstore.Dialect{Name: "sqlite", Order: "rowid", RewritesSetIndexes: true, UniqueViolation: uniqueViolation, LocalReads: true, Embedded: true, TxSurvivesErrors: true},
 		sqlstore.Options{Clock: opts.Clock, NewID: opts.NewID})
 	if !opts.DisableGroupCommit {
 		s.committerDone = make(chan struct{})

@@ -176,14 +176,6 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 				return refuse("run", rec.ID, rec.Phase, "mutation",
 					"a mutation needs an active run in phase mutating; run is %s in %s", rec.Status, rec.Phase)
 			}
-			// Where a failed statement leaves the transaction usable (SQLite), the
-			// unique indexes on the run and the key find a conflict at the INSERT and
-			// the lookups below only run then; elsewhere they run first, to name it.
-			if !s.d.Embedded {
-				if err := s.runHasMutation(ctx, tx, rec.ID); err != nil {
-					return err
-				}
-			}
 			if m.Workflow == "" {
 				m.Workflow = rec.Workflow
 			}
@@ -201,30 +193,36 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 			}
 			m.IdempotencyKey = scripthost.IdempotencyKey(nm.InputHash, n)
 		}
-		if !s.d.Embedded {
-			if err := s.keyUsed(ctx, tx, m.IdempotencyKey); err != nil {
+		// A mutation already recorded for the run, or another with the key, is refused
+		// naming it. The unique indexes on both find a conflict at the INSERT; where a
+		// refused statement leaves the transaction usable the lookups that name it run
+		// only then, elsewhere before the INSERT, which then finds only a writer that
+		// got there since.
+		conflict := func() error {
+			if nm.RunID != "" {
+				if err := s.runHasMutation(ctx, tx, nm.RunID); err != nil {
+					return err
+				}
+			}
+			return s.keyUsed(ctx, tx, m.IdempotencyKey)
+		}
+		if !s.d.TxSurvivesErrors {
+			if err := conflict(); err != nil {
 				return err
 			}
 		}
 		row := mutationToRow(m)
 		_, err := tx.ExecContext(ctx, insertMutationSQL, row.values()...)
-		// Another writer may have got there since the checks above (or, on SQLite,
-		// there were none).
+		if s.d.TxSurvivesErrors && s.d.UniqueViolation(err) != "" {
+			if err := conflict(); err != nil {
+				return err
+			}
+		}
 		switch s.d.UniqueViolation(err) {
 		case "":
 		case "mutations_idempotency_key_key", "mutations.idempotency_key":
-			if s.d.Embedded {
-				if err := s.keyUsed(ctx, tx, m.IdempotencyKey); err != nil {
-					return err
-				}
-			}
 			return fmt.Errorf("%w: key %q is used by another mutation", ledger.ErrDuplicateKey, m.IdempotencyKey)
 		case "mutations_run_id_key", "mutations.run_id":
-			if s.d.Embedded {
-				if err := s.runHasMutation(ctx, tx, nm.RunID); err != nil {
-					return err
-				}
-			}
 			return fmt.Errorf("%w: run %s", ledger.ErrMutationExists, nm.RunID)
 		}
 		if err != nil {

@@ -75,6 +75,11 @@ type Dialect struct {
 	// checks its caller's context before it starts and then runs to its end without
 	// watching it (see reader).
 	LocalReads bool
+	// TxSurvivesErrors: a statement a constraint refuses undoes its own work and the
+	// transaction goes on (SQLite), so a transition may let a unique index find a
+	// conflict and look it up only then; elsewhere the refusal aborts the transaction
+	// (PostgreSQL) and the lookups come first.
+	TxSurvivesErrors bool
 	// Embedded: the database runs in this process, where each statement costs a call
 	// into it rather than a round trip, and its planner is SQLite's: a transaction's
 	// lifecycle events go in one multi-row INSERT, and a snapshot takes its number from
