@@ -101,3 +101,24 @@ func TestMigration7MovesSnapshots(t *testing.T) {
 		t.Errorf("after a transition: got %d snapshots, the last %+v, want a third, paused", n, got[n-1])
 	}
 }
+
+// TestCorruptSnapshotNamed: a snapshot entry whose run is not JSON (a hand-edited or
+// damaged file) makes Snapshots fail naming the run and the snapshot; the run's
+// lifecycle events still list, and nothing is changed.
+func TestCorruptSnapshotNamed(t *testing.T) {
+	ctx := context.Background()
+	s, ids := benchStore(t, 1, Options{})
+	if err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO lifecycle_events (run_id, type, mutation_id, data, at) VALUES (?, 'snapshot', '', '{"phase":', 1)`, ids[0])
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Snapshots(ctx, ids[0])
+	if err == nil || !strings.Contains(err.Error(), "snapshot 2 of run "+ids[0]) {
+		t.Errorf("got %v, want an error naming snapshot 2 of run %s", err, ids[0])
+	}
+	if _, err := s.LifecycleEvents(ctx, ledger.LifecycleFilter{RunID: ids[0]}); err != nil {
+		t.Errorf("lifecycle events of the run: %v", err)
+	}
+}
