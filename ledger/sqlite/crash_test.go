@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 	case "":
 		os.Exit(m.Run())
 	case "inflight":
-		childInFlight(os.Getenv(dbEnv))
+		childInFlight(os.Getenv(dbEnv), false)
+	case "applied":
+		childInFlight(os.Getenv(dbEnv), true)
 	case "lock":
 		childLock(os.Getenv(dbEnv))
 	default:
@@ -46,8 +48,9 @@ func childFail(err error) {
 	os.Exit(3)
 }
 
-// childInFlight drives a run to an in_flight mutation, says so, and waits to be killed.
-func childInFlight(path string) {
+// childInFlight drives a run to an in_flight mutation, or with apply to its applied
+// outcome (a commit that does not wait for the disk), says so, and waits to be killed.
+func childInFlight(path string, apply bool) {
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
@@ -73,6 +76,13 @@ func childInFlight(path string) {
 		Params: json.RawMessage(`{"order":1}`), InputHash: "ih", IdempotencyKey: "key-1"})
 	if err != nil {
 		childFail(err)
+	}
+	if apply {
+		if _, err := s.ApplyMutation(ctx, m.ID, json.RawMessage(`{"shipped":true}`)); err != nil {
+			childFail(err)
+		}
+		fmt.Printf("applied %s\n", m.ID)
+		time.Sleep(time.Hour) // the parent kills us here, before the next phase
 	}
 	fmt.Printf("inflight %s\n", m.ID)
 	time.Sleep(time.Hour) // the parent kills us here, where the tool call would be
@@ -167,5 +177,41 @@ func TestKillAfterInFlight(t *testing.T) {
 	}
 	if len(evs) != 1 || evs[0].Status != scripthost.EventReserved || evs[0].ReservedBy != m.RunID {
 		t.Errorf("events: got %+v, want e1 still reserved by the run", evs)
+	}
+}
+
+// TestKillAfterOutcome kills a process right after it recorded a mutation's outcome,
+// a commit that does not wait for the disk: a process crash must not lose it, since
+// the commit is in the WAL file (if not yet on the disk) when the write returns.
+func TestKillAfterOutcome(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	cmd, line := startChild(t, "applied", path)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	id, ok := strings.CutPrefix(line, "applied ")
+	if !ok {
+		t.Fatalf("child said %q, want applied <id>", line)
+	}
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatalf("reopen after the kill: %v", err)
+	}
+	defer s.Close()
+	m, err := s.Mutation(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Status != scripthost.MutationApplied || string(m.Result) != `{"shipped":true}` {
+		t.Errorf("got %s with result %s, want applied with the result written", m.Status, m.Result)
+	}
+	r, err := s.Run(ctx, m.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Phase != scripthost.RunEmitting {
+		t.Errorf("run at %s, want emitting (moved on by the outcome)", r.Phase)
 	}
 }

@@ -159,7 +159,11 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// the write lock when it begins (and waits busy_timeout for it) instead of failing
 	// half-way on its first write. journal_mode is set after the schema check so that
 	// a foreign database is never converted to WAL.
+	if err := registerWALVFS(); err != nil {
+		return nil, err
+	}
 	wq := url.Values{}
+	wq.Set("vfs", walVFS)
 	wq.Set("_busy_timeout", ms)
 	wq.Set("_foreign_keys", "1")
 	wq.Set("_synchronous", "FULL")
