@@ -23,7 +23,7 @@ test: stripe-mock ## the whole test suite, with the race detector
 	elif ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null; then \
 	  echo "PostgreSQL tests: on throwaway servers started from the local PostgreSQL binaries"; \
 	else echo "PostgreSQL tests: SKIPPED (no SCRIPTHOST_TEST_PG=postgres://… and no PostgreSQL installed)"; fi
-	SCRIPTHOST_STRIPE_MOCK=$(CURDIR)/.tools/stripe-mock $(GO) test -race -timeout 15m ./...
+	SCRIPTHOST_VERIFY_ROW_CACHE=1 SCRIPTHOST_STRIPE_MOCK=$(CURDIR)/.tools/stripe-mock $(GO) test -race -timeout 15m ./...
 
 stripe-mock: ## Stripe's API mock server for the HTTP tool tests, into .tools/ (they skip without it)
 	GOBIN=$(CURDIR)/.tools $(GO) install $(STRIPE_MOCK) || echo "make: stripe-mock not installed; the Stripe tests will skip"

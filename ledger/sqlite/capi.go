@@ -23,6 +23,17 @@ static int scripthost_reprepares(void *stmt) {
 	return sqlite3_stmt_status((sqlite3_stmt*)stmt, 5, 0);
 }
 
+extern int sqlite3_file_control(sqlite3*, const char*, int, void*);
+
+// SQLITE_FCNTL_DATA_VERSION of the main database: a counter that changes at every
+// commit of the connection and whenever it finds another connection's commit. -1 when
+// SQLite refuses.
+static long long scripthost_data_version(void *db) {
+	unsigned int v = 0;
+	if (sqlite3_file_control((sqlite3*)db, "main", 35, &v) != 0) return -1;
+	return v;
+}
+
 extern void *sqlite3_wal_hook(sqlite3*, int(*)(void*, sqlite3*, const char*, int), void*);
 
 // scripthost_wal_frames is the WAL hook: SQLite calls it after each commit with the
@@ -148,4 +159,11 @@ func countFrames(c *sqlite3.SQLiteConn, w walFrames) error {
 	}
 	C.scripthost_count_frames(db, w.n)
 	return nil
+}
+
+// dataVersion returns the connection's data version (SQLITE_FCNTL_DATA_VERSION); ok is
+// false when it cannot be read.
+func dataVersion(db unsafe.Pointer) (v uint32, ok bool) {
+	got := int64(C.scripthost_data_version(db))
+	return uint32(got), got >= 0
 }

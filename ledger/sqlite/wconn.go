@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"unicode"
+	"unsafe"
 
 	"github.com/jmoiron/sqlx"
 	sqlite3 "github.com/mattn/go-sqlite3"
@@ -32,7 +33,14 @@ type wconn struct {
 	syncNormal bool
 	// statements counts the statements run on the connection (WriteStats).
 	statements *atomic.Int64
+	// db is the connection's SQLite handle, for its data version; cache the rows its
+	// writes left (see rowCache).
+	db    unsafe.Pointer
+	cache *rowCache
 }
+
+// dataVersion is the connection's SQLite data version (see rowCache).
+func (c *wconn) dataVersion() (uint32, bool) { return dataVersion(c.db) }
 
 // acquire takes the write connection for one transaction, waiting for the
 // transaction in progress, if any; release gives it back.
@@ -73,13 +81,21 @@ func (s *Store) connect(ctx context.Context) (*wconn, error) {
 			<-s.wsem
 			return nil, s.dbErr("begin", err)
 		}
-		if err := conn.Raw(func(dc any) error { return countFrames(dc.(*sqlite3.SQLiteConn), s.ckpt.frames) }); err != nil {
+		var db unsafe.Pointer
+		if err := conn.Raw(func(dc any) error {
+			sc := dc.(*sqlite3.SQLiteConn)
+			var err error
+			if db, err = handle(sc, "db"); err != nil {
+				return err
+			}
+			return countFrames(sc, s.ckpt.frames)
+		}); err != nil {
 			conn.Close()
 			<-s.wsem
 			return nil, s.dbErr("begin", err)
 		}
 		s.wc = &wconn{conn: conn, plain: map[string]*sqlx.Stmt{}, named: map[string]*sqlx.NamedStmt{},
-			statements: &s.stats.statements}
+			statements: &s.stats.statements, db: db, cache: newRowCache()}
 	}
 	return s.wc, nil
 }

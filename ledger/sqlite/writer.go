@@ -122,6 +122,7 @@ func (s *Store) runTx(ctx context.Context, c *wconn, req *writeReq, start time.T
 		s.rollback(tx)
 		return err
 	}
+	c.cache.endWrite(true)
 	if err := s.commitTx(tx); err != nil {
 		return err
 	}
@@ -172,6 +173,7 @@ func (s *Store) begin(ctx context.Context, c *wconn, durable bool) (*wtx, error)
 	if err != nil {
 		return nil, s.dbErr("begin", err)
 	}
+	c.cache.begin(c.dataVersion())
 	return &wtx{c: c}, nil
 }
 
@@ -182,6 +184,8 @@ func (s *Store) commitTx(tx *wtx) error {
 		s.rollback(tx)
 		return s.dbErr("commit", err)
 	}
+	v, ok := tx.c.dataVersion()
+	tx.c.cache.end(true, v, ok)
 	s.committed(tx.c)
 	return nil
 }
@@ -190,6 +194,7 @@ func (s *Store) commitTx(tx *wtx) error {
 // failed, and a transaction SQLite itself rolled back leaves nothing to end.
 func (s *Store) rollback(tx *wtx) {
 	_ = tx.c.exec(context.Background(), "ROLLBACK")
+	tx.c.cache.end(false, 0, false)
 }
 
 // WriteStats counts the store's write transactions since Open.
@@ -299,7 +304,9 @@ func (s *Store) runBatch(c *wconn, batch []*writeReq) {
 		return
 	}
 	if len(batch) == 1 {
-		if results[0] = s.runOne(ctx, tx, batch[0], deadline); results[0] != nil {
+		results[0] = s.runOne(ctx, tx, batch[0], deadline)
+		c.cache.endWrite(results[0] == nil)
+		if results[0] != nil {
 			s.rollback(tx)
 		} else if results[0] = s.commitTx(tx); results[0] == nil {
 			s.count(1, durable, start)
@@ -315,7 +322,9 @@ func (s *Store) runBatch(c *wconn, batch []*writeReq) {
 			fail(s.dbErr("savepoint", err))
 			return
 		}
-		if results[i] = s.runOne(ctx, tx, r, deadline); results[i] != nil {
+		results[i] = s.runOne(ctx, tx, r, deadline)
+		c.cache.endWrite(results[i] == nil)
+		if results[i] != nil {
 			if err := c.exec(ctx, "ROLLBACK TO w"); err != nil {
 				// The transaction is unusable: nobody's work in it survives.
 				s.rollback(tx)

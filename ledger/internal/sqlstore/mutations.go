@@ -78,7 +78,18 @@ func (r *mutationRow) fields() []any {
 		&r.ReconcileAttempts, &r.NextReconcileAt, &r.ResolvedBy, &r.ResolvedAt, &r.CreatedAt, &r.UpdatedAt}
 }
 
+// Inside a write the row may come from the row cache, as in getRun.
 func (s *Store) getMutation(ctx context.Context, q sqlx.QueryerContext, id string) (scripthost.Mutation, error) {
+	c := rowCache(q)
+	if c != nil {
+		row, ok, err := s.cachedMutation(ctx, c, id)
+		if err != nil {
+			return scripthost.Mutation{}, err
+		}
+		if ok {
+			return row.mutation(), nil
+		}
+	}
 	var row mutationRow
 	err := q.QueryRowxContext(ctx, `SELECT `+mutationColumns+` FROM mutations WHERE id = ?`+s.forUpdate(q), id).Scan(row.fields()...)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -86,6 +97,9 @@ func (s *Store) getMutation(ctx context.Context, q sqlx.QueryerContext, id strin
 	}
 	if err != nil {
 		return scripthost.Mutation{}, s.dbErr("read mutation", err)
+	}
+	if c != nil {
+		cacheMutation(q, row)
 	}
 	return row.mutation(), nil
 }
@@ -115,6 +129,7 @@ func (s *Store) saveMutation(ctx context.Context, tx Tx, m scripthost.Mutation) 
 	if err != nil {
 		return s.dbErr("update mutation", err)
 	}
+	cacheMutation(tx, row)
 	noteMutation(tx, m.ID, m.RunID)
 	return nil
 }
@@ -228,6 +243,7 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 		if err != nil {
 			return s.dbErr("begin mutation", err)
 		}
+		cacheMutation(tx, row)
 		noteMutation(tx, m.ID, m.RunID)
 		if m.RunID == "" {
 			return nil

@@ -123,7 +123,19 @@ func (r *runRow) fields() []any {
 }
 
 // getRun loads a run inside a transaction or from the read pool.
+// Inside a write that keeps a row cache (see RowCache) the row comes from the cache
+// when a write of this process left it there.
 func (s *Store) getRun(ctx context.Context, q sqlx.QueryerContext, id string) (runRec, error) {
+	c := rowCache(q)
+	if c != nil {
+		row, ok, err := s.cachedRun(ctx, c, id)
+		if err != nil || ok {
+			if err != nil {
+				return runRec{}, err
+			}
+			return row.rec()
+		}
+	}
 	var row runRow
 	err := q.QueryRowxContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`+s.forUpdate(q), id).Scan(row.fields()...)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -131,6 +143,9 @@ func (s *Store) getRun(ctx context.Context, q sqlx.QueryerContext, id string) (r
 	}
 	if err != nil {
 		return runRec{}, s.dbErr("read run", err)
+	}
+	if c != nil {
+		cacheRun(q, row)
 	}
 	return row.rec()
 }
@@ -146,6 +161,7 @@ func (s *Store) insertRun(ctx context.Context, tx Tx, rec runRec, via ...scripth
 	if err != nil {
 		return s.dbErr("create run", err)
 	}
+	cacheRun(tx, row)
 	noteRun(tx, rec.ID, true)
 	return s.snapshots(ctx, tx, rec.Run, via)
 }
@@ -247,6 +263,7 @@ func (s *Store) saveRun(ctx context.Context, tx Tx, rec runRec, via ...scripthos
 			return s.dbErr("update run", err)
 		}
 	}
+	cacheRun(tx, row)
 	noteRun(tx, rec.ID, false)
 	return s.snapshots(ctx, tx, rec.Run, via)
 }
