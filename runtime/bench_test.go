@@ -8,6 +8,7 @@ import (
 
 	"github.com/scripthost/scripthost/internal/benchcmp"
 	"github.com/scripthost/scripthost/internal/benchrun"
+	"github.com/scripthost/scripthost/internal/hostproc"
 )
 
 // BenchmarkConsumerRun measures whole consumer runs (prepare → durable mutation with a
@@ -19,6 +20,20 @@ func BenchmarkConsumerRun(b *testing.B) { consumerRuns(b, benchrun.FileWrite) }
 // BenchmarkConsumerRunNoIO is BenchmarkConsumerRun with a mutation that does no I/O of
 // its own (a Go tool adding to a counter): what the host itself costs a run.
 func BenchmarkConsumerRunNoIO(b *testing.B) { consumerRuns(b, benchrun.Count) }
+
+// BenchmarkConsumerRunCommand and BenchmarkConsumerRunNoIOCommand are the two above
+// in a process set up as the scripthost command runs (hostproc.Tune: GOGC=400, one P
+// above Go's default), the references included; the ones above keep Go's defaults, as
+// an embedding process has them.
+func BenchmarkConsumerRunCommand(b *testing.B) { asCommand(b, benchrun.FileWrite) }
+
+func BenchmarkConsumerRunNoIOCommand(b *testing.B) { asCommand(b, benchrun.Count) }
+
+func asCommand(b *testing.B, effect benchrun.Effect) {
+	restore := hostproc.Tune()
+	defer restore()
+	consumerRuns(b, effect)
+}
 
 func consumerRuns(b *testing.B, effect benchrun.Effect) {
 	for _, workflows := range []int{1, 16} {

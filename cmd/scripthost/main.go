@@ -24,6 +24,7 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/agent"
+	"github.com/scripthost/scripthost/internal/hostproc"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/ledger/postgres"
 	"github.com/scripthost/scripthost/ledger/sqlite"
@@ -179,13 +180,7 @@ func markUsage(cmd *cobra.Command) {
 var commands []func(*globals) *cobra.Command
 
 func main() {
-	// Scripts allocate much and keep little: at GOGC=100 the collector runs tens of
-	// times a second next to a script that builds strings, and every goroutine that
-	// allocates meanwhile helps it. The JavaScript memory watcher forces a collection
-	// itself once a budget's worth has been allocated, so budgets are kept as well.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
+	hostproc.Tune()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
