@@ -27,8 +27,9 @@ const verifyRowCacheEnv = "SCRIPTHOST_VERIFY_ROW_CACHE"
 type rowCache struct {
 	// committed are the rows as of the connection's last commit; tx the ones the
 	// transaction in progress wrote in the writes it kept; write the write's in
-	// progress.
-	committed, tx, write map[sqlstore.RowKey]any
+	// progress, in the order it cached them (a write caches a row or two).
+	committed, tx map[sqlstore.RowKey]any
+	write         []cachedRow
 	// version is the connection's data version after its last commit; known says it
 	// was read.
 	version uint32
@@ -36,30 +37,38 @@ type rowCache struct {
 	verify  bool
 }
 
+type cachedRow struct {
+	key sqlstore.RowKey
+	row any
+}
+
 func newRowCache() *rowCache {
 	return &rowCache{committed: map[sqlstore.RowKey]any{}, tx: map[sqlstore.RowKey]any{},
-		write: map[sqlstore.RowKey]any{}, verify: os.Getenv(verifyRowCacheEnv) != ""}
+		verify: os.Getenv(verifyRowCacheEnv) != ""}
 }
 
 // begin follows the start of a transaction on the connection, whose data version is
 // now v (ok: it could be read).
 func (c *rowCache) begin(v uint32, ok bool) {
 	if !ok || !c.known || v != c.version {
-		clear(c.committed)
+		c.committed = reset(c.committed)
 	}
-	clear(c.tx)
-	clear(c.write)
+	c.tx = reset(c.tx)
+	c.write = c.write[:0]
 }
 
 // endWrite follows the end of one write inside the transaction: kept, or rolled back
 // (to its savepoint, or with the whole transaction).
 func (c *rowCache) endWrite(kept bool) {
 	if kept {
-		for k, v := range c.write {
-			c.tx[k] = v
+		for _, e := range c.write {
+			c.tx[e.key] = e.row
 		}
 	}
-	clear(c.write)
+	if cap(c.write) > 64 {
+		c.write = nil // after a write of many rows: not kept at that size
+	}
+	c.write = c.write[:0]
 }
 
 // end follows the end of the transaction: committed, leaving the connection at data
@@ -68,23 +77,35 @@ func (c *rowCache) end(committed bool, v uint32, ok bool) {
 	switch {
 	case committed && ok:
 		if len(c.committed)+len(c.tx) > maxCachedRows {
-			clear(c.committed)
+			c.committed = reset(c.committed)
 		}
 		for k, row := range c.tx {
 			c.committed[k] = row
 		}
 		c.version, c.known = v, true
 	case committed:
-		clear(c.committed)
+		c.committed = reset(c.committed)
 		c.known = false
 	}
-	clear(c.tx)
-	clear(c.write)
+	c.tx = reset(c.tx)
+	c.write = c.write[:0]
+}
+
+// reset empties m: a map keeps the room it once grew to, which clearing and ranging
+// over would then pay for, so a large one is replaced.
+func reset(m map[sqlstore.RowKey]any) map[sqlstore.RowKey]any {
+	if len(m) > 64 {
+		return map[sqlstore.RowKey]any{}
+	}
+	clear(m)
+	return m
 }
 
 func (c *rowCache) get(k sqlstore.RowKey) (any, bool) {
-	if v, ok := c.write[k]; ok {
-		return v, true
+	for i := len(c.write) - 1; i >= 0; i-- {
+		if c.write[i].key == k {
+			return c.write[i].row, true
+		}
 	}
 	if v, ok := c.tx[k]; ok {
 		return v, true
@@ -96,7 +117,9 @@ func (c *rowCache) get(k sqlstore.RowKey) (any, bool) {
 // The write transaction offers the connection's cache to the transitions.
 
 func (t *wtx) CachedRow(k sqlstore.RowKey) (any, bool) { return t.c.cache.get(k) }
-func (t *wtx) CacheRow(k sqlstore.RowKey, row any)     { t.c.cache.write[k] = row }
-func (t *wtx) VerifyRows() bool                        { return t.c.cache.verify }
+func (t *wtx) CacheRow(k sqlstore.RowKey, row any) {
+	t.c.cache.write = append(t.c.cache.write, cachedRow{k, row})
+}
+func (t *wtx) VerifyRows() bool { return t.c.cache.verify }
 
 var _ sqlstore.RowCache = (*wtx)(nil)
