@@ -17,6 +17,7 @@ import (
 
 	"github.com/scripthost/scripthost/internal/benchcmp"
 	"github.com/scripthost/scripthost/internal/benchrun"
+	"github.com/scripthost/scripthost/internal/hostproc"
 )
 
 // BenchmarkDBOS compares scripthost's end-to-end consumer run (prepare, a durable
@@ -34,6 +35,14 @@ func BenchmarkDBOS(b *testing.B) {
 				benchcmp.Case{Run: func(b *testing.B) { benchrun.ConsumerRuns(b, workflows, benchrun.Count) }})
 		})
 	}
+}
+
+// BenchmarkDBOSCommand is BenchmarkDBOS in a process set up as the scripthost command
+// runs (hostproc.Tune: GOGC=400, one P above Go's default), for DBOS as for scripthost.
+func BenchmarkDBOSCommand(b *testing.B) {
+	restore := hostproc.Tune()
+	defer restore()
+	BenchmarkDBOS(b)
 }
 
 // oneStep is the benchmarked DBOS workflow: one step, checkpointed.

@@ -54,6 +54,8 @@ var rows = []row{
 	{"agent turn with a durable file write, vs the write alone", "agent", "BenchmarkAgentDurableTurn", "ns/turn", false, 0},
 	{"end-to-end consumer run vs DBOS 1-step workflow, SQLite FULL, sequential", "bench", "BenchmarkDBOS/workflows=1", "ns/run", false, 1 / 3.5},
 	{"end-to-end consumer run vs DBOS 1-step workflow, SQLite FULL, 16 at once", "bench", "BenchmarkDBOS/workflows=16", "ns/run", false, 1 / 3.5},
+	{"vs DBOS, process set up as by `scripthost run` for both, sequential", "bench", "BenchmarkDBOSCommand/workflows=1", "ns/run", false, 1 / 3.5},
+	{"vs DBOS, process set up as by `scripthost run` for both, 16 at once", "bench", "BenchmarkDBOSCommand/workflows=16", "ns/run", false, 1 / 3.5},
 	{"code index of this repository from scratch, vs reading and hashing it (≤ 10 s)", "codegraph", "BenchmarkIndexRepo", "ns/index", false, 0},
 	{"code index refresh of one changed file, vs parsing it (≤ 50 ms)", "codegraph", "BenchmarkRefreshOneFile", "ns/refresh", false, 0},
 	{"symbol query, vs the smallest SQLite query (≤ 5 ms)", "codegraph", "BenchmarkSymbolQuery", "ns/query", false, 0},
