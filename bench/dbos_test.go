@@ -17,7 +17,6 @@ import (
 
 	"github.com/scripthost/scripthost/internal/benchcmp"
 	"github.com/scripthost/scripthost/internal/benchrun"
-	"github.com/scripthost/scripthost/internal/hostproc"
 )
 
 // BenchmarkDBOS compares scripthost's end-to-end consumer run (prepare, a durable
@@ -27,22 +26,23 @@ import (
 // suffix, scripthost's mutation calls a Go tool that adds to a counter. DBOS records a
 // step after it ran; scripthost records the mutation before it runs and its outcome
 // after, and runs three sandboxed phases.
-func BenchmarkDBOS(b *testing.B) {
-	for _, workflows := range []int{1, 16} {
-		b.Run(fmt.Sprintf("workflows=%d", workflows), func(b *testing.B) {
-			benchcmp.Against(b, "run",
-				benchcmp.Case{Run: func(b *testing.B) { dbosRuns(b, workflows) }},
-				benchcmp.Case{Run: func(b *testing.B) { benchrun.ConsumerRuns(b, workflows, benchrun.Count) }})
-		})
-	}
-}
+func BenchmarkDBOS(b *testing.B) { dbosAgainst(b, false) }
 
 // BenchmarkDBOSCommand is BenchmarkDBOS in a process set up as the scripthost command
 // runs (hostproc.Tune: GOGC=400, one P above Go's default), for DBOS as for scripthost.
-func BenchmarkDBOSCommand(b *testing.B) {
-	restore := hostproc.Tune()
-	defer restore()
-	BenchmarkDBOS(b)
+func BenchmarkDBOSCommand(b *testing.B) { dbosAgainst(b, true) }
+
+func dbosAgainst(b *testing.B, command bool) {
+	for _, workflows := range []int{1, 16} {
+		b.Run(fmt.Sprintf("workflows=%d", workflows), func(b *testing.B) {
+			ref := benchcmp.Case{Run: func(b *testing.B) { dbosRuns(b, workflows) }}
+			run := benchcmp.Case{Run: func(b *testing.B) { benchrun.ConsumerRuns(b, workflows, benchrun.Count) }}
+			if command {
+				ref, run = benchcmp.AsCommand(ref), benchcmp.AsCommand(run)
+			}
+			benchcmp.Against(b, "run", ref, run)
+		})
+	}
 }
 
 // oneStep is the benchmarked DBOS workflow: one step, checkpointed.
