@@ -79,8 +79,10 @@ func (c *rowCache) end(committed bool, v uint32, ok bool) {
 		if len(c.committed)+len(c.tx) > maxCachedRows {
 			c.committed = reset(c.committed)
 		}
-		for k, row := range c.tx {
-			c.committed[k] = row
+		if len(c.tx) <= maxCachedRows { // a larger transaction's rows are not kept
+			for k, row := range c.tx {
+				c.committed[k] = row
+			}
 		}
 		c.version, c.known = v, true
 	case committed:

@@ -3,12 +3,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/internal/sqlstore"
 )
 
 // preparingRun creates a consumer run in phase preparing: its row is then in the
@@ -141,5 +143,32 @@ func TestRowCacheDropsFailedWrites(t *testing.T) {
 		if got.Phase != scripthost.RunMutating {
 			t.Errorf("a batched transition that succeeded left its run at %s, want mutating", got.Phase)
 		}
+	}
+}
+
+// TestRowCacheBounded checks that the cache holds at most maxCachedRows rows, after a
+// transaction that wrote more as after many that wrote a few.
+func TestRowCacheBounded(t *testing.T) {
+	c := newRowCache()
+	c.begin(1, true)
+	for i := range 3 * maxCachedRows {
+		c.write = append(c.write, cachedRow{sqlstore.RowKey{Table: "runs", ID: fmt.Sprint(i)}, i})
+	}
+	c.endWrite(true)
+	c.end(true, 2, true)
+	if len(c.committed) > maxCachedRows {
+		t.Fatalf("%d rows cached after one large transaction, want at most %d", len(c.committed), maxCachedRows)
+	}
+	for i := range 3 * maxCachedRows {
+		c.begin(2, true)
+		c.write = append(c.write, cachedRow{sqlstore.RowKey{Table: "runs", ID: fmt.Sprint("r", i)}, i})
+		c.endWrite(true)
+		c.end(true, 2, true)
+		if len(c.committed) > maxCachedRows {
+			t.Fatalf("%d rows cached, want at most %d", len(c.committed), maxCachedRows)
+		}
+	}
+	if _, ok := c.get(sqlstore.RowKey{Table: "runs", ID: fmt.Sprint("r", 3*maxCachedRows-1)}); !ok {
+		t.Error("the last transaction's row is not cached")
 	}
 }
