@@ -130,11 +130,12 @@ func startChild(t *testing.T, role, path string) (*exec.Cmd, string) {
 	return cmd, strings.TrimSpace(line)
 }
 
-// TestKillAfterInFlight kills a process right after it recorded an in-flight mutation
-// and checks the row is on disk and listed for recovery.
-func TestKillAfterInFlight(t *testing.T) {
+// killChild runs the child role on a new ledger until it says "role <id>", kills it
+// with SIGKILL, and returns the ledger opened again and the id.
+func killChild(t *testing.T, role string) (*sqlite.Store, string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	cmd, line := startChild(t, "inflight", path)
+	cmd, line := startChild(t, role, path)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -143,17 +144,23 @@ func TestKillAfterInFlight(t *testing.T) {
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("child: got %v, want killed by SIGKILL", err)
 	}
-	id, ok := strings.CutPrefix(line, "inflight ")
+	id, ok := strings.CutPrefix(line, role+" ")
 	if !ok {
-		t.Fatalf("child said %q, want inflight <id>", line)
+		t.Fatalf("child said %q, want %s <id>", line, role)
 	}
-
-	ctx := context.Background()
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	if err != nil {
 		t.Fatalf("reopen after the kill: %v", err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return s, id
+}
+
+// TestKillAfterInFlight kills a process right after it recorded an in-flight mutation
+// and checks the row is on disk and listed for recovery.
+func TestKillAfterInFlight(t *testing.T) {
+	s, id := killChild(t, "inflight")
+	ctx := context.Background()
 	m, err := s.Mutation(ctx, id)
 	if err != nil {
 		t.Fatalf("in-flight mutation after the kill: %v", err)
@@ -184,22 +191,8 @@ func TestKillAfterInFlight(t *testing.T) {
 // a commit that does not wait for the disk: a process crash must not lose it, since
 // the commit is in the WAL file (if not yet on the disk) when the write returns.
 func TestKillAfterOutcome(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	cmd, line := startChild(t, "applied", path)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	id, ok := strings.CutPrefix(line, "applied ")
-	if !ok {
-		t.Fatalf("child said %q, want applied <id>", line)
-	}
+	s, id := killChild(t, "applied")
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		t.Fatalf("reopen after the kill: %v", err)
-	}
-	defer s.Close()
 	m, err := s.Mutation(ctx, id)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql/driver"
-	"path/filepath"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
@@ -17,12 +16,7 @@ import (
 // each new value, which is what the test would see if the store's connections lost it.
 func TestPlansIgnoreBoundValues(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, path := tempStore(t)
 
 	// mutations_failed_input_hash is partial (status = 'failed'): the planner compares
 	// the bound status with that condition.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,12 +29,7 @@ func preparingRun(t *testing.T, s *Store) scripthost.Run {
 // run starts from the changed row, not the cached one.
 func TestRowCacheFollowsOtherConnections(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, path := tempStore(t)
 	r := preparingRun(t, s)
 	other, err := sql.Open("sqlite3", path+"?_busy_timeout=5000")
 	if err != nil {
@@ -63,11 +57,7 @@ var refused = ledger.WithEvents(context.Background(), ledger.LifecycleEvent{Type
 // succeed: the run's next transition starts from the stored row.
 func TestRowCacheDropsFailedWrites(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := tempStore(t)
 
 	alone := preparingRun(t, s)
 	if _, err := s.MarkPrepared(refused, alone.ID, ledger.PrepareResult{Mutate: true}); err == nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/scripthost/scripthost"
@@ -18,11 +17,7 @@ import (
 // connection's WAL is the one gathered: found linked to its main database.
 func TestWALWritesGathered(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := tempStore(t)
 	if err := consumerRun(ctx, s, "warm"); err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +51,7 @@ func TestWALWritesGathered(t *testing.T) {
 // read stale by another connection.
 func TestCommitInFileWhenReturned(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, path := tempStore(t)
 	const walHeader, frameHeader = 32, 24
 	check := func(step string) {
 		t.Helper()

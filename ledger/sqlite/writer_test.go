@@ -20,11 +20,7 @@ import (
 // panic or cancelled caller must drop that write alone.
 func TestBatchIsolatesWrites(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := tempStore(t)
 	boom := errors.New("boom")
 	publish := func(id string) writeFunc {
 		return func(ctx context.Context, tx *wtx) error {
@@ -229,11 +225,7 @@ func TestSyncLevels(t *testing.T) {
 // the published input event and the in-flight record wait for the disk.
 func TestDurableCommitsPerConsumerRun(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := tempStore(t)
 	before := s.WriteStats()
 	if err := consumerRun(ctx, s, "1"); err != nil {
 		t.Fatal(err)
@@ -339,11 +331,7 @@ func TestBatchDeadline(t *testing.T) {
 // connection (its ROLLBACK failed) does not block every later write.
 func TestBeginEndsLeftoverTransaction(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := tempStore(t)
 	c, err := s.acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -363,6 +351,19 @@ func TestBeginEndsLeftoverTransaction(t *testing.T) {
 	}
 }
 
+// tempStore opens a store on a new file in a temporary directory, closed when the
+// test ends, and returns it with the file's path.
+func tempStore(t testing.TB) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
 // acquired takes the write connection for a batch a test runs by hand.
 func acquired(t testing.TB, s *Store) *wconn {
 	t.Helper()
@@ -379,11 +380,7 @@ func acquired(t testing.TB, s *Store) *wconn {
 // together in one batch.
 func TestIdleWriterRunsInCaller(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := tempStore(t)
 	caller := goroutineID()
 	var ran uint64
 	if err := s.write(ctx, func(ctx context.Context, tx *wtx) error { ran = goroutineID(); return nil }); err != nil {

@@ -47,36 +47,42 @@ func rowCache(q sqlx.QueryerContext) RowCache {
 // cachedRun returns the cached row of run id, checked against the database when the
 // cache says so.
 func (s *Store) cachedRun(ctx context.Context, c RowCache, id string) (runRow, bool, error) {
-	v, ok := c.CachedRow(RowKey{"runs", id})
-	if !ok {
-		return runRow{}, false, nil
-	}
-	row := v.(runRow).clone()
-	if c.VerifyRows() {
-		var db runRow
-		err := c.(sqlx.QueryerContext).QueryRowxContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id).Scan(db.fields()...)
-		if err != nil || !reflect.DeepEqual(db.clone(), row) {
-			return runRow{}, false, fmt.Errorf("%s: the row cache is out of date for run %s: cached %+v, stored %+v (%v)", s.name, id, row, db, err)
-		}
-	}
-	return row, true, nil
+	return cachedRow[runRow](ctx, s, c, "run", "runs", runColumns, id)
 }
 
 // cachedMutation is cachedRun for a mutation.
 func (s *Store) cachedMutation(ctx context.Context, c RowCache, id string) (mutationRow, bool, error) {
-	v, ok := c.CachedRow(RowKey{"mutations", id})
+	return cachedRow[mutationRow](ctx, s, c, "mutation", "mutations", mutationColumns, id)
+}
+
+// row is what the cache holds: a row type whose pointer scans it (fields) and that
+// copies itself as reading it back would (clone).
+type row[R any] interface {
+	*R
+	fields() []any
+	clone() R
+}
+
+// cachedRow returns the row of table cached under id (what names the row in errors),
+// a copy of its own, after reading the stored row with cols and comparing when the
+// cache says so.
+func cachedRow[R any, P row[R]](ctx context.Context, s *Store, c RowCache, what, table, cols, id string) (R, bool, error) {
+	var zero R
+	v, ok := c.CachedRow(RowKey{table, id})
 	if !ok {
-		return mutationRow{}, false, nil
+		return zero, false, nil
 	}
-	row := v.(mutationRow).clone()
+	got := P(new(R))
+	*got = v.(R)
+	cached := got.clone()
 	if c.VerifyRows() {
-		var db mutationRow
-		err := c.(sqlx.QueryerContext).QueryRowxContext(ctx, `SELECT `+mutationColumns+` FROM mutations WHERE id = ?`, id).Scan(db.fields()...)
-		if err != nil || !reflect.DeepEqual(db.clone(), row) {
-			return mutationRow{}, false, fmt.Errorf("%s: the row cache is out of date for mutation %s: cached %+v, stored %+v (%v)", s.name, id, row, db, err)
+		stored := P(new(R))
+		err := c.(sqlx.QueryerContext).QueryRowxContext(ctx, `SELECT `+cols+` FROM `+table+` WHERE id = ?`, id).Scan(stored.fields()...)
+		if err != nil || !reflect.DeepEqual(stored.clone(), cached) {
+			return zero, false, fmt.Errorf("%s: the row cache is out of date for %s %s: cached %+v, stored %+v (%v)", s.name, what, id, cached, *stored, err)
 		}
 	}
-	return row, true, nil
+	return cached, true, nil
 }
 
 // cacheRun caches a run row tx wrote or read, if tx keeps a cache.
