@@ -109,5 +109,9 @@
 // a step whose mutation is still in flight is reconciled with its tool; if that cannot
 // decide, the plan stops with E306 and the mutation waits for a person (scripthost
 // resolve), after which running the plan again resumes it. A finished execution is
-// never resumed: running the plan again starts execution n+1.
+// never resumed: running the plan again starts execution n+1. Nor is an execution that
+// another Run in the same process is executing: in the ledger it looks interrupted too,
+// so a Run resumes an execution only when it claims it first, and two Runs of a plan
+// started at once each run their own. (Across processes that running execution cannot
+// be told from an interrupted one.)
 package plan

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scripthost/scripthost/hostfuncs"
+
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -213,6 +215,53 @@ func TestRetryBackoff(t *testing.T) {
 	want := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 50 * time.Millisecond}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// TestRunningExecutionNotResumed holds one Run inside its second step, its first step
+// recorded, while a second Run of the plan starts: in the ledger the first execution
+// looks interrupted, but the second Run must start execution 2, not resume it.
+func TestRunningExecutionNotResumed(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	entered, release := make(chan struct{}), make(chan struct{})
+	held := true
+	if err := e.reg.Register(&hostfuncs.Tool{Namespace: "test", Method: "hold", ReadOnly: hostfuncs.ReadOnlyAlways,
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+		Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			e.mu.Lock()
+			first := held
+			held = false
+			e.mu.Unlock()
+			if first {
+				close(entered)
+				<-release
+			}
+			return json.RawMessage(`{}`), nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	p := mustPlan(t, `{'plan_id':'held','intent':'x','steps':[
+	 {'step_id':'a','tool':'run_command','arguments':{'program':'echo','args':['a']}},
+	 {'step_id':'b','tool':'test.hold','arguments':{}}]}`)
+	first := make(chan *Result, 1)
+	go func() {
+		res, err := e.executor(Options{Events: io.Discard}).Run(context.Background(), p, approved(p))
+		if err != nil {
+			t.Error(err)
+		}
+		first <- res
+	}()
+	<-entered
+	second, err := e.executor(Options{Events: io.Discard}).Run(context.Background(), p, approved(p))
+	close(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Number != 2 || second.Resumed {
+		t.Errorf("the second Run took execution %d (resumed %v), want a new execution 2", second.Number, second.Resumed)
+	}
+	if res := <-first; res == nil || res.Number != 1 || res.Status != "completed" {
+		t.Errorf("the first Run: got %+v, want execution 1 completed", res)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,6 +204,7 @@ func (e *Executor) Run(ctx context.Context, p *Plan, auth *Authorization) (*Resu
 	if err != nil {
 		return nil, err
 	}
+	defer e.unclaim(p.PlanID, x.number)
 	if start.After(x.last) {
 		x.last = start
 	}
@@ -292,7 +294,7 @@ func (e *Executor) begin(ctx context.Context, p *Plan, auth *Authorization) (*ex
 	}
 	switch last := byNumber[latest]; {
 	case e.o.Fresh:
-	case latest > 0 && unfinished(p, x.hash, last):
+	case latest > 0 && unfinished(p, x.hash, last) && e.claim(p.PlanID, latest):
 		x.number, x.resumed = latest, true
 		for _, r := range last {
 			x.done[r.StepID] = r
@@ -304,7 +306,7 @@ func (e *Executor) begin(ctx context.Context, p *Plan, auth *Authorization) (*ex
 				x.failed[r.StepID] = true
 			}
 		}
-	case e.began(p, latest+1, x.muts):
+	case e.began(p, latest+1, x.muts) && e.claim(p.PlanID, latest+1):
 		// The next execution called a tool and stopped before its first record.
 		x.number, x.resumed = latest+1, true
 	}
@@ -314,9 +316,41 @@ func (e *Executor) begin(ctx context.Context, p *Plan, auth *Authorization) (*ex
 		if x.number, err = e.o.Store.ReserveExecution(ctx, p.PlanID); err != nil {
 			return nil, &Error{Code: CodeInternal, Message: "reserve an execution number", Err: err}
 		}
+		e.claim(p.PlanID, x.number) // a number just reserved: nobody runs it yet
 	}
 	x.id = ExecutionID(p.PlanID, x.number, "")
 	return x, nil
+}
+
+// running holds the plan executions that a Run of this process is executing, by
+// ledger, plan and number. In the ledger an execution being run looks like one a
+// crash interrupted (steps without records), so begin resumes one only when it can
+// claim it here: two Runs of a plan started at once each run their own execution
+// instead of both resuming the first.
+var running sync.Map // runningKey → struct{}
+
+type runningKey struct {
+	store  ledger.Store
+	plan   string
+	number int
+}
+
+// claim marks execution number of plan as run by the caller, or reports false when a
+// Run of this process already has it. A store whose type cannot be a map key (never
+// a pointer) is not tracked.
+func (e *Executor) claim(plan string, number int) bool {
+	if !reflect.TypeOf(e.o.Store).Comparable() {
+		return true
+	}
+	_, taken := running.LoadOrStore(runningKey{e.o.Store, plan, number}, struct{}{})
+	return !taken
+}
+
+// unclaim ends the caller's claim on execution number of plan.
+func (e *Executor) unclaim(plan string, number int) {
+	if reflect.TypeOf(e.o.Store).Comparable() {
+		running.Delete(runningKey{e.o.Store, plan, number})
+	}
 }
 
 // began reports whether execution n of p recorded a mutation for one of its steps.
