@@ -177,10 +177,22 @@ func (in *instance) setLimits() {
 		RegexTimeout:       min(in.lim.RegexTimeout, regexHardTimeout),
 		DisableDynamicCode: "dynamic code evaluation (eval, new Function) is disabled in workflows",
 		Exceeded: func(kind, detail string) {
-			in.abort(&sandbox.LimitError{Limit: kind, Detail: detail})
+			in.stop(&sandbox.LimitError{Limit: kind, Detail: detail})
 		},
 	})
-	limitStrings(in.vm, mem, in.abort)
+	limitStrings(in.vm, mem, in.stop)
+}
+
+// stop interrupts the runtime for a limit one of its own checks found (the engine's
+// limits, the string limit), on the runtime's goroutine. A memory limit also tells the
+// watcher, which then treats the invocation as one it stopped itself: when it
+// finishes it stays charged with the growth seen until a collection has seen its last
+// allocations, so that the scripts running next to it are not charged with them.
+func (in *instance) stop(reason error) {
+	if le, ok := reason.(*sandbox.LimitError); ok && le.Limit == "memory" && in.mem != nil {
+		in.mem.exceeded()
+	}
+	in.abort(reason)
 }
 
 // emit records one console line, dropping lines past MaxConsoleBytes and saying so

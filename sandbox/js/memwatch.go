@@ -94,6 +94,15 @@ func watch(budget int64, abort func(error)) *memEntry {
 	return e
 }
 
+// exceeded marks the invocation as stopped for memory by a check other than the
+// watcher's (see instance.stop): like one the watcher interrupted, it is charged alone
+// with the growth seen while it still runs, and stays registered when done.
+func (e *memEntry) exceeded() {
+	watcher.mu.Lock()
+	e.killed = true
+	watcher.mu.Unlock()
+}
+
 // done charges the growth seen since the last sample and unregisters the invocation.
 // An invocation interrupted for memory stays registered instead, charged with any
 // growth, until a collection that started after it finished has completed: its last

@@ -10,6 +10,14 @@ import (
 // until a collection that started after it finished has completed; the script
 // running next to it is not charged with the hog's last allocations.
 func TestFinishedHogChargedUntilCollected(t *testing.T) {
+	for _, by := range []string{"the watcher", "its own string or engine limit"} {
+		t.Run(by, func(t *testing.T) { finishedHogCharged(t, by == "the watcher") })
+	}
+}
+
+// finishedHogCharged is TestFinishedHogChargedUntilCollected for a hog the watcher
+// interrupted (byWatcher) or one its runtime's own memory check stopped (exceeded).
+func finishedHogCharged(t *testing.T, byWatcher bool) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		watcher.mu.Lock()
@@ -25,7 +33,10 @@ func TestFinishedHogChargedUntilCollected(t *testing.T) {
 	}
 	aborted := 0
 	abort := func(error) { aborted++ }
-	hog := &memEntry{budget: 8 << 20, abort: abort, killed: true, charge: 9 << 20}
+	hog := &memEntry{budget: 8 << 20, abort: abort, killed: byWatcher}
+	if byWatcher {
+		hog.charge = 9 << 20
+	}
 	hog.inJS.Store(true)
 	nb := &memEntry{budget: 8 << 20, abort: abort}
 	nb.inJS.Store(true)
@@ -38,6 +49,9 @@ func TestFinishedHogChargedUntilCollected(t *testing.T) {
 		watcher.mu.Unlock()
 	})
 
+	if !byWatcher {
+		hog.exceeded()
+	}
 	hog.done()
 	watcher.mu.Lock()
 	defer watcher.mu.Unlock()
