@@ -23,9 +23,7 @@ func TestMigration7MovesSnapshots(t *testing.T) {
 	db := schemaAt(t, path, 6)
 	big := `{"id":"r2","phase":"mutating","status":"active","input_state":{"s":"` + strings.Repeat("x", 9000) + `"}}`
 	for _, q := range []string{
-		`INSERT INTO runs (id, workflow, version, handler, kind, phase, status, created_at, updated_at) VALUES
-			('r1', 'wf', 1, 'h', 'consumer', 'committed', 'committed', 1, 2),
-			('r2', 'wf', 1, 'h', 'consumer', 'mutating', 'active', 3, 4)`,
+		twoRunsSQL,
 		`INSERT INTO lifecycle_events (seq, run_id, type, mutation_id, data, at) VALUES
 			(1, 'r1', 'phase_started', '', NULL, 1),
 			(2, 'r2', 'phase_started', '', '{"phase":"prepare"}', 3),

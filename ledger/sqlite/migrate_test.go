@@ -73,13 +73,17 @@ func dump(t *testing.T, db *sql.DB, table, key string) []string {
 	return out
 }
 
+// twoRunsSQL inserts two runs, r1 committed and r2 mutating, into the older ledgers
+// the migration tests build.
+const twoRunsSQL = `INSERT INTO runs (id, workflow, version, handler, kind, phase, status, created_at, updated_at) VALUES
+	('r1', 'wf', 1, 'h', 'consumer', 'committed', 'committed', 1, 2),
+	('r2', 'wf', 1, 'h', 'consumer', 'mutating', 'active', 3, 4)`
+
 // version5Rows fill every table that migration 6 rebuilds or re-indexes, with the
 // values a ledger holds: NULLs, JSON, large rows, gaps in the seq numbers, every
 // event status.
 var version5Rows = []string{
-	`INSERT INTO runs (id, workflow, version, handler, kind, phase, status, created_at, updated_at) VALUES
-		('r1', 'wf', 1, 'h', 'consumer', 'committed', 'committed', 1, 2),
-		('r2', 'wf', 1, 'h', 'consumer', 'mutating', 'active', 3, 4)`,
+	twoRunsSQL,
 	`INSERT INTO lifecycle_events (seq, run_id, type, mutation_id, data, at) VALUES
 		(1, 'r1', 'phase_started', '', NULL, 1),
 		(2, 'r1', 'committed', 'm1', '{"published":[]}', 2),
