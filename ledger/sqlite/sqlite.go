@@ -1,9 +1,11 @@
 // Package sqlite is the embedded ledger.Store: one SQLite file in WAL mode, written by
-// one connection with synchronous=FULL and read through a separate pool.
+// one connection and read through a separate pool.
 //
 // Every write goes through one funnel (Store.write). By default the funnel commits
-// concurrent writes together, one fsync per batch, each write in its own savepoint, so
-// a write's failure drops that write alone. The schema is embedded and versioned
+// concurrent writes together, each write in its own savepoint, so a write's failure
+// drops that write alone. Commits do not wait for the disk in the funnel: the callers
+// of the writes that must survive a power cut wait, after it, for an fsync of the WAL
+// that they share with every such write committed before it began. The schema is embedded and versioned
 // (migrations/NNNN_*.sql); Open refuses files it does not recognise without touching
 // them.
 package sqlite
@@ -55,10 +57,10 @@ type Options struct {
 	// (the operator commands) do not need it. The kernel drops the lock when the
 	// process dies.
 	HostLock bool
-	// SyncEveryCommit makes every commit wait for the disk (synchronous=FULL). By
-	// default only the writes a power cut must not lose do: a mutation's in-flight
-	// record, a person's resolution, published input events, workflow versions and
-	// settings. The transitions that recovery redoes (creating and moving runs, a
+	// SyncEveryCommit makes every commit wait for the disk (synchronous=FULL), inside
+	// the write funnel. By default only the writes a power cut must not lose do, and
+	// outside it: a mutation's in-flight record, a person's resolution, published input
+	// events, workflow versions and settings. The transitions that recovery redoes (creating and moving runs, a
 	// mutation's outcome, a run's commit) are durable against a process crash at once
 	// and against a power cut with the next commit that waits for the disk.
 	SyncEveryCommit bool
@@ -116,6 +118,8 @@ type Store struct {
 	// lock is the host lock (Options.HostLock), released by Close.
 	lock  *hostLock
 	stats writeCounters
+	// wsync puts durable commits on the disk outside the write lock.
+	wsync *walSync
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -152,7 +156,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := checkHeader(path); err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, opts: opts, reqs: make(chan *writeReq), closed: make(chan struct{}), wsem: make(chan struct{}, 1)}
+	s := &Store{path: path, opts: opts, reqs: make(chan *writeReq), closed: make(chan struct{}), wsem: make(chan struct{}, 1), wsync: newWALSync(path)}
 	ms := strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
 
 	// The writer: one connection, immediate transactions so that a transaction takes
@@ -166,7 +170,12 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	wq.Set("vfs", walVFS)
 	wq.Set("_busy_timeout", ms)
 	wq.Set("_foreign_keys", "1")
-	wq.Set("_synchronous", "FULL")
+	// Commits leave the disk to walSync, unless each must sync itself.
+	if opts.SyncEveryCommit {
+		wq.Set("_synchronous", "FULL")
+	} else {
+		wq.Set("_synchronous", "NORMAL")
+	}
 	wq.Set("_txlock", "immediate")
 	w, err := sqlx.Open(driverName, path+"?"+wq.Encode())
 	if err != nil {

@@ -28,9 +28,6 @@ type wconn struct {
 	conn  *sqlx.Conn
 	plain map[string]*sqlx.Stmt
 	named map[string]*sqlx.NamedStmt
-	// syncNormal is whether the connection was last set to synchronous=NORMAL; a
-	// fresh connection starts at FULL (the DSN's).
-	syncNormal bool
 	// statements counts the statements run on the connection (WriteStats).
 	statements *atomic.Int64
 	// db is the connection's SQLite handle, for its data version; cache the rows its
@@ -114,7 +111,8 @@ func (s *Store) release(err error) {
 func (s *Store) closeWriter() error {
 	s.wsem <- struct{}{}
 	defer func() { <-s.wsem }()
-	err := s.wc.close()
+	// No write runs now: the durable ones committed finish their fsync first.
+	err := errors.Join(s.wsync.close(), s.wc.close())
 	s.wc = nil
 	return err
 }

@@ -26,6 +26,9 @@ type writeReq struct {
 	// redo marks a transition that recovery redoes if a power cut loses it: its
 	// commit need not wait for the disk (see writeRedo).
 	redo bool
+	// syncTo is the commit that carried a durable write, for its caller to wait on
+	// (walSync) once the writer answered.
+	syncTo uint64
 }
 
 // write runs fn in a write transaction and commits it, or rolls back fn's work when fn
@@ -35,21 +38,24 @@ type writeReq struct {
 // connection. Otherwise the call is handed to the committer goroutine, which gathers the
 // calls waiting at that moment into one transaction, runs each inside its own SAVEPOINT
 // (rolled back to on that call's error, so one failure leaves the others' work intact),
-// commits once, one fsync for the batch, and only then answers every caller. Callers
-// see the same contract either way: their work is durable when write returns nil and
-// absent when it returns an error.
+// commits once and answers every caller. Either way, write then waits for an fsync of
+// the WAL that covers the commit, shared with every other durable write committed
+// before it began (walSync). Callers see the same contract either way: their work is
+// durable when write returns nil and absent when it returns an error, but for a failed
+// fsync, after which the work may be in the ledger without being on the disk and the
+// store refuses every write.
 func (s *Store) write(ctx context.Context, fn writeFunc) error {
 	return s.submit(&writeReq{ctx: ctx, fn: fn})
 }
 
 // writeRedo is write for a transition that recovery redoes: its commit is in the WAL
 // (safe from a process crash) when writeRedo returns, but reaches the disk only with
-// the next commit that waits for it (synchronous=NORMAL). A power cut may lose it
-// together with every later commit, never one without the other: WAL frames carry
-// cumulative checksums, so what survives is a prefix of the commits. The writes that a
-// power cut must not lose, above all a mutation's in-flight record, go through write,
-// and their fsync also makes every earlier commit durable. RATIONALE.md has the
-// argument for each transition.
+// the next fsync of the WAL. A power cut may lose it together with every later commit,
+// never one without the other: WAL frames carry cumulative checksums, so what survives
+// is a prefix of the commits. The writes that a power cut must not lose, above all a
+// mutation's in-flight record, go through write, whose caller waits for an fsync
+// begun after its commit (walSync), which makes every earlier commit durable too.
+// RATIONALE.md has the argument for each transition.
 func (s *Store) writeRedo(ctx context.Context, fn writeFunc) error {
 	return s.submit(&writeReq{ctx: ctx, fn: fn, redo: true})
 }
@@ -63,6 +69,9 @@ func (s *Store) mustWriteRedo(ctx context.Context, fn writeFunc) error {
 
 func (s *Store) submit(req *writeReq) error {
 	ctx := req.ctx
+	if err := s.wsync.broken(); err != nil {
+		return err
+	}
 	if s.opts.DisableGroupCommit {
 		return s.writeOne(ctx, req)
 	}
@@ -73,7 +82,7 @@ func (s *Store) submit(req *writeReq) error {
 	// which gathers them into one batch and takes the connection when this one is done.
 	if c, ok := s.tryAcquire(); ok {
 		s.runBatch(c, []*writeReq{req})
-		return <-req.done
+		return s.durable(req, <-req.done)
 	}
 	select {
 	case s.reqs <- req:
@@ -84,7 +93,16 @@ func (s *Store) submit(req *writeReq) error {
 	}
 	// Once handed over the write is waited for: returning early could report a
 	// failure for work that is then committed.
-	return <-req.done
+	return s.durable(req, <-req.done)
+}
+
+// durable waits, after a durable write committed, for the fsync that puts its commit
+// on the disk (see walSync).
+func (s *Store) durable(req *writeReq, err error) error {
+	if err != nil || req.syncTo == 0 {
+		return err
+	}
+	return s.wsync.wait(req.syncTo)
 }
 
 // mustWrite is write for a record that must reach the disk even when the caller gives
@@ -110,11 +128,11 @@ func (s *Store) writeOne(ctx context.Context, req *writeReq) error {
 	}
 	err = s.runTx(ctx, c, req, start)
 	s.release(err)
-	return err
+	return s.durable(req, err)
 }
 
 func (s *Store) runTx(ctx context.Context, c *wconn, req *writeReq, start time.Time) error {
-	tx, err := s.begin(ctx, c, !req.redo)
+	tx, err := s.begin(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -123,9 +141,11 @@ func (s *Store) runTx(ctx context.Context, c *wconn, req *writeReq, start time.T
 		return err
 	}
 	c.cache.endWrite(true)
-	if err := s.commitTx(tx); err != nil {
+	seq, err := s.commitTx(tx)
+	if err != nil {
 		return err
 	}
+	s.syncTo([]*writeReq{req}, []error{nil}, seq)
 	s.count(1, !req.redo, start)
 	return nil
 }
@@ -147,22 +167,9 @@ func (s *Store) committed(c *wconn) {
 // its remaining writes. The statements themselves are short lookups and updates by key.
 func stmtContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
-// begin sets how the connection's next commit syncs and begins a transaction on it
-// (SQLite refuses to change synchronous inside one). IMMEDIATE takes the write lock
-// at once, waiting busy_timeout for it, instead of failing half-way on a first write.
-func (s *Store) begin(ctx context.Context, c *wconn, durable bool) (*wtx, error) {
-	durable = durable || s.opts.SyncEveryCommit
-	// The level is a setting of the connection, remembered to skip repeating it.
-	if c.syncNormal == durable {
-		level := "FULL"
-		if !durable {
-			level = "NORMAL"
-		}
-		if err := c.exec(ctx, "PRAGMA synchronous = "+level); err != nil {
-			return nil, s.dbErr("set synchronous", err)
-		}
-		c.syncNormal = !durable
-	}
+// begin begins a transaction on the connection. IMMEDIATE takes the write lock at
+// once, waiting busy_timeout for it, instead of failing half-way on a first write.
+func (s *Store) begin(ctx context.Context, c *wconn) (*wtx, error) {
 	err := c.exec(ctx, "BEGIN IMMEDIATE")
 	if err != nil && c.inTx() {
 		// A transaction whose ROLLBACK failed (a full or failing disk) is still open;
@@ -179,15 +186,16 @@ func (s *Store) begin(ctx context.Context, c *wconn, durable bool) (*wtx, error)
 
 // commitTx commits tx, or rolls it back when the commit fails (SQLite may leave the
 // transaction open after a failed COMMIT, e.g. on a full disk).
-func (s *Store) commitTx(tx *wtx) error {
+func (s *Store) commitTx(tx *wtx) (uint64, error) {
 	if err := tx.c.exec(context.Background(), "COMMIT"); err != nil {
 		s.rollback(tx)
-		return s.dbErr("commit", err)
+		return 0, s.dbErr("commit", err)
 	}
+	seq := s.wsync.commit()
 	v, ok := tx.c.dataVersion()
 	tx.c.cache.end(true, v, ok)
 	s.committed(tx.c)
-	return nil
+	return seq, nil
 }
 
 // rollback ends tx without its work. Its error is not the caller's: the write already
@@ -200,9 +208,14 @@ func (s *Store) rollback(tx *wtx) {
 // WriteStats counts the store's write transactions since Open.
 type WriteStats struct {
 	// Writes is the number of writes committed; Commits the transactions that carried
-	// them (group commit puts several writes in one), Durable the commits that waited
-	// for the disk (synchronous=FULL); MaxBatch the most writes one commit carried.
+	// them (group commit puts several writes in one), Durable the commits that had to
+	// reach the disk (a write in them must survive a power cut, or SyncEveryCommit);
+	// MaxBatch the most writes one commit carried.
 	Writes, Commits, Durable, MaxBatch int64
+	// Syncs counts the fsyncs of the WAL that durable writes waited for, each covering
+	// every commit before it (walSync); commits made with SyncEveryCommit sync
+	// themselves and are not counted here.
+	Syncs int64
 	// Statements counts the statements the writes ran on the write connection, the
 	// writer's own (BEGIN, COMMIT, savepoints, pragmas) included.
 	Statements int64
@@ -211,7 +224,8 @@ type WriteStats struct {
 // WriteStats returns the counts of committed writes and transactions.
 func (s *Store) WriteStats() WriteStats {
 	return WriteStats{Writes: s.stats.writes.Load(), Commits: s.stats.commits.Load(),
-		Durable: s.stats.durable.Load(), MaxBatch: s.stats.maxBatch.Load(), Statements: s.stats.statements.Load()}
+		Durable: s.stats.durable.Load(), MaxBatch: s.stats.maxBatch.Load(), Statements: s.stats.statements.Load(),
+		Syncs: s.wsync.fsyncs.Load()}
 }
 
 type writeCounters struct {
@@ -293,12 +307,13 @@ func (s *Store) runBatch(c *wconn, batch []*writeReq) {
 	deadline, _ := ctx.Deadline()
 	defer func() { s.release(errors.Join(results...)) }()
 	ctx = stmtContext(ctx)
-	// One write that must be durable makes the whole batch wait for the disk.
+	// One write that must be durable makes the batch's commit one that the disk is
+	// waited for (by that write's caller).
 	durable := false
 	for _, r := range batch {
 		durable = durable || !r.redo
 	}
-	tx, err := s.begin(ctx, c, durable)
+	tx, err := s.begin(ctx, c)
 	if err != nil {
 		fail(err)
 		return
@@ -308,7 +323,10 @@ func (s *Store) runBatch(c *wconn, batch []*writeReq) {
 		c.cache.endWrite(results[0] == nil)
 		if results[0] != nil {
 			s.rollback(tx)
-		} else if results[0] = s.commitTx(tx); results[0] == nil {
+		} else if seq, err := s.commitTx(tx); err != nil {
+			results[0] = err
+		} else {
+			s.syncTo(batch, results, seq)
 			s.count(1, durable, start)
 		}
 		return
@@ -344,10 +362,25 @@ func (s *Store) runBatch(c *wconn, batch []*writeReq) {
 		s.rollback(tx)
 		return
 	}
-	err = s.commitTx(tx)
+	seq, err := s.commitTx(tx)
 	fail(err)
 	if err == nil {
+		s.syncTo(batch, results, seq)
 		s.count(n, durable, start)
+	}
+}
+
+// syncTo has the durable writes of a committed batch wait for commit seq to reach
+// the disk before their callers go on.
+func (s *Store) syncTo(batch []*writeReq, results []error, seq uint64) {
+	if s.opts.SyncEveryCommit {
+		return // the commit waited for the disk itself
+	}
+	for i, r := range batch {
+		if !r.redo && results[i] == nil {
+			s.wsync.expect()
+			r.syncTo = seq
+		}
 	}
 }
 
