@@ -104,7 +104,8 @@ func benchMutations(b *testing.B, opts Options, workers int) {
 }
 
 // reportBatches reports how writes shared commits since before: writes per commit,
-// the largest batch, and the share of commits that waited for the disk.
+// the largest batch, the share of commits that had to reach the disk, and the fsyncs of
+// the WAL per commit (several durable commits share one).
 func reportBatches(b *testing.B, s *Store, before WriteStats) {
 	st := s.WriteStats()
 	writes, commits, durable := st.Writes-before.Writes, st.Commits-before.Commits, st.Durable-before.Durable
@@ -112,6 +113,7 @@ func reportBatches(b *testing.B, s *Store, before WriteStats) {
 		b.ReportMetric(float64(writes)/float64(commits), "writes/commit")
 		b.ReportMetric(float64(durable)/float64(commits), "durable/commit")
 		b.ReportMetric(float64(st.MaxBatch), "max-batch")
+		b.ReportMetric(float64(st.Syncs-before.Syncs)/float64(commits), "fsyncs/commit")
 	}
 }
 
