@@ -28,6 +28,8 @@ type metrics struct {
 	mutations     *prometheus.CounterVec
 	reconciles    *prometheus.CounterVec
 	commitSeconds prometheus.Histogram
+	syncSeconds   prometheus.Histogram
+	syncCommits   prometheus.Histogram
 	commitBatch   prometheus.Histogram
 }
 
@@ -53,11 +55,15 @@ func newMetrics(reg *prometheus.Registry, indeterminate func() float64) *metrics
 			Help: "Time from the start of a ledger write transaction to the end of its commit.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9)}),
 		commitBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "scripthost_ledger_commit_batch_size",
 			Help: "Writes carried by one ledger commit (group commit).", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}}),
+		syncSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "scripthost_ledger_wal_fsync_duration_seconds",
+			Help: "Time of one fsync of the SQLite ledger's WAL that durable writes waited for.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9)}),
+		syncCommits: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "scripthost_ledger_wal_fsync_commits",
+			Help: "Commits one fsync of the SQLite ledger's WAL put on the disk.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}}),
 	}
 	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scripthost_mutations_indeterminate",
 		Help: "Mutations whose outcome is unknown and that wait for a person."}, indeterminate)
 	reg.MustRegister(m.runsStarted, m.runsCommitted, m.runsFailed, m.phaseSeconds, m.toolSeconds, m.mutations,
-		m.reconciles, m.commitSeconds, m.commitBatch, gauge,
+		m.reconciles, m.commitSeconds, m.commitBatch, m.syncSeconds, m.syncCommits, gauge,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

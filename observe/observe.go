@@ -100,6 +100,13 @@ func (o *Observer) OnCommit(writes int, took time.Duration) {
 	o.m.commitBatch.Observe(float64(writes))
 }
 
+// OnSync records one fsync of the ledger's WAL that durable writes waited for, and
+// how many commits it covered (see sqlite.Options.OnSync).
+func (o *Observer) OnSync(commits int, took time.Duration) {
+	o.m.syncSeconds.Observe(took.Seconds())
+	o.m.syncCommits.Observe(float64(commits))
+}
+
 // Run starts the span of a run being driven.
 func (o *Observer) Run(ctx context.Context, runID string) (context.Context, func(error)) {
 	ctx, span := o.tracer.Start(ctx, "run", trace.WithAttributes(attribute.String("scripthost.run_id", runID)))

@@ -66,6 +66,7 @@ func TestSpansNestAndSlowCallsAreLogged(t *testing.T) {
 	}
 
 	o.OnCommit(3, 1000)
+	o.OnSync(5, 2000)
 	w := httptest.NewRecorder()
 	o.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 	body := w.Body.String()
@@ -73,6 +74,8 @@ func TestSpansNestAndSlowCallsAreLogged(t *testing.T) {
 		`scripthost_tool_call_duration_seconds_count{outcome="network",tool="Svc.apply"} 1`,
 		`scripthost_phase_duration_seconds_count{handler="h",phase="mutate",workflow="w"} 1`,
 		`scripthost_ledger_commit_batch_size_sum 3`,
+		`scripthost_ledger_wal_fsync_commits_sum 5`,
+		`scripthost_ledger_wal_fsync_duration_seconds_count 1`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)

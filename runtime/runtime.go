@@ -52,9 +52,10 @@ type Config struct {
 	Observer Observer
 }
 
-// DefaultConcurrency is the default bound on runs driven at once: a few per CPU, since
-// a run spends part of its time waiting for the disk or a tool.
-func DefaultConcurrency() int { return max(8, 4*goruntime.GOMAXPROCS(0)) }
+// DefaultConcurrency is the default bound on runs driven at once: a few per CPU, and
+// at least 16, since a run spends much of its time waiting: for the writer, for the
+// fsync its in-flight record waits for, for a tool.
+func DefaultConcurrency() int { return max(16, 4*goruntime.GOMAXPROCS(0)) }
 
 // Runtime drives runs. It is safe for concurrent use; the scheduler runs one session
 // per workflow at a time.

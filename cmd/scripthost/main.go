@@ -97,6 +97,10 @@ func (g *globals) createStore(ctx context.Context, hostLock bool) (ledger.Store,
 		if o := g.observer.Load(); o != nil {
 			o.OnCommit(writes, took)
 		}
+	}, OnSync: func(commits int, took time.Duration) {
+		if o := g.observer.Load(); o != nil {
+			o.OnSync(commits, took)
+		}
 	}})
 }
 

@@ -76,7 +76,7 @@ within D.`,
 	cmd.Flags().IntVar(&f.reconcile.MaxAttempts, "reconcile-attempts", 5, "reconcile attempts for an uncertain mutation before a person must resolve it")
 	cmd.Flags().DurationVar(&f.reconcile.BaseDelay, "reconcile-delay", time.Second, "wait after the first undecided reconcile attempt (doubles each time)")
 	cmd.Flags().DurationVar(&f.reconcile.MaxDelay, "reconcile-max-delay", 5*time.Minute, "longest wait between reconcile attempts")
-	cmd.Flags().IntVar(&f.concurrency, "concurrency", 0, "most runs driven at once, across every workflow (0: 4 per CPU, at least 8)")
+	cmd.Flags().IntVar(&f.concurrency, "concurrency", 0, "most runs driven at once, across every workflow (0: 4 per CPU, at least 16)")
 	cmd.Flags().StringVar(&f.lease.Owner, "host-id", "", "this host's name in the leases of a shared (postgres://) ledger (default hostname/pid/random)")
 	cmd.Flags().DurationVar(&f.lease.TTL, "lease-ttl", 15*time.Second, "shared ledger: how long a dead host's workflows wait before another host takes them over")
 	return cmd

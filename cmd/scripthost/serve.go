@@ -78,7 +78,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set.`,
 	fl.IntVar(&f.reconcile.MaxAttempts, "reconcile-attempts", 5, "reconcile attempts for an uncertain mutation before a person must resolve it")
 	fl.DurationVar(&f.reconcile.BaseDelay, "reconcile-delay", time.Second, "wait after the first undecided reconcile attempt (doubles each time)")
 	fl.DurationVar(&f.reconcile.MaxDelay, "reconcile-max-delay", 5*time.Minute, "longest wait between reconcile attempts")
-	fl.IntVar(&f.concurrency, "concurrency", 0, "most runs driven at once, across every workflow (0: 4 per CPU, at least 8)")
+	fl.IntVar(&f.concurrency, "concurrency", 0, "most runs driven at once, across every workflow (0: 4 per CPU, at least 16)")
 	fl.StringVar(&f.lease.Owner, "host-id", "", "this host's name in the leases of a shared (postgres://) ledger")
 	fl.DurationVar(&f.lease.TTL, "lease-ttl", 15*time.Second, "shared ledger: how long a dead host's workflows wait before another host takes them over")
 	return cmd

@@ -68,6 +68,10 @@ type Options struct {
 	// number of writes it carried (group commit batches several) and how long it took
 	// from its start to the end of its commit (metrics).
 	OnCommit func(writes int, took time.Duration)
+	// OnSync, when set, is called after every fsync of the WAL that durable writes
+	// waited for, with the number of commits it put on the disk and how long it took
+	// (metrics). It runs in the goroutine of one of the writes waiting.
+	OnSync func(commits int, took time.Duration)
 }
 
 func (o Options) withDefaults() Options {
@@ -156,7 +160,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := checkHeader(path); err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, opts: opts, reqs: make(chan *writeReq), closed: make(chan struct{}), wsem: make(chan struct{}, 1), wsync: newWALSync(path)}
+	s := &Store{path: path, opts: opts, reqs: make(chan *writeReq), closed: make(chan struct{}), wsem: make(chan struct{}, 1), wsync: newWALSync(path, opts.OnSync)}
 	ms := strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
 
 	// The writer: one connection, immediate transactions so that a transaction takes

@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // walSync puts durable commits on the disk outside the write lock.
@@ -27,6 +28,8 @@ type walSync struct {
 	path string
 	// syncFile flushes the WAL file to the disk: (*os.File).Sync, or a test's fault.
 	syncFile func(*os.File) error
+	// onSync is Options.OnSync.
+	onSync func(commits int, took time.Duration)
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -45,8 +48,8 @@ type walSync struct {
 	fsyncs  atomic.Int64
 }
 
-func newWALSync(dbPath string) *walSync {
-	w := &walSync{path: dbPath + "-wal", syncFile: (*os.File).Sync}
+func newWALSync(dbPath string, onSync func(int, time.Duration)) *walSync {
+	w := &walSync{path: dbPath + "-wal", syncFile: (*os.File).Sync, onSync: onSync}
 	w.cond = sync.NewCond(&w.mu)
 	return w
 }
@@ -77,9 +80,13 @@ func (w *walSync) wait(n uint64) error {
 			continue
 		}
 		w.running = true
-		target := w.committed
+		target, covered := w.committed, int(w.committed-w.synced)
 		w.mu.Unlock()
+		start := time.Now()
 		err := w.fsync()
+		if err == nil && w.onSync != nil {
+			w.onSync(covered, time.Since(start))
+		}
 		w.mu.Lock()
 		w.running = false
 		if err != nil {

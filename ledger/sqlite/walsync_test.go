@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -112,6 +113,8 @@ func TestSyncShared(t *testing.T) {
 	ctx := context.Background()
 	s, _ := tempStore(t)
 	h := holdSyncs(s)
+	var covered atomic.Int64 // what Options.OnSync is told
+	s.wsync.onSync = func(commits int, _ time.Duration) { covered.Add(int64(commits)) }
 	base := s.WriteStats()
 	const n = 8
 	errs := make(chan error, n+1)
@@ -136,6 +139,9 @@ func TestSyncShared(t *testing.T) {
 	st := s.WriteStats()
 	if got := st.Syncs - base.Syncs; got != 2 {
 		t.Errorf("got %d fsyncs for %d durable writes in %d commits, want 2", got, n+1, st.Commits-base.Commits)
+	}
+	if got, want := covered.Load(), st.Commits-base.Commits; got != want {
+		t.Errorf("OnSync was told of %d commits synced, want the %d made", got, want)
 	}
 }
 
