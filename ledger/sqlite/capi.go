@@ -34,6 +34,17 @@ static long long scripthost_data_version(void *db) {
 	return v;
 }
 
+extern const char *sqlite3_db_filename(sqlite3*, const char*);
+extern const char *sqlite3_filename_wal(const char*);
+
+// The name of the main database's WAL as SQLite opens it (symbolic links resolved,
+// the path absolute), or NULL.
+static const char *scripthost_wal_name(void *db) {
+	const char *f = sqlite3_db_filename((sqlite3*)db, "main");
+	if (f == 0 || *f == 0) return 0;
+	return sqlite3_filename_wal(f);
+}
+
 extern void *sqlite3_wal_hook(sqlite3*, int(*)(void*, sqlite3*, const char*, int), void*);
 
 // scripthost_wal_frames is the WAL hook: SQLite calls it after each commit with the
@@ -130,6 +141,15 @@ func handle(v any, field string) (unsafe.Pointer, error) {
 		return nil, fmt.Errorf("sqlite: the driver's %T has no open handle in field %s", v, field)
 	}
 	return f.UnsafePointer(), nil
+}
+
+// walName is the file name of the WAL of db's main database, as SQLite opens it.
+func walName(db unsafe.Pointer) (string, error) {
+	p := C.scripthost_wal_name(db)
+	if p == nil {
+		return "", errors.New("sqlite: the connection has no WAL file name")
+	}
+	return C.GoString(p), nil
 }
 
 // walFrames is where SQLite writes, after each commit on one connection, how many

@@ -160,7 +160,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := checkHeader(path); err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, opts: opts, reqs: make(chan *writeReq), closed: make(chan struct{}), wsem: make(chan struct{}, 1), wsync: newWALSync(path, opts.OnSync)}
+	s := &Store{path: path, opts: opts, reqs: make(chan *writeReq), closed: make(chan struct{}), wsem: make(chan struct{}, 1), wsync: newWALSync(opts.OnSync)}
 	ms := strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
 
 	// The writer: one connection, immediate transactions so that a transaction takes

@@ -25,6 +25,7 @@ import (
 // window loses it, together with every later commit (the WAL keeps a prefix of its
 // commits), before its caller was told it was recorded. RATIONALE.md has the argument.
 type walSync struct {
+	// path is the WAL's name as SQLite opened it (see setPath).
 	path string
 	// syncFile flushes the WAL file to the disk: (*os.File).Sync, or a test's fault.
 	syncFile func(*os.File) error
@@ -48,10 +49,20 @@ type walSync struct {
 	fsyncs  atomic.Int64
 }
 
-func newWALSync(dbPath string, onSync func(int, time.Duration)) *walSync {
-	w := &walSync{path: dbPath + "-wal", syncFile: (*os.File).Sync, onSync: onSync}
+func newWALSync(onSync func(int, time.Duration)) *walSync {
+	w := &walSync{syncFile: (*os.File).Sync, onSync: onSync}
 	w.cond = sync.NewCond(&w.mu)
 	return w
+}
+
+// setPath names the WAL file, as SQLite names it for the write connection: the
+// ledger's path with symbolic links resolved and made absolute, so that a ledger
+// opened through a link, or a process that changes its directory, syncs the file
+// SQLite writes. The write connection sets it when it opens, before its first commit.
+func (w *walSync) setPath(path string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.path = path
 }
 
 // commit numbers a commit the writer just made.
@@ -114,14 +125,17 @@ func (w *walSync) broken() error {
 func (w *walSync) fsync() error {
 	w.fsyncs.Add(1)
 	if w.file == nil {
-		f, err := os.OpenFile(w.path, os.O_RDWR, 0)
+		w.mu.Lock()
+		path := w.path
+		w.mu.Unlock()
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
 		if err != nil {
-			return fmt.Errorf("sqlite: open %s to sync it: %w", w.path, err)
+			return fmt.Errorf("sqlite: open %s to sync it: %w", path, err)
 		}
 		w.file = f
 	}
 	if err := w.syncFile(w.file); err != nil {
-		return fmt.Errorf("sqlite: sync %s: %w (the store takes no more writes; reopen it to go on)", w.path, err)
+		return fmt.Errorf("sqlite: sync %s: %w (the store takes no more writes; reopen it to go on)", w.file.Name(), err)
 	}
 	return nil
 }

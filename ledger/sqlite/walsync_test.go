@@ -162,8 +162,8 @@ func TestSyncFailureStopsWrites(t *testing.T) {
 	h.waitEntered(t, "durable write")
 	h.release <- syscall.EIO
 	err = <-errs
-	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), path+"-wal") {
-		t.Fatalf("durable write: got %v, want the fsync's EIO naming %s-wal", err, path)
+	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "ledger.db-wal") {
+		t.Fatalf("durable write: got %v, want the fsync's EIO naming ledger.db-wal", err)
 	}
 	for name, write := range map[string]func() error{
 		"durable":   func() error { return s.write(ctx, insertEvent("after")) },
@@ -214,5 +214,47 @@ func TestCloseWaitsForSync(t *testing.T) {
 	}
 	if err := <-closed; err != nil {
 		t.Errorf("Close: %v", err)
+	}
+}
+
+// TestSyncFollowsSQLitesWAL checks that the fsync finds the WAL SQLite writes when the
+// ledger is opened through a symbolic link to its file, and after the process changed
+// its directory: the name comes from SQLite, not from the path given to Open.
+func TestSyncFollowsSQLitesWAL(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A fresh ledger, then a link to its file from another directory.
+	s, err := Open(ctx, filepath.Join(real, "ledger.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(real, "ledger.db"), filepath.Join(dir, "link.db")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	s, err = Open(ctx, "link.db", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := os.Chdir(real); err != nil {
+		t.Fatal(err)
+	}
+	base := s.WriteStats()
+	if err := s.write(ctx, insertEvent("linked")); err != nil {
+		t.Fatalf("durable write through a link, after a chdir: %v", err)
+	}
+	if got := s.WriteStats().Syncs - base.Syncs; got != 1 {
+		t.Errorf("got %d fsyncs, want 1", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "link.db-wal")); err == nil {
+		t.Errorf("a WAL beside the link: SQLite writes the one beside the file")
 	}
 }

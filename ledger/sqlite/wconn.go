@@ -85,6 +85,11 @@ func (s *Store) connect(ctx context.Context) (*wconn, error) {
 			if db, err = handle(sc, "db"); err != nil {
 				return err
 			}
+			wal, err := walName(db)
+			if err != nil {
+				return err
+			}
+			s.wsync.setPath(wal)
 			return countFrames(sc, s.ckpt.frames)
 		}); err != nil {
 			conn.Close()
