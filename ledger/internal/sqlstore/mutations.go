@@ -78,28 +78,12 @@ func (r *mutationRow) fields() []any {
 		&r.ReconcileAttempts, &r.NextReconcileAt, &r.ResolvedBy, &r.ResolvedAt, &r.CreatedAt, &r.UpdatedAt}
 }
 
-// Inside a write the row may come from the row cache, as in getRun.
+// getMutation loads a mutation inside a transaction or from the read pool (see
+// readRow).
 func (s *Store) getMutation(ctx context.Context, q sqlx.QueryerContext, id string) (scripthost.Mutation, error) {
-	c := rowCache(q)
-	if c != nil {
-		row, ok, err := s.cachedMutation(ctx, c, id)
-		if err != nil {
-			return scripthost.Mutation{}, err
-		}
-		if ok {
-			return row.mutation(), nil
-		}
-	}
-	var row mutationRow
-	err := q.QueryRowxContext(ctx, `SELECT `+mutationColumns+` FROM mutations WHERE id = ?`+s.forUpdate(q), id).Scan(row.fields()...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return scripthost.Mutation{}, fmt.Errorf("%w: mutation %q", ledger.ErrNotFound, id)
-	}
+	row, err := readRow[mutationRow](ctx, s, q, "mutation", "mutations", mutationColumns, id)
 	if err != nil {
-		return scripthost.Mutation{}, s.dbErr("read mutation", err)
-	}
-	if c != nil {
-		cacheMutation(q, row)
+		return scripthost.Mutation{}, err
 	}
 	return row.mutation(), nil
 }

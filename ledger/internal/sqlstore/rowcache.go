@@ -3,11 +3,15 @@ package sqlstore
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/scripthost/scripthost/ledger"
 )
 
 // RowCache is what a backend's write transaction offers when the backend keeps the
@@ -44,17 +48,6 @@ func rowCache(q sqlx.QueryerContext) RowCache {
 	return c
 }
 
-// cachedRun returns the cached row of run id, checked against the database when the
-// cache says so.
-func (s *Store) cachedRun(ctx context.Context, c RowCache, id string) (runRow, bool, error) {
-	return cachedRow[runRow](ctx, s, c, "run", "runs", runColumns, id)
-}
-
-// cachedMutation is cachedRun for a mutation.
-func (s *Store) cachedMutation(ctx context.Context, c RowCache, id string) (mutationRow, bool, error) {
-	return cachedRow[mutationRow](ctx, s, c, "mutation", "mutations", mutationColumns, id)
-}
-
 // row is what the cache holds: a row type whose pointer scans it (fields) and that
 // copies itself as reading it back would (clone).
 type row[R any] interface {
@@ -85,14 +78,39 @@ func cachedRow[R any, P row[R]](ctx context.Context, s *Store, c RowCache, what,
 	return cached, true, nil
 }
 
-// cacheRun caches a run row tx wrote or read, if tx keeps a cache.
+// readRow reads the row of table with id (what names it in errors) inside a
+// transaction or from the read pool: from q's row cache when q is a write transaction
+// that has it there, else from the database, then caching it.
+func readRow[R any, P row[R]](ctx context.Context, s *Store, q sqlx.QueryerContext, what, table, cols, id string) (R, error) {
+	var zero R
+	c := rowCache(q)
+	if c != nil {
+		if cached, ok, err := cachedRow[R, P](ctx, s, c, what, table, cols, id); err != nil || ok {
+			return cached, err
+		}
+	}
+	row := P(new(R))
+	err := q.QueryRowxContext(ctx, `SELECT `+cols+` FROM `+table+` WHERE id = ?`+s.forUpdate(q), id).Scan(row.fields()...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return zero, fmt.Errorf("%w: %s %q", ledger.ErrNotFound, what, id)
+	}
+	if err != nil {
+		return zero, s.dbErr("read "+what, err)
+	}
+	if c != nil {
+		c.CacheRow(RowKey{table, id}, row.clone())
+	}
+	return *row, nil
+}
+
+// cacheRun caches a run row tx wrote, if tx keeps a cache.
 func cacheRun(tx sqlx.QueryerContext, row runRow) {
 	if c := rowCache(tx); c != nil {
 		c.CacheRow(RowKey{"runs", row.ID}, row.clone())
 	}
 }
 
-// cacheMutation caches a mutation row tx wrote or read, if tx keeps a cache.
+// cacheMutation caches a mutation row tx wrote, if tx keeps a cache.
 func cacheMutation(tx sqlx.QueryerContext, row mutationRow) {
 	if c := rowCache(tx); c != nil {
 		c.CacheRow(RowKey{"mutations", row.ID}, row.clone())

@@ -2,9 +2,7 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -122,30 +120,11 @@ func (r *runRow) fields() []any {
 		&r.ErrorClass, &r.NotBefore, &r.CreatedAt, &r.UpdatedAt}
 }
 
-// getRun loads a run inside a transaction or from the read pool.
-// Inside a write that keeps a row cache (see RowCache) the row comes from the cache
-// when a write of this process left it there.
+// getRun loads a run inside a transaction or from the read pool (see readRow).
 func (s *Store) getRun(ctx context.Context, q sqlx.QueryerContext, id string) (runRec, error) {
-	c := rowCache(q)
-	if c != nil {
-		row, ok, err := s.cachedRun(ctx, c, id)
-		if err != nil || ok {
-			if err != nil {
-				return runRec{}, err
-			}
-			return row.rec()
-		}
-	}
-	var row runRow
-	err := q.QueryRowxContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`+s.forUpdate(q), id).Scan(row.fields()...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return runRec{}, fmt.Errorf("%w: run %q", ledger.ErrNotFound, id)
-	}
+	row, err := readRow[runRow](ctx, s, q, "run", "runs", runColumns, id)
 	if err != nil {
-		return runRec{}, s.dbErr("read run", err)
-	}
-	if c != nil {
-		cacheRun(q, row)
+		return runRec{}, err
 	}
 	return row.rec()
 }
