@@ -145,7 +145,7 @@ func (s *Store) runTx(ctx context.Context, c *wconn, req *writeReq, start time.T
 	if err != nil {
 		return err
 	}
-	s.syncTo([]*writeReq{req}, []error{nil}, seq)
+	s.awaitSync(req, seq)
 	s.count(1, !req.redo, start)
 	return nil
 }
@@ -326,7 +326,7 @@ func (s *Store) runBatch(c *wconn, batch []*writeReq) {
 		} else if seq, err := s.commitTx(tx); err != nil {
 			results[0] = err
 		} else {
-			s.syncTo(batch, results, seq)
+			s.awaitSync(batch[0], seq)
 			s.count(1, durable, start)
 		}
 		return
@@ -365,23 +365,23 @@ func (s *Store) runBatch(c *wconn, batch []*writeReq) {
 	seq, err := s.commitTx(tx)
 	fail(err)
 	if err == nil {
-		s.syncTo(batch, results, seq)
+		for i, r := range batch {
+			if results[i] == nil {
+				s.awaitSync(r, seq)
+			}
+		}
 		s.count(n, durable, start)
 	}
 }
 
-// syncTo has the durable writes of a committed batch wait for commit seq to reach
-// the disk before their callers go on.
-func (s *Store) syncTo(batch []*writeReq, results []error, seq uint64) {
-	if s.opts.SyncEveryCommit {
-		return // the commit waited for the disk itself
+// awaitSync has r, a write committed in commit seq, wait for that commit to reach the
+// disk before its caller goes on, when r is durable.
+func (s *Store) awaitSync(r *writeReq, seq uint64) {
+	if r.redo || s.opts.SyncEveryCommit { // with SyncEveryCommit the commit synced itself
+		return
 	}
-	for i, r := range batch {
-		if !r.redo && results[i] == nil {
-			s.wsync.expect()
-			r.syncTo = seq
-		}
-	}
+	s.wsync.expect()
+	r.syncTo = seq
 }
 
 // runOne runs one request's function, unless its caller gave up before it started or
