@@ -41,13 +41,6 @@ func (h *heldSync) waitEntered(t *testing.T, what string) {
 	}
 }
 
-func insertEvent(id string) writeFunc {
-	return func(ctx context.Context, tx *wtx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO events (workflow, topic, message_id, status, created_at) VALUES ('w', 't', ?, 'pending', 0)`, id)
-		return err
-	}
-}
-
 func returned(errs <-chan error) (error, bool) {
 	select {
 	case err := <-errs:
@@ -151,17 +144,13 @@ func TestSyncShared(t *testing.T) {
 // ledger reopened takes writes again.
 func TestSyncFailureStopsWrites(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := tempStore(t)
 	h := holdSyncs(s)
 	errs := make(chan error, 1)
 	go func() { errs <- s.write(ctx, insertEvent("lost")) }()
 	h.waitEntered(t, "durable write")
 	h.release <- syscall.EIO
-	err = <-errs
+	err := <-errs
 	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "ledger.db-wal") {
 		t.Fatalf("durable write: got %v, want the fsync's EIO naming ledger.db-wal", err)
 	}
@@ -195,10 +184,7 @@ func TestSyncFailureStopsWrites(t *testing.T) {
 // finish its fsync.
 func TestCloseWaitsForSync(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := tempStore(t) // its cleanup's second Close does nothing
 	h := holdSyncs(s)
 	errs := make(chan error, 1)
 	go func() { errs <- s.write(ctx, insertEvent("closing")) }()

@@ -22,13 +22,7 @@ func TestBatchIsolatesWrites(t *testing.T) {
 	ctx := context.Background()
 	s, _ := tempStore(t)
 	boom := errors.New("boom")
-	publish := func(id string) writeFunc {
-		return func(ctx context.Context, tx *wtx) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO events (workflow, topic, message_id, status, created_at)
-				VALUES ('w', 't', ?, 'pending', 0)`, id)
-			return err
-		}
-	}
+	publish := insertEvent
 	then := func(first writeFunc, second func() error) writeFunc {
 		return func(ctx context.Context, tx *wtx) error {
 			if err := first(ctx, tx); err != nil {
@@ -313,13 +307,9 @@ func TestBatchDeadline(t *testing.T) {
 	defer s.Close()
 	slow := func(ctx context.Context, tx *wtx) error {
 		time.Sleep(100 * time.Millisecond) // longer than the batch's deadline
-		_, err := tx.ExecContext(ctx, `INSERT INTO events (workflow, topic, message_id, status, created_at) VALUES ('w', 't', 'slow', 'pending', 0)`)
-		return err
+		return insertEvent("slow")(ctx, tx)
 	}
-	late := func(ctx context.Context, tx *wtx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO events (workflow, topic, message_id, status, created_at) VALUES ('w', 't', 'late', 'pending', 0)`)
-		return err
-	}
+	late := insertEvent("late")
 	batch := []*writeReq{{ctx: ctx, fn: slow, done: make(chan error, 1)}, {ctx: ctx, fn: late, done: make(chan error, 1)}}
 	s.runBatch(acquired(t, s), batch)
 	if err := answer(s, batch[0]); err != nil {
@@ -350,10 +340,7 @@ func TestBeginEndsLeftoverTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.release(nil)
-	if err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO events (workflow, topic, message_id, status, created_at) VALUES ('w', 't', 'a', 'pending', 0)`)
-		return err
-	}); err != nil {
+	if err := s.write(ctx, insertEvent("a")); err != nil {
 		t.Fatalf("write after a leftover transaction: %v", err)
 	}
 	if evs, err := s.Events(ctx, ledger.EventFilter{}); err != nil || len(evs) != 1 {
@@ -372,6 +359,14 @@ func tempStore(t testing.TB) (*Store, string) {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s, path
+}
+
+// insertEvent is a write storing a pending event with message id id.
+func insertEvent(id string) writeFunc {
+	return func(ctx context.Context, tx *wtx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO events (workflow, topic, message_id, status, created_at) VALUES ('w', 't', ?, 'pending', 0)`, id)
+		return err
+	}
 }
 
 // answer is what submit returns for a write of a batch a test ran by hand: its
