@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -153,4 +154,52 @@ func ConsumerRuns(b *testing.B, workflows int, effect Effect) {
 	if effect == Count && counted.Load() != int64(b.N) {
 		b.Fatalf("%d mutations made for %d runs", counted.Load(), b.N)
 	}
+	if effect == FileWrite {
+		fileSystemAlone(b, dir, workflows)
+	}
+}
+
+// fsSample is how many files fileSystemAlone writes at most.
+const fsSample = 2000
+
+// fileSystemAlone measures the file system's own share of the FileWrite effect, right
+// after the runs and beside their files: the same Files.write (a new file created,
+// written, fsynced and renamed into place) called directly, by as many writers as
+// there were workflows, with no sandbox and no ledger. It reports fs-files/s and the
+// CPU each file took (fs-cpu-µs/file, the kernel's included): where the file system
+// itself allows fewer files a second than a target's runs, no host can meet it.
+//
+// Why it matters on some file systems: ext4 without a journal, allocating an inode,
+// skips every inode of the directory's block group freed in the last minutes (its
+// recently_deleted check), reading their inode table blocks. So its cost grows with
+// the files deleted there lately, by earlier benchmarks' clean-up among them.
+func fileSystemAlone(b *testing.B, dir string, writers int) {
+	ws, err := workspace.New(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := min(b.N, fsSample)
+	cpu0 := benchcmp.CPUTime()
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for range writers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				if err := ws.Write("bench", fmt.Sprintf("out/fs-%d.txt", i), []byte("x")); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	wall, cpu := time.Since(start), benchcmp.CPUTime()-cpu0
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(n)/wall.Seconds(), "fs-files/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "fs-cpu-µs/file")
 }

@@ -82,6 +82,10 @@ var absolute = map[string]float64{
 	"agent/BenchmarkAgentToolDispatch":  1e6,
 }
 
+// fsRate is the metric of a row whose work writes files: the file system's own rate
+// for that file work, measured beside it (benchrun's fileSystemAlone).
+const fsRate = "fs-files/s"
+
 // result is what one benchmark line reported: metric → value.
 type result map[string]float64
 
@@ -208,7 +212,13 @@ func table(results map[string]result) string {
 			}
 		case r.rate:
 			rate := subj[r.unit]
-			ratio += fmt.Sprintf(" (%.0f %s)", rate, r.unit)
+			note := ""
+			if fs, ok := subj[fsRate]; ok {
+				// The file system's own rate for the row's file work, measured in the
+				// same run: a ceiling that no host can exceed.
+				note = fmt.Sprintf("; the file system alone: %.0f files/s", fs)
+			}
+			ratio += fmt.Sprintf(" (%.0f %s%s)", rate, r.unit, note)
 			if r.limit > 0 {
 				target = fmt.Sprintf("≥ %.0f %s", r.limit, r.unit)
 				met = yes(rate >= r.limit)
