@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"unicode"
@@ -27,6 +28,10 @@ import (
 type wconn struct {
 	conn  *sqlx.Conn
 	plain map[string]*sqlx.Stmt
+	// execs are the statements execArgs runs, prepared on the driver's connection;
+	// args its argument slice, reused from statement to statement.
+	execs map[string]execStmt
+	args  []driver.NamedValue
 	named map[string]*sqlx.NamedStmt
 	// statements counts the statements run on the connection (WriteStats).
 	statements *atomic.Int64
@@ -96,7 +101,7 @@ func (s *Store) connect(ctx context.Context) (*wconn, error) {
 			<-s.wsem
 			return nil, s.dbErr("begin", err)
 		}
-		s.wc = &wconn{conn: conn, plain: map[string]*sqlx.Stmt{}, named: map[string]*sqlx.NamedStmt{},
+		s.wc = &wconn{conn: conn, plain: map[string]*sqlx.Stmt{}, execs: map[string]execStmt{}, named: map[string]*sqlx.NamedStmt{},
 			statements: &s.stats.statements, db: db, cache: newRowCache()}
 	}
 	return s.wc, nil
@@ -130,6 +135,12 @@ func (c *wconn) close() error {
 	for _, st := range c.plain {
 		errs = append(errs, st.Close())
 	}
+	_ = c.conn.Raw(func(any) error { // the driver's statements close on its connection
+		for _, st := range c.execs {
+			errs = append(errs, st.Close())
+		}
+		return nil
+	})
 	for _, st := range c.named {
 		errs = append(errs, st.Close())
 	}
@@ -141,12 +152,59 @@ func (c *wconn) close() error {
 // one-call path for a statement without arguments compiles it every time, and a batch
 // runs two savepoint statements per write besides its BEGIN and COMMIT.
 func (c *wconn) exec(ctx context.Context, query string) error {
-	st, err := c.stmt(stmtContext(ctx), query)
-	if err != nil {
-		return err
-	}
-	_, err = st.ExecContext(stmtContext(ctx))
+	_, err := c.execArgs(stmtContext(ctx), query, nil)
 	return err
+}
+
+// execArgs runs query with args on the connection, prepared at its first use and kept.
+// It goes to the driver directly, inside Raw, rather than through a database/sql
+// statement: for the writer's short statements, database/sql's per-call work (its
+// connection bookkeeping, an argument slice allocated and converted per call, the
+// result wrapped) cost about as much Go time as SQLite's own. The checks it made are
+// kept: each argument converted as database/sql converts it (driver.Valuer included),
+// and their number checked against the statement's.
+func (c *wconn) execArgs(ctx context.Context, query string, args []any) (res driver.Result, err error) {
+	c.statements.Add(1)
+	err = c.conn.Raw(func(dc any) error {
+		st := c.execs[query]
+		if st == nil {
+			pc, ok := dc.(driver.ConnPrepareContext)
+			if !ok {
+				return fmt.Errorf("sqlite: driver connection %T cannot prepare with a context", dc)
+			}
+			ps, err := pc.PrepareContext(ctx, query)
+			if err != nil {
+				return err
+			}
+			if st, ok = ps.(execStmt); !ok {
+				ps.Close()
+				return fmt.Errorf("sqlite: driver statement %T cannot run with a context", ps)
+			}
+			c.execs[query] = st
+		}
+		if want := st.NumInput(); want >= 0 && want != len(args) {
+			return fmt.Errorf("sql: expected %d arguments, got %d", want, len(args))
+		}
+		named := c.args[:0]
+		for i, a := range args {
+			v, err := driver.DefaultParameterConverter.ConvertValue(a)
+			if err != nil {
+				return fmt.Errorf("sql: converting argument $%d type: %w", i+1, err)
+			}
+			named = append(named, driver.NamedValue{Ordinal: i + 1, Value: v})
+		}
+		res, err = st.ExecContext(ctx, named)
+		clear(named) // kept for the next statement, without this one's values
+		c.args = named[:0]
+		return err
+	})
+	return res, err
+}
+
+// execStmt is a driver statement run by execArgs.
+type execStmt interface {
+	driver.Stmt
+	driver.StmtExecContext
 }
 
 // stmt counts a statement run on the connection and returns it prepared: at its first
@@ -183,11 +241,7 @@ type wtx struct {
 }
 
 func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	st, err := t.c.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.ExecContext(ctx, args...)
+	return t.c.execArgs(ctx, query, args)
 }
 
 func (t *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {

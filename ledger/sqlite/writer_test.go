@@ -2,17 +2,21 @@ package sqlite
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	sqlite3 "github.com/mattn/go-sqlite3"
 
+	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -493,5 +497,98 @@ func TestStatementsPerConsumerRun(t *testing.T) {
 	t.Logf("%.1f statements per consumer run", per)
 	if per > maxStatementsPerRun {
 		t.Errorf("got %.1f statements per consumer run, want at most %d", per, maxStatementsPerRun)
+	}
+}
+
+// upper is an argument that converts itself (driver.Valuer), as the ledger's JSON
+// columns do.
+type upper string
+
+func (u upper) Value() (driver.Value, error) { return strings.ToUpper(string(u)), nil }
+
+// TestWriterExecArguments: the writer's statements go to the driver without
+// database/sql, and keep its argument handling. Arguments are converted as
+// database/sql converts them (a named string type, an int, a driver.Valuer, nil); a
+// wrong number of them, or one of no SQL type, fails the write with nothing stored
+// instead of binding NULL or panicking; and a statement is compiled once, however
+// often it runs.
+func TestWriterExecArguments(t *testing.T) {
+	ctx := context.Background()
+	s, _ := tempStore(t)
+	const insert = `INSERT INTO events (workflow, topic, message_id, payload, status, attempt, created_at) VALUES (?, ?, ?, ?, ?, ?, 0)`
+	var compiled atomic.Int64
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		return tx.c.conn.Raw(func(dc any) error {
+			dc.(*sqlite3.SQLiteConn).RegisterAuthorizer(func(op int, table, _, _ string) int {
+				if op == sqlite3.SQLITE_INSERT && table == "events" {
+					compiled.Add(1)
+				}
+				return sqlite3.SQLITE_OK
+			})
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+			res, err := tx.ExecContext(ctx, insert, "w", "t", fmt.Sprint("m", i), upper("payload"), scripthost.EventPending, i)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				return fmt.Errorf("rows affected %d, %v; want 1", n, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("insert %d: %v", i, err)
+		}
+	}
+	if n := compiled.Load(); n != 1 {
+		t.Errorf("the INSERT was compiled %d times for 3 runs, want once", n)
+	}
+	var payload, status string
+	var attempt int
+	if err := s.r.QueryRowContext(ctx, `SELECT payload, status, attempt FROM events WHERE message_id = 'm2'`).Scan(&payload, &status, &attempt); err != nil {
+		t.Fatal(err)
+	}
+	if payload != "PAYLOAD" || status != "pending" || attempt != 2 {
+		t.Errorf("stored payload %q, status %q, attempt %d; want PAYLOAD, pending, 2", payload, status, attempt)
+	}
+
+	for _, c := range []struct {
+		name string
+		args []any
+		want string
+	}{
+		{"too few", []any{"w", "t", "m9", nil, "pending"}, "expected 6 arguments, got 5"},
+		{"too many", []any{"w", "t", "m9", nil, "pending", 0, 1}, "expected 6 arguments, got 7"},
+		{"no SQL type", []any{"w", "t", "m9", struct{}{}, "pending", 0}, "converting argument $4"},
+	} {
+		err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+			_, err := tx.ExecContext(ctx, insert, c.args...)
+			return err
+		})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE message_id = 'm9'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("after the failed writes: %d rows of m9 (%v), want none", n, err)
+	}
+	// A nil argument is NULL.
+	err = s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		_, err := tx.ExecContext(ctx, insert, "w", "t", "m10", nil, "pending", 0)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var isNull bool
+	if err := s.r.QueryRowContext(ctx, `SELECT payload IS NULL FROM events WHERE message_id = 'm10'`).Scan(&isNull); err != nil || !isNull {
+		t.Errorf("payload of m10 NULL: %v (%v), want true", isNull, err)
 	}
 }
