@@ -21,7 +21,7 @@ import (
 	"github.com/scripthost/scripthost/sandbox/js"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { pgtest.Main(m, benchrun.RemoveWorkspaces) }
 
 // BenchmarkHosts measures end-to-end consumer runs (prepare → durable mutation with a
 // Files.write → next → commit) with 16 workflows per host running at once, so 16
@@ -55,7 +55,7 @@ func BenchmarkHosts(b *testing.B) {
 func benchHosts(b *testing.B, hosts int, open func(*testing.B) ledger.Store) {
 	const perHost = 16
 	ctx := context.Background()
-	dir := b.TempDir()
+	dir := benchrun.Workspace(b)
 	var stores []ledger.Store
 	var rts []*runtime.Runtime
 	for h := range hosts {

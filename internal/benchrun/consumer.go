@@ -77,6 +77,10 @@ func counterTool(n *atomic.Int64) *hostfuncs.Tool {
 func ConsumerRuns(b *testing.B, workflows int, effect Effect) {
 	ctx := context.Background()
 	dir := b.TempDir()
+	files := dir // the workspace: kept until the process ends where runs write files
+	if effect == FileWrite {
+		files = Workspace(b)
+	}
 	// The writer's busy time: how long its transactions took, from their start to the
 	// end of their commit (the durable writes' fsync of the WAL comes after, outside the
 	// writer). Near the wall time, the one writer is what bounds the runs.
@@ -88,7 +92,7 @@ func ConsumerRuns(b *testing.B, workflows int, effect Effect) {
 	}
 	defer st.Close()
 	reg := hostfuncs.NewRegistry()
-	tools, err := workspace.Tools(dir)
+	tools, err := workspace.Tools(files)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -155,7 +159,7 @@ func ConsumerRuns(b *testing.B, workflows int, effect Effect) {
 		b.Fatalf("%d mutations made for %d runs", counted.Load(), b.N)
 	}
 	if effect == FileWrite {
-		fileSystemAlone(b, dir, workflows)
+		fileSystemAlone(b, files, workflows)
 	}
 }
 

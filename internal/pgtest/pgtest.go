@@ -39,11 +39,15 @@ var (
 	skipMsg string
 )
 
-// Main runs the package's tests and stops the server they started, if any.
-func Main(m *testing.M) {
+// Main runs the package's tests and stops the server they started, if any, then runs
+// the package's own clean-up, after.
+func Main(m *testing.M, after ...func()) {
 	code := m.Run()
 	if srv != nil {
 		srv.stop()
+	}
+	for _, f := range after {
+		f()
 	}
 	os.Exit(code)
 }
