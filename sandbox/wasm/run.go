@@ -77,7 +77,7 @@ func (p *Program) run(ctx context.Context, c *call, before func(context.Context,
 			return result(), p.failure(c.parent, c, in.mod, c.fn, err)
 		}
 	}
-	if _, err := in.mod.ExportedFunction(c.fn).Call(ctx); err != nil && !exitedOK(err) {
+	if _, err := in.fn(c.fn).Call(ctx); err != nil && !exitedOK(err) {
 		return result(), p.failure(c.parent, c, in.mod, c.fn, err)
 	}
 	res := result()

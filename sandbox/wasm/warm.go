@@ -22,6 +22,11 @@ type instance struct {
 	mod api.Module
 	mem *linearMemory
 	io  *instanceIO
+	// fns are the exports invoked in the instance, looked up at their first call and
+	// kept with it: wazero makes each looked-up function a call engine of its own, its
+	// stack allocated anew, which cost a reused instance's phase more than its guest's
+	// work. An instance serves one invocation at a time, as a function must.
+	fns map[string]api.Function
 	// snap is the state after initialization; nil when the instance is not reused.
 	snap *snapshot
 }
@@ -248,6 +253,19 @@ func (in *instance) reset() bool {
 		g.Set(in.snap.values[i])
 	}
 	return true
+}
+
+// fn returns the instance's export name, nil if there is none.
+func (in *instance) fn(name string) api.Function {
+	if f, ok := in.fns[name]; ok {
+		return f
+	}
+	f := in.mod.ExportedFunction(name)
+	if in.fns == nil {
+		in.fns = map[string]api.Function{}
+	}
+	in.fns[name] = f
+	return f
 }
 
 func (in *instance) close() { _ = in.mod.Close(context.Background()) }

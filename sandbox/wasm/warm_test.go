@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -244,5 +245,36 @@ func TestIdleBudget(t *testing.T) {
 		if e.idle.used != 0 {
 			t.Errorf("budget %d: %d bytes still counted after Close", tt.max, e.idle.used)
 		}
+	}
+}
+
+// TestReusedCallEngine: a reused instance keeps the functions it called, with their
+// call engines: wazero gives each looked-up export a call engine of its own with a
+// stack of its own (about 12 KB), which, looked up at every invocation, was most of
+// what a warm phase allocated. A warm phase with one tool call now allocates a few
+// KB at most.
+func TestReusedCallEngine(t *testing.T) {
+	p := loadWAT(t, newEngine(t, Options{}), "bench.wasm")
+	inv := sandbox.Invocation{Function: "call_tool", Tools: echoTools{}}
+	for range 3 { // warm: instances made and pooled
+		invokeValue(t, p, inv)
+	}
+	const phases = 200
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range phases {
+		if _, err := p.Invoke(context.Background(), inv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if p.reused.Load() < phases {
+		t.Fatalf("%d of %d invocations reused an instance", p.reused.Load(), phases)
+	}
+	perPhase := (after.TotalAlloc - before.TotalAlloc) / phases
+	t.Logf("%d bytes allocated per warm phase", perPhase)
+	if perPhase > 6<<10 {
+		t.Errorf("a warm phase allocated %d bytes, want at most 6 KiB: is a call engine made at every invocation?", perPhase)
 	}
 }
