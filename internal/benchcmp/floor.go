@@ -41,10 +41,20 @@ func TwoCommitFloor(b *testing.B, db *sql.DB, workers int) {
 // resetting the timer before and stopping it after; the first error fails b.
 func Workers(b *testing.B, workers, n int, fn func(i int) error) {
 	b.Helper()
+	b.ResetTimer()
+	err := Parallel(workers, n, fn)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// Parallel makes n calls of fn (with i from 0 to n-1) shared by workers goroutines,
+// untimed, and returns the first error; a worker stops at its error, the others go on.
+func Parallel(workers, n int, fn func(i int) error) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
-	b.ResetTimer()
 	for range workers {
 		wg.Go(func() {
 			for {
@@ -60,9 +70,6 @@ func Workers(b *testing.B, workers, n int, fn func(i int) error) {
 		})
 	}
 	wg.Wait()
-	b.StopTimer()
 	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	return <-errs
 }

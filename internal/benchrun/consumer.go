@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -170,13 +169,9 @@ const fsSample = 2000
 // after the runs and beside their files: the same Files.write (a new file created,
 // written, fsynced and renamed into place) called directly, by as many writers as
 // there were workflows, with no sandbox and no ledger. It reports fs-files/s and the
-// CPU each file took (fs-cpu-µs/file, the kernel's included): where the file system
-// itself allows fewer files a second than a target's runs, no host can meet it.
-//
-// Why it matters on some file systems: ext4 without a journal, allocating an inode,
-// skips every inode of the directory's block group freed in the last minutes (its
-// recently_deleted check), reading their inode table blocks. So its cost grows with
-// the files deleted there lately, by earlier benchmarks' clean-up among them.
+// CPU each file took (fs-cpu-µs/file, the kernel's included): a run that writes a
+// file goes no faster than the file system writes it, and what the file system
+// allows changes with what was removed beside the directory lately (see Workspace).
 func fileSystemAlone(b *testing.B, dir string, writers int) {
 	ws, err := workspace.New(dir)
 	if err != nil {
@@ -185,23 +180,11 @@ func fileSystemAlone(b *testing.B, dir string, writers int) {
 	n := min(b.N, fsSample)
 	cpu0 := benchcmp.CPUTime()
 	start := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for range writers {
-		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				if err := ws.Write("bench", fmt.Sprintf("out/fs-%d.txt", i), []byte("x")); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	err = benchcmp.Parallel(writers, n, func(i int) error {
+		return ws.Write("bench", fmt.Sprintf("out/fs-%d.txt", i), []byte("x"))
+	})
 	wall, cpu := time.Since(start), benchcmp.CPUTime()-cpu0
-	close(errs)
-	for err := range errs {
+	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(n)/wall.Seconds(), "fs-files/s")
