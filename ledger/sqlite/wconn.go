@@ -186,6 +186,10 @@ func (c *wconn) execArgs(ctx context.Context, query string, args []any) (res dri
 			return fmt.Errorf("sql: expected %d arguments, got %d", want, len(args))
 		}
 		named := c.args[:0]
+		defer func() {
+			clear(named) // kept for the next statement, without this one's values
+			c.args = named[:0]
+		}()
 		for i, a := range args {
 			v, err := driver.DefaultParameterConverter.ConvertValue(a)
 			if err != nil {
@@ -194,8 +198,6 @@ func (c *wconn) execArgs(ctx context.Context, query string, args []any) (res dri
 			named = append(named, driver.NamedValue{Ordinal: i + 1, Value: v})
 		}
 		res, err = st.ExecContext(ctx, named)
-		clear(named) // kept for the next statement, without this one's values
-		c.args = named[:0]
 		return err
 	})
 	return res, err
