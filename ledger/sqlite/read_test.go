@@ -20,19 +20,27 @@ import (
 )
 
 // countPrepares counts the SELECT statements SQLite compiles on the store's one read
-// connection (Options.ReadConns 1) from now on: the authorizer is called when a
-// statement is prepared or re-prepared, never when a prepared one is run again.
+// connection (Options.ReadConns 1) from now on.
 func countPrepares(t *testing.T, s *Store) *atomic.Int64 {
 	t.Helper()
-	var n atomic.Int64
 	c, err := s.r.Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	err = c.Raw(func(dc any) error {
-		dc.(*sqlite3.SQLiteConn).RegisterAuthorizer(func(op int, _, _, _ string) int {
-			if op == sqlite3.SQLITE_SELECT {
+	return countCompiled(t, c.Raw, sqlite3.SQLITE_SELECT, "")
+}
+
+// countCompiled counts, from now on, the statements SQLite compiles on the connection
+// raw reaches (a Conn's Raw) that do op on table (any table for ""): the authorizer is
+// called when a statement is prepared or re-prepared, never when a prepared one is run
+// again.
+func countCompiled(t *testing.T, raw func(func(any) error) error, op int, table string) *atomic.Int64 {
+	t.Helper()
+	var n atomic.Int64
+	err := raw(func(dc any) error {
+		dc.(*sqlite3.SQLiteConn).RegisterAuthorizer(func(o int, tbl, _, _ string) int {
+			if o == op && (table == "" || tbl == table) {
 				n.Add(1)
 			}
 			return sqlite3.SQLITE_OK

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -516,21 +515,9 @@ func TestWriterExecArguments(t *testing.T) {
 	ctx := context.Background()
 	s, _ := tempStore(t)
 	const insert = `INSERT INTO events (workflow, topic, message_id, payload, status, attempt, created_at) VALUES (?, ?, ?, ?, ?, ?, 0)`
-	var compiled atomic.Int64
-	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
-		return tx.c.conn.Raw(func(dc any) error {
-			dc.(*sqlite3.SQLiteConn).RegisterAuthorizer(func(op int, table, _, _ string) int {
-				if op == sqlite3.SQLITE_INSERT && table == "events" {
-					compiled.Add(1)
-				}
-				return sqlite3.SQLITE_OK
-			})
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := acquired(t, s)
+	compiled := countCompiled(t, c.conn.Raw, sqlite3.SQLITE_INSERT, "events")
+	s.release(nil)
 	for i := range 3 {
 		err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
 			res, err := tx.ExecContext(ctx, insert, "w", "t", fmt.Sprint("m", i), upper("payload"), scripthost.EventPending, i)
@@ -580,7 +567,7 @@ func TestWriterExecArguments(t *testing.T) {
 		t.Errorf("after the failed writes: %d rows of m9 (%v), want none", n, err)
 	}
 	// A nil argument is NULL.
-	err = s.write(ctx, func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
 		_, err := tx.ExecContext(ctx, insert, "w", "t", "m10", nil, "pending", 0)
 		return err
 	})
