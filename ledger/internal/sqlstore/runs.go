@@ -155,8 +155,8 @@ func (r *runRow) values() []any { return valuesOf(r.fields()) }
 // on them (the primary key, runs_workflow) out of the update: SQLite rewrites each
 // index whose columns are SET, changed or not, and every index of the table when a
 // SET column is a foreign key into the table itself. So superseded_by is SET (bit 0)
-// only once a retry has set it, and status (bit 1) only where the dialect does not
-// rewrite unchanged indexes; elsewhere updateRunStatusSQL sets it when it changed.
+// only once a retry has set it, and status (bit 1) where the dialect does not rewrite
+// unchanged indexes or where the transition changes it.
 // Three to four pages fewer to write per transition in SQLite, and room for
 // heap-only updates in PostgreSQL.
 var runUpdates = func() (q [4]update) {
@@ -172,10 +172,6 @@ var runUpdates = func() (q [4]update) {
 	}
 	return q
 }()
-
-// updateRunStatusSQL sets a run's status when it changed: a row the WHERE leaves out
-// is not written, nor is its entry in runs_status.
-const updateRunStatusSQL = `UPDATE runs SET status = ? WHERE id = ? AND status <> ?`
 
 // update is an UPDATE of a row by its id (the first column) setting every column but
 // some, with positional parameters: its arguments are picked from the row's values in
@@ -231,16 +227,11 @@ func (s *Store) saveRun(ctx context.Context, tx Tx, rec runRec, via ...scripthos
 	if rec.SupersededBy != "" { // never unset: the stored column is NULL when rec's is ""
 		i |= 1
 	}
-	if !s.d.RewritesSetIndexes {
+	if !s.d.RewritesSetIndexes || rec.Status != rec.stored {
 		i |= 2
 	}
 	if _, err = tx.ExecContext(ctx, runUpdates[i].q, runUpdates[i].args(row.values())...); err != nil {
 		return s.dbErr("update run", err)
-	}
-	if s.d.RewritesSetIndexes && rec.Status != rec.stored {
-		if _, err := tx.ExecContext(ctx, updateRunStatusSQL, row.Status, row.ID, row.Status); err != nil {
-			return s.dbErr("update run", err)
-		}
 	}
 	cacheRun(tx, row)
 	noteRun(tx, rec.ID, false)
