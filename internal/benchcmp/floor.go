@@ -11,9 +11,10 @@ import (
 
 // FloorDSN returns the data source name of the plain-SQLite reference for a file with
 // mattn/go-sqlite3 (which the calling test imports): WAL, synchronous=FULL, immediate
-// transactions, the settings of the ledger's in-flight write.
+// transactions, the settings of the ledger's in-flight write, and no mutex of SQLite's
+// own on the connection, as the ledger's connections have none.
 func FloorDSN(path string) string {
-	return "file:" + path + "?_journal_mode=WAL&_synchronous=FULL&_txlock=immediate&_busy_timeout=5000"
+	return "file:" + path + "?_journal_mode=WAL&_synchronous=FULL&_txlock=immediate&_busy_timeout=5000&_mutex=no"
 }
 
 // TwoCommitFloor is what a durable effect costs on plain SQLite at the least, without

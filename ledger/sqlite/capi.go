@@ -23,6 +23,20 @@ static int scripthost_reprepares(void *stmt) {
 	return sqlite3_stmt_status((sqlite3_stmt*)stmt, 5, 0);
 }
 
+extern int sqlite3_config(int, ...);
+extern long long sqlite3_memory_used(void);
+extern void *sqlite3_db_mutex(sqlite3*);
+
+// SQLITE_CONFIG_MEMSTATUS off: sqlite3_malloc and sqlite3_free then keep no statistics,
+// and take no global mutex to keep them. Only before SQLite is initialised.
+static int scripthost_memstatus_off(void) { return sqlite3_config(9, 0); }
+
+static long long scripthost_memory_used(void) { return sqlite3_memory_used(); }
+
+// Whether the connection serialises its calls with a mutex of its own (it was opened
+// with SQLITE_OPEN_FULLMUTEX, the driver's default).
+static int scripthost_has_mutex(void *db) { return sqlite3_db_mutex((sqlite3*)db) != 0; }
+
 extern int sqlite3_file_control(sqlite3*, const char*, int, void*);
 
 // SQLITE_FCNTL_DATA_VERSION of the main database: a counter that changes at every
@@ -70,6 +84,28 @@ import (
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
+
+// memstatusOff is what SQLite answered the package's request, made when the program
+// starts, before any connection opens, to keep no memory statistics: 0 when it took
+// effect, 21 (SQLITE_MISUSE) when SQLite was initialised before. SQLite's statistics
+// take a process-wide mutex at every allocation and free (SQLite recommends building
+// with SQLITE_DEFAULT_MEMSTATUS=0; the driver does not). The setting is the process's:
+// sqlite3_memory_used and the soft heap limit, which the store does not use, then
+// report nothing for any connection.
+var memstatusOff = int(C.scripthost_memstatus_off())
+
+// memoryUsed is SQLite's count of the memory it has allocated: 0 while it keeps no
+// statistics.
+func memoryUsed() int64 { return int64(C.scripthost_memory_used()) }
+
+// hasMutex reports whether c serialises its calls with a mutex of its own.
+func hasMutex(c *sqlite3.SQLiteConn) (bool, error) {
+	db, err := handle(c, "db")
+	if err != nil {
+		return false, err
+	}
+	return C.scripthost_has_mutex(db) != 0, nil
+}
 
 // driverName is the driver the store opens its connections with: the SQLite driver
 // with the query planner's stability guarantee switched on for every connection.

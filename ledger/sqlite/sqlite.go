@@ -181,6 +181,11 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 		wq.Set("_synchronous", "NORMAL")
 	}
 	wq.Set("_txlock", "immediate")
+	// No connection of the store needs SQLite's mutex (SQLITE_OPEN_NOMUTEX; the driver
+	// opens with SQLITE_OPEN_FULLMUTEX): database/sql hands a connection to one
+	// goroutine at a time and holds its lock around every call into the driver, so
+	// SQLite's own lock, taken and released in every API call, guarded nothing.
+	wq.Set("_mutex", "no")
 	w, err := sqlx.Open(driverName, path+"?"+wq.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -194,6 +199,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// which counts its frames for it.
 	cq := url.Values{}
 	cq.Set("_busy_timeout", ms)
+	cq.Set("_mutex", "no")
 	c, err := sqlx.Open(driverName, path+"?"+cq.Encode())
 	if err != nil {
 		w.Close()
@@ -216,6 +222,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	rq.Set("_busy_timeout", ms)
 	rq.Set("_foreign_keys", "1")
 	rq.Set("_query_only", "1")
+	rq.Set("_mutex", "no")
 	rq.Set("_stmt_cache_size", strconv.Itoa(readStmtCache))
 	r, err := sqlx.Open(driverName, path+"?"+rq.Encode())
 	if err != nil {
