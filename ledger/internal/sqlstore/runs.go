@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -238,14 +239,46 @@ func (s *Store) saveRun(ctx context.Context, tx Tx, rec runRec, via ...scripthos
 	return s.snapshots(ctx, tx, rec.Run, via)
 }
 
+// snapshots logs the snapshots of a transition: via, the states the run passed
+// through, then run. Where the log holds them (Dialect.Embedded), each is logged as a
+// change from the one before (see encodeSnapshot); the run's last snapshot before the
+// transition is the one the row cache keeps under snapshotKey, put there when this
+// process logged it, and missing from it (the snapshot logged whole) when the run was
+// last moved by another process, an older version or before the cache started over.
 func (s *Store) snapshots(ctx context.Context, tx Tx, run scripthost.Run, via []scripthost.Run) error {
-	for _, v := range via {
-		if err := s.snapshot(ctx, tx, v); err != nil {
-			return err
+	var last *scripthost.Run
+	c := rowCache(tx)
+	if c != nil && s.d.Embedded {
+		if v, ok := c.CachedRow(snapshotKey(run.ID)); ok {
+			prev := v.(scripthost.Run)
+			last = &prev
+			if c.VerifyRows() {
+				if err := s.verifyLastSnapshot(ctx, tx, last); err != nil {
+					return err
+				}
+			}
 		}
 	}
-	return s.snapshot(ctx, tx, run)
+	for _, v := range via {
+		if err := s.snapshot(ctx, tx, last, &v); err != nil {
+			return err
+		}
+		last = &v
+	}
+	if err := s.snapshot(ctx, tx, last, &run); err != nil {
+		return err
+	}
+	if c != nil && s.d.Embedded {
+		// Kept as it is: the store and its callers give a run new values rather than
+		// change its JSON in place. A value changed in place anyway would be logged
+		// again, not lost: the next transition's run is read from its row.
+		c.CacheRow(snapshotKey(run.ID), run)
+	}
+	return nil
 }
+
+// snapshotKey is where the row cache keeps a run's last snapshot (see snapshots).
+func snapshotKey(runID string) RowKey { return RowKey{Table: "snapshot", ID: runID} }
 
 // snapshotType is the lifecycle-log type of a snapshot where the log holds them
 // (Dialect.Embedded): an entry LifecycleEvents leaves out and callers cannot log.
@@ -257,20 +290,27 @@ const snapshotSQL = `INSERT INTO run_snapshots (run_id, seq, phase, status, run,
 	SELECT CAST(? AS TEXT), COALESCE(MAX(seq), 0) + 1, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT)
 	FROM run_snapshots WHERE run_id = ?`
 
-func (s *Store) snapshot(ctx context.Context, tx Tx, run scripthost.Run) error {
-	b, err := json.Marshal(run)
-	if err != nil {
-		return fmt.Errorf("%s: snapshot run %s: %w", s.name, run.ID, err)
-	}
+// snapshot logs one snapshot of run, last being the run's snapshot before it (nil when
+// there is none, or it is not at hand).
+func (s *Store) snapshot(ctx context.Context, tx Tx, last, run *scripthost.Run) error {
 	if s.d.Embedded {
 		// An entry of the run's lifecycle log, written with the transaction's events
-		// in their one INSERT (see withEvents), or by itself outside one.
+		// in their one INSERT (see withEvents), or by itself outside one; as a change
+		// from the last snapshot where there is one (see encodeSnapshot).
+		b, err := encodeSnapshot(last, run)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
 		snap := ledger.LifecycleEvent{RunID: run.ID, Type: snapshotType, Data: b, At: run.UpdatedAt}
 		if et, ok := tx.(*eventTx); ok {
 			et.snaps = append(et.snaps, snap)
 			return nil
 		}
 		return s.appendEvents(ctx, tx, nil, []ledger.LifecycleEvent{snap}, nil, nil)
+	}
+	b, err := json.Marshal(run)
+	if err != nil {
+		return fmt.Errorf("%s: snapshot run %s: %w", s.name, run.ID, err)
 	}
 	_, err = tx.ExecContext(ctx, snapshotSQL, run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt), run.ID)
 	if err != nil {
@@ -419,29 +459,86 @@ func (s *Store) Snapshots(ctx context.Context, runID string) ([]ledger.Snapshot,
 }
 
 // loggedSnapshots reads a run's snapshots from its lifecycle log, numbered from 1 in
-// log order, their phase and status from the run each holds.
+// log order, each rebuilt whole (see encodeSnapshot), their phase and status from the
+// run each holds.
 func (s *Store) loggedSnapshots(ctx context.Context, runID string) ([]ledger.Snapshot, error) {
-	var rows []struct {
-		Data rawJSON `db:"data"`
-		At   nanos   `db:"at"`
-	}
-	if err := s.r.SelectContext(ctx, &rows,
-		`SELECT data, at FROM lifecycle_events WHERE run_id = ? AND type = '`+snapshotType+`' ORDER BY seq`, runID); err != nil {
-		return nil, s.dbErr("list snapshots", err)
+	rows, err := s.snapshotEntries(ctx, s.r, runID)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]ledger.Snapshot, 0, len(rows))
+	var log snapshotLog
 	for i, r := range rows {
+		whole, err := log.next(r.Data.msg())
 		var st struct {
 			Phase  scripthost.RunPhase  `json:"phase"`
 			Status scripthost.RunStatus `json:"status"`
 		}
-		if err := json.Unmarshal(r.Data, &st); err != nil {
+		if err == nil {
+			err = json.Unmarshal(whole, &st)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%s: snapshot %d of run %s: %w", s.name, i+1, runID, err)
 		}
 		out = append(out, ledger.Snapshot{RunID: runID, Seq: i + 1, Phase: st.Phase, Status: st.Status,
-			Run: r.Data.msg(), At: r.At.Time()})
+			Run: whole, At: r.At.Time()})
 	}
 	return out, nil
+}
+
+// snapshotEntry is a snapshot's entry in the lifecycle log.
+type snapshotEntry struct {
+	Data rawJSON `db:"data"`
+	At   nanos   `db:"at"`
+}
+
+// snapshotEntries reads a run's snapshot entries from its lifecycle log, in order.
+func (s *Store) snapshotEntries(ctx context.Context, q interface {
+	SelectContext(ctx context.Context, dest any, query string, args ...any) error
+}, runID string) ([]snapshotEntry, error) {
+	var rows []snapshotEntry
+	if err := q.SelectContext(ctx, &rows,
+		`SELECT data, at FROM lifecycle_events WHERE run_id = ? AND type = '`+snapshotType+`' ORDER BY seq`, runID); err != nil {
+		return nil, s.dbErr("list snapshots", err)
+	}
+	return rows, nil
+}
+
+// verifyLastSnapshot checks that last, the run's last snapshot as the row cache keeps
+// it, is the one the log rebuilds: the next snapshot is logged as a change from it. It
+// runs where the row cache's rows are checked too (a test setting,
+// sqlstore.RowCache.VerifyRows).
+func (s *Store) verifyLastSnapshot(ctx context.Context, tx Tx, last *scripthost.Run) error {
+	rows, err := s.snapshotEntries(ctx, tx, last.ID)
+	if err != nil {
+		return err
+	}
+	entries := make([][]byte, 0, len(rows))
+	for _, r := range rows {
+		entries = append(entries, r.Data.msg())
+	}
+	if et, ok := tx.(*eventTx); ok { // this write's, not yet in the log
+		for _, sn := range et.snaps {
+			if sn.RunID == last.ID {
+				entries = append(entries, sn.Data)
+			}
+		}
+	}
+	var log snapshotLog
+	var whole []byte
+	for i, e := range entries {
+		if whole, err = log.next(e); err != nil {
+			return fmt.Errorf("%s: snapshot %d of run %s: %w", s.name, i+1, last.ID, err)
+		}
+	}
+	want, err := json.Marshal(last)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(whole, want) {
+		return fmt.Errorf("%s: run %s: the row cache's last snapshot is out of date: cached %s, logged %s", s.name, last.ID, want, whole)
+	}
+	return nil
 }
 
 // ownMethod names the phases a run enters only through a dedicated method.
