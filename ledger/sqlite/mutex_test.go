@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql/driver"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
@@ -16,45 +17,28 @@ import (
 // database/sql's lock on each connection makes redundant; the driver's default
 // connection, the control, has one.
 func TestConnectionsWithoutMutex(t *testing.T) {
-	ctx := context.Background()
 	s, path := tempStore(t)
-	check := func(name string, want bool) func(dc any) error {
-		return func(dc any) error {
-			got, err := hasMutex(dc.(*sqlite3.SQLiteConn))
+	check := func(name string, want bool) func(conn driver.Conn) {
+		return func(conn driver.Conn) {
+			got, err := hasMutex(conn.(*sqlite3.SQLiteConn))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got != want {
 				t.Errorf("%s: has a mutex of its own: %v, want %v", name, got, want)
 			}
-			return nil
 		}
 	}
-	on := func(db *sqlx.DB, f func(dc any) error) {
-		t.Helper()
-		c, err := db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if err := c.Raw(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	on(s.r, check("read connection", false))
-	on(s.ckpt.db, check("checkpointer's connection", false))
-	w := acquired(t, s)
-	if err := w.conn.Raw(check("write connection", false)); err != nil {
-		t.Fatal(err)
-	}
-	s.release(nil)
+	onConn(t, s.r, check("read connection", false))
+	onConn(t, s.ckpt.db, check("checkpointer's connection", false))
+	onWriter(t, s, check("write connection", false))
 
 	plain, err := sqlx.Open("sqlite3", path+"?_query_only=1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	on(plain, check("the driver's default connection", true))
+	onConn(t, plain, check("the driver's default connection", true))
 }
 
 // TestNoMemoryStatistics checks that SQLite keeps no memory statistics in the

@@ -9,13 +9,35 @@ import (
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
+// onConn runs check on one driver connection of db.
+func onConn(t *testing.T, db *sqlx.DB, check func(conn driver.Conn)) {
+	t.Helper()
+	c, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Raw(func(dc any) error { check(dc.(driver.Conn)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// onWriter runs check on the store's write connection.
+func onWriter(t *testing.T, s *Store, check func(conn driver.Conn)) {
+	t.Helper()
+	c := acquired(t, s)
+	defer s.release(nil)
+	if err := c.conn.Raw(func(dc any) error { check(dc.(driver.Conn)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestPlansIgnoreBoundValues checks that every connection of the store has the query
 // planner's stability guarantee, and what it is for: a kept statement whose bound
 // value meets a partial index's condition runs with new values without being compiled
 // again. The same statement on a connection without the guarantee is compiled again at
 // each new value, which is what the test would see if the store's connections lost it.
 func TestPlansIgnoreBoundValues(t *testing.T) {
-	ctx := context.Background()
 	s, path := tempStore(t)
 
 	// mutations_failed_input_hash is partial (status = 'failed'): the planner compares
@@ -45,17 +67,6 @@ func TestPlansIgnoreBoundValues(t *testing.T) {
 		}
 		return n
 	}
-	on := func(t *testing.T, db *sqlx.DB, check func(conn driver.Conn)) {
-		t.Helper()
-		c, err := db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if err := c.Raw(func(dc any) error { check(dc.(driver.Conn)); return nil }); err != nil {
-			t.Fatal(err)
-		}
-	}
 	check := func(name string) func(conn driver.Conn) {
 		return func(conn driver.Conn) {
 			got, err := qpsg(conn.(*sqlite3.SQLiteConn))
@@ -67,12 +78,8 @@ func TestPlansIgnoreBoundValues(t *testing.T) {
 			}
 		}
 	}
-	on(t, s.r, check("read connection"))
-	c := acquired(t, s)
-	if err := c.conn.Raw(func(dc any) error { check("write connection")(dc.(driver.Conn)); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	s.release(nil)
+	onConn(t, s.r, check("read connection"))
+	onWriter(t, s, check("write connection"))
 
 	// The control: the driver's own connection recompiles, so the check above can fail.
 	plain, err := sqlx.Open("sqlite3", path+"?_query_only=1")
@@ -80,7 +87,7 @@ func TestPlansIgnoreBoundValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	on(t, plain, func(conn driver.Conn) {
+	onConn(t, plain, func(conn driver.Conn) {
 		if n := recompiles(t, conn); n == 0 {
 			t.Errorf("plain connection: the statement was never compiled again; the check above proves nothing")
 		}
