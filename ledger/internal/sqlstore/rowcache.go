@@ -25,7 +25,9 @@ import (
 // write is rolled back, and drops everything when another connection may have written
 // (SQLite: its data version changed). The transitions keep their side of it: every
 // statement that writes a runs or mutations row goes through insertRun, saveRun,
-// BeginMutation's INSERT or saveMutation, each of which caches the row it wrote.
+// BeginMutation's INSERT or saveMutation, each of which caches the row it wrote. The
+// cache also keeps, under snapshotKey, the last snapshot the process logged of each
+// run it moved, from which the next one is logged as a change (see snapshots).
 type RowCache interface {
 	// CachedRow returns the row cached under key, if any.
 	CachedRow(key RowKey) (any, bool)
