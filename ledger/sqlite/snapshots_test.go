@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,5 +128,64 @@ func TestSnapshotLogWithoutBase(t *testing.T) {
 	_, err = s.Snapshots(ctx, "r-bad")
 	if err == nil || !strings.Contains(err.Error(), "snapshot 1 of run r-bad: a change with no snapshot before it") {
 		t.Fatalf("got %v, want snapshot 1 of run r-bad: a change with no snapshot before it", err)
+	}
+}
+
+// TestSnapshotsAcrossReopen moves a run, reopens the store (whose row cache starts
+// empty, as after a restart or an upgrade) and moves it on: the first snapshot after
+// the reopen is logged whole, the one after it as a change, and all read back whole.
+func TestSnapshotsAcrossReopen(t *testing.T) {
+	ctx := context.Background()
+	s, path := tempStore(t)
+	r, err := s.CreateRun(ctx, ledger.NewRun{Workflow: "wf", Version: 1, Handler: "h", Kind: scripthost.KindConsumer,
+		InputState: json.RawMessage(`{"n":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.AdvancePhase(ctx, r.ID, scripthost.RunPending, scripthost.RunPreparing); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MarkPrepared(ctx, r.ID, ledger.PrepareResult{}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var changes []bool
+	rows, err := db.QueryContext(ctx, `SELECT substr(data, 1, 5) = '{"~":' FROM lifecycle_events WHERE run_id = ? AND type = 'snapshot' ORDER BY seq`, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c bool
+		if err := rows.Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		changes = append(changes, c)
+	}
+	if want := []bool{false, false, true}; !slices.Equal(changes, want) {
+		t.Errorf("snapshots logged as changes: %v, want %v (whole, whole after the reopen, then a change)", changes, want)
+	}
+	snaps, err := s.Snapshots(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := s.Run(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(final)
+	if len(snaps) != 3 || snaps[2].Phase != scripthost.RunPrepared || !bytes.Equal(snaps[2].Run, want) {
+		t.Fatalf("got %d snapshots, the last %s\n%s\nwant 3, the last the run as stored\n%s", len(snaps), snaps[len(snaps)-1].Phase, snaps[len(snaps)-1].Run, want)
 	}
 }
