@@ -19,8 +19,11 @@ import (
 // looks at the live heap as of the last garbage collection, so that garbage is not
 // mistaken for growth, and forces a collection when more than the smallest running
 // budget has been allocated since the last one, so that growth is seen before it is
-// far past a budget. Each change of the live heap is charged in equal shares to the
-// invocations that were running script code at the time (not waiting in a tool call).
+// far past a budget. Each change of the live heap is charged to the invocations that
+// were running script code at the time (not waiting in a tool call), in shares in
+// proportion to how long each has run since the previous sample: one that started
+// since then made none of what was allocated before it started, and a short script
+// next to a memory hog is charged a short share of the hog's growth, not half of it.
 // An invocation whose charge passes its MemoryBytes budget is interrupted with a
 // "memory" LimitError; when several pass it at once, only the one with the largest
 // charge is, and the whole sample is charged to it. In effect the budgets of the
@@ -44,6 +47,7 @@ const (
 type memEntry struct {
 	budget int64
 	abort  func(error)
+	start  time.Time // when it was registered
 	inJS   atomic.Bool
 	charge int64  // guarded by watcher.mu
 	killed bool   // guarded by watcher.mu
@@ -57,6 +61,7 @@ var watcher struct {
 	mu      sync.Mutex
 	entries map[*memEntry]struct{}
 	last    int64
+	lastAt  time.Time // when last was sampled
 	running bool
 }
 
@@ -78,7 +83,7 @@ func liveHeap(collectAfter int64) (int64, uint64) {
 
 // watch registers an invocation with a budget of budget bytes.
 func watch(budget int64, abort func(error)) *memEntry {
-	e := &memEntry{budget: budget, abort: abort}
+	e := &memEntry{budget: budget, abort: abort, start: time.Now()}
 	e.inJS.Store(true)
 	watcher.mu.Lock()
 	defer watcher.mu.Unlock()
@@ -89,6 +94,7 @@ func watch(budget int64, abort func(error)) *memEntry {
 	if !watcher.running {
 		watcher.running = true
 		watcher.last, _ = liveHeap(0)
+		watcher.lastAt = e.start
 		go watchLoop()
 	}
 	return e
@@ -182,8 +188,9 @@ func departLocked(cycles uint64) {
 // script code and returns the one to interrupt, if any. An interrupted invocation is
 // still charged until it is done: it may finish an allocation first.
 func chargeLocked(cur int64) *memEntry {
-	delta := cur - watcher.last
-	watcher.last = cur
+	now := time.Now()
+	delta, window := cur-watcher.last, now.Sub(watcher.lastAt)
+	watcher.last, watcher.lastAt = cur, now
 	var running []*memEntry
 	for e := range watcher.entries {
 		if e.inJS.Load() {
@@ -207,11 +214,11 @@ func chargeLocked(cur int64) *memEntry {
 		}
 	}
 	var top *memEntry
-	share := delta / int64(len(running))
-	for _, e := range running {
+	shares := sharesLocked(delta, window, now, running)
+	for i, e := range running {
 		// Shrinkage is shared like growth, so charges stay a fair split of the net
 		// growth; the floor keeps freed garbage from becoming a large credit.
-		e.charge = max(e.charge+share, -e.budget)
+		e.charge = max(e.charge+shares[i], -e.budget)
 		if !e.killed && e.charge > e.budget && (top == nil || e.charge > top.charge) {
 			top = e
 		}
@@ -222,13 +229,34 @@ func chargeLocked(cur int64) *memEntry {
 	top.killed = true
 	top.detail = fmt.Sprintf("heap grew by about %d MiB while the script ran, over the budget of %d MiB", top.charge>>20, top.budget>>20)
 	// The sample that tipped top over its budget is charged to top alone.
-	for _, e := range running {
+	for i, e := range running {
 		if e != top {
-			e.charge -= share
-			top.charge += share
+			e.charge -= shares[i]
+			top.charge += shares[i]
 		}
 	}
 	return top
+}
+
+// sharesLocked splits delta, the change of the live heap over the window that ended
+// at now, among the running invocations: in proportion to how much of the window each
+// ran (the whole of it, unless it started since).
+func sharesLocked(delta int64, window time.Duration, now time.Time, running []*memEntry) []int64 {
+	weights := make([]float64, len(running))
+	total := 0.0
+	for i, e := range running {
+		w := window
+		if ran := now.Sub(e.start); ran < w {
+			w = ran
+		}
+		weights[i] = float64(max(w, time.Nanosecond))
+		total += weights[i]
+	}
+	shares := make([]int64, len(running))
+	for i := range running {
+		shares[i] = int64(float64(delta) * weights[i] / total)
+	}
+	return shares
 }
 
 // killer returns the call that interrupts e, or one that does nothing when e is nil.

@@ -5,6 +5,58 @@ import (
 	"time"
 )
 
+// lockIdleWatcher waits until no invocation of another test is registered and returns
+// holding watcher.mu, so that no watcher loop can start meanwhile.
+func lockIdleWatcher(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		watcher.mu.Lock()
+		if !watcher.running && len(watcher.entries) == 0 {
+			return
+		}
+		watcher.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("the watcher is still running invocations of other tests")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestShortNeighbourChargedShortShare: growth seen in one sample is shared in
+// proportion to how long each invocation ran since the previous sample. A hog that ran
+// the whole millisecond, with credit for memory freed before (its charge at the
+// floor), and a neighbour that started a fifth of a millisecond ago see 288 MiB of
+// growth: the hog is charged most of it and interrupted, and the neighbour, charged a
+// fifth and then none (the tipping sample is the hog's alone), runs on. Shared in
+// equal halves, the neighbour's 144 MiB would have passed the hog's 80 and stopped it.
+func TestShortNeighbourChargedShortShare(t *testing.T) {
+	lockIdleWatcher(t)
+	const budget = 64 << 20
+	now := time.Now()
+	aborted := 0
+	abort := func(error) { aborted++ }
+	hog := &memEntry{budget: budget, abort: abort, start: now.Add(-50 * time.Millisecond), charge: -budget}
+	nb := &memEntry{budget: budget, abort: abort, start: now.Add(-200 * time.Microsecond)}
+	hog.inJS.Store(true)
+	nb.inJS.Store(true)
+	watcher.entries = map[*memEntry]struct{}{hog: {}, nb: {}}
+	watcher.last, watcher.lastAt = 1<<30, now.Add(-time.Millisecond)
+	top := chargeLocked(watcher.last + 288<<20)
+	clear(watcher.entries)
+	watcher.mu.Unlock()
+	if top != hog {
+		t.Fatalf("interrupted %p (hog %p, neighbour %p; charges %d and %d MiB), want the hog",
+			top, hog, nb, hog.charge>>20, nb.charge>>20)
+	}
+	if nb.killed || nb.charge != 0 {
+		t.Errorf("the neighbour: killed %v, charged %d MiB; want running, charged 0", nb.killed, nb.charge>>20)
+	}
+	if aborted != 0 {
+		t.Errorf("abort called %d times by chargeLocked, want 0 (its caller interrupts)", aborted)
+	}
+}
+
 // TestFinishedHogChargedUntilCollected: an invocation interrupted for memory stays
 // registered after it finishes, without its runtime, and absorbs the growth seen
 // until a collection that started after it finished has completed; the script
@@ -18,19 +70,7 @@ func TestFinishedHogChargedUntilCollected(t *testing.T) {
 // finishedHogCharged is TestFinishedHogChargedUntilCollected for a hog the watcher
 // interrupted (byWatcher) or one its runtime's own memory check stopped (exceeded).
 func finishedHogCharged(t *testing.T, byWatcher bool) {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		watcher.mu.Lock()
-		idle := !watcher.running && len(watcher.entries) == 0
-		if idle {
-			break // holding watcher.mu: no watcher loop can start meanwhile
-		}
-		watcher.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatal("the watcher is still running invocations of other tests")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	lockIdleWatcher(t)
 	aborted := 0
 	abort := func(error) { aborted++ }
 	hog := &memEntry{budget: 8 << 20, abort: abort, killed: byWatcher}
