@@ -167,14 +167,7 @@ func TestSyncFailureStopsWrites(t *testing.T) {
 	if err := s.r.GetContext(ctx, &n, `SELECT COUNT(*) FROM events`); err != nil {
 		t.Errorf("read after the failed fsync: %v", err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = reopen(t, s, path)
 	if err := s.write(ctx, insertEvent("reopened")); err != nil {
 		t.Errorf("write after reopening: %v", err)
 	}

@@ -377,6 +377,20 @@ func insertEvent(id string) writeFunc {
 func answer(s *Store, r *writeReq) error { return s.durable(r, <-r.done) }
 
 // acquired takes the write connection for a batch a test runs by hand.
+// reopen closes s and opens its file at path again, closed when the test ends.
+func reopen(t testing.TB, s *Store, path string) *Store {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func acquired(t testing.TB, s *Store) *wconn {
 	t.Helper()
 	c, err := s.acquire(context.Background())
