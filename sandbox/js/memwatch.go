@@ -120,7 +120,7 @@ func (e *memEntry) exceeded() {
 func (e *memEntry) done() {
 	cur, cycles := liveHeap(0)
 	watcher.mu.Lock()
-	interrupt := killer(chargeLocked(cur))
+	interrupt := killer(chargeLocked(cur, time.Now()))
 	if e.killed {
 		e.doneAt = cycles + 1
 		e.abort = nil // the runtime must not stay reachable through the watcher
@@ -165,7 +165,7 @@ func sample() bool {
 		watcher.mu.Unlock()
 		return false
 	}
-	interrupt := killer(chargeLocked(cur))
+	interrupt := killer(chargeLocked(cur, time.Now()))
 	departLocked(cycles)
 	watcher.mu.Unlock()
 	interrupt()
@@ -184,11 +184,11 @@ func departLocked(cycles uint64) {
 	}
 }
 
-// chargeLocked shares the growth since the last sample among the invocations running
-// script code and returns the one to interrupt, if any. An interrupted invocation is
-// still charged until it is done: it may finish an allocation first.
-func chargeLocked(cur int64) *memEntry {
-	now := time.Now()
+// chargeLocked shares the growth since the last sample, cur being the live heap at
+// now, among the invocations running script code and returns the one to interrupt, if
+// any. An interrupted invocation is still charged until it is done: it may finish an
+// allocation first.
+func chargeLocked(cur int64, now time.Time) *memEntry {
 	delta, window := cur-watcher.last, now.Sub(watcher.lastAt)
 	watcher.last, watcher.lastAt = cur, now
 	var running []*memEntry

@@ -42,7 +42,7 @@ func TestShortNeighbourChargedShortShare(t *testing.T) {
 	nb.inJS.Store(true)
 	watcher.entries = map[*memEntry]struct{}{hog: {}, nb: {}}
 	watcher.last, watcher.lastAt = 1<<30, now.Add(-time.Millisecond)
-	top := chargeLocked(watcher.last + 288<<20)
+	top := chargeLocked(watcher.last+288<<20, now)
 	clear(watcher.entries)
 	watcher.mu.Unlock()
 	if top != hog {
@@ -102,7 +102,7 @@ func finishedHogCharged(t *testing.T, byWatcher bool) {
 		t.Error("the finished hog keeps its abort function, and so its runtime, reachable")
 	}
 	before := nb.charge
-	if top := chargeLocked(watcher.last + 64<<20); top != nil {
+	if top := chargeLocked(watcher.last+64<<20, time.Now()); top != nil {
 		t.Errorf("growth after the hog finished interrupted an invocation (charge %d MiB)", top.charge>>20)
 	}
 	if nb.charge != before {
