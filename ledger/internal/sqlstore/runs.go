@@ -269,9 +269,11 @@ func (s *Store) snapshots(ctx context.Context, tx Tx, run scripthost.Run, via []
 		return err
 	}
 	if c != nil && s.d.Embedded {
-		// Kept as it is: the store and its callers give a run new values rather than
-		// change its JSON in place. A value changed in place anyway would be logged
-		// again, not lost: the next transition's run is read from its row.
+		// Kept as it is, not copied: the store and its callers give a run new values
+		// rather than change its JSON in place. Were a value changed in place, the next
+		// transition, whose run is read from its row, would see it differ and log it
+		// again; only the same changed value put back into the same field could be
+		// missed, and SCRIPTHOST_VERIFY_ROW_CACHE (make test) would catch it.
 		c.CacheRow(snapshotKey(run.ID), run)
 	}
 	return nil
