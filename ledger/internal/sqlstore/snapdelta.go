@@ -152,21 +152,30 @@ func encodeSnapshot(prev, run *scripthost.Run) ([]byte, error) {
 // snapshotLog rebuilds a run's snapshots from its log entries in order: each whole, as
 // the JSON of the run it was taken of.
 type snapshotLog struct {
-	fields map[string]json.RawMessage // the run as of the last entry, by field
+	whole  []byte                     // the last whole entry, its fields read only if a change follows
+	fields map[string]json.RawMessage // the run as of the last entry, by field, once a change needed them
 }
 
 // next returns the whole snapshot that entry, the run's next log entry, stands for.
 func (l *snapshotLog) next(entry []byte) ([]byte, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(entry, &fields); err != nil {
-		return nil, err
-	}
 	if !bytes.HasPrefix(entry, deltaPrefix) {
-		l.fields = fields
+		if !json.Valid(entry) {
+			return nil, fmt.Errorf("the entry is not JSON")
+		}
+		l.whole, l.fields = entry, nil
 		return entry, nil
 	}
 	if l.fields == nil {
-		return nil, fmt.Errorf("a change with no snapshot before it")
+		if l.whole == nil {
+			return nil, fmt.Errorf("a change with no snapshot before it")
+		}
+		if err := json.Unmarshal(l.whole, &l.fields); err != nil {
+			return nil, err
+		}
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(entry, &fields); err != nil {
+		return nil, err
 	}
 	var removed []string
 	if err := json.Unmarshal(fields["~"], &removed); err != nil {
