@@ -85,6 +85,9 @@ type Engine struct {
 	mu      sync.Mutex
 	modules map[[32]byte]*module // loaded modules by the SHA-256 of their bytes
 	idle    idleBudget           // memory held by instances kept for reuse
+	// trackMin is the smallest memory whose written pages are tracked for its
+	// resets (trackMinBytes; tests lower it, and a negative value maps no memory).
+	trackMin int
 
 	closeOnce sync.Once
 	closeErr  error
@@ -96,6 +99,7 @@ var _ sandbox.Engine = (*Engine)(nil)
 // MaxMemoryPages, with the host module "scripthost" and WASI preview 1 instantiated.
 func New(ctx context.Context, opts Options) (*Engine, error) {
 	e := &Engine{opts: opts, limits: mergeLimits(sandbox.Limits{}, opts.Limits), modules: map[[32]byte]*module{}}
+	e.trackMin = trackMinBytes
 	e.idle.max = opts.MaxIdleBytes
 	if e.idle.max <= 0 {
 		e.idle.max = defaultMaxIdleBytes

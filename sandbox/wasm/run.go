@@ -52,7 +52,7 @@ func (p *Program) run(ctx context.Context, c *call, before func(context.Context,
 		}
 		p.reused.Add(1)
 	} else {
-		c.mem = newLinearMemory(c.limits.MaxMemoryPages)
+		c.mem = p.newMemory(c.limits.MaxMemoryPages)
 		var err error
 		if in, err = p.instantiate(ctx, c); err != nil {
 			return result(), err

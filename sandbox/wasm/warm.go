@@ -29,6 +29,32 @@ type instance struct {
 	fns map[string]api.Function
 	// snap is the state after initialization; nil when the instance is not reused.
 	snap *snapshot
+	// tracked: the kernel reports the pages of the instance's memory written since
+	// the snapshot (pages_linux.go), and reset copies back those only.
+	tracked bool
+	// pageResets counts the resets made by copying back the written pages only.
+	pageResets int
+}
+
+// trackMinBytes is the smallest memory whose pages are tracked. Tracking costs a
+// page fault at the first write to each page in an invocation, and at reset two scans
+// of the page tables, the second of which write-protects the pages again and so
+// flushes them from every CPU's TLB; copying costs about 22 µs per MiB. Measured on
+// Linux 6.18 in this 2-CPU VM: a Go guest's 3.4 MiB memory with 31 pages written per
+// phase reset in about 40 µs instead of 150 µs; a 64 KiB memory copies in 1.2 µs,
+// less than tracking one page written costs.
+const trackMinBytes = 1 << 20
+
+// newMemory returns the memory of a new instance for an invocation under capPages:
+// mapped outside the Go heap, so that its written pages can be tracked, when the
+// instance may be reused and the kernel tracks pages.
+func (p *Program) newMemory(capPages uint32) *linearMemory {
+	if p.reusable && !p.eng.opts.FreshInstances && p.eng.trackMin >= 0 {
+		if t, _ := tracker(); t != nil {
+			return newMappedMemory(capPages)
+		}
+	}
+	return newLinearMemory(capPages)
 }
 
 // snapshot is an instance's state after initialization: its memory and the values
@@ -175,6 +201,7 @@ func (p *Program) instantiate(ctx context.Context, c *call) (*instance, error) {
 	ctx = experimental.WithMemoryAllocator(ctx, in.mem.allocator())
 	mod, err := p.eng.runtime.InstantiateModule(ctx, p.compiled, p.moduleConfig(in.io))
 	if err != nil {
+		in.mem.release()
 		return nil, p.classify(c.parent, c, "instantiate", err)
 	}
 	in.mod = mod
@@ -192,6 +219,7 @@ func (p *Program) instantiate(ctx context.Context, c *call) (*instance, error) {
 		in.snap = takeSnapshot(mod, p.rewrite.mutableGlobals)
 	}
 	if in.snap != nil {
+		in.tracked = p.track(in)
 		in.snap.wallReads, in.snap.monoReads = c.clock.wallReads, c.clock.monoReads
 		if len(c.initRandom) > 0 {
 			if in.snap.goRand = findGoRand(in.snap.image, c.initRandom); in.snap.goRand == nil {
@@ -200,6 +228,21 @@ func (p *Program) instantiate(ctx context.Context, c *call) (*instance, error) {
 		}
 	}
 	return in, nil
+}
+
+// track starts tracking the written pages of in's memory, a snapshot just taken, and
+// reports whether it did: for memories of at least the engine's trackMin bytes in a
+// mapping of their own.
+func (p *Program) track(in *instance) bool {
+	t, _ := tracker()
+	if t == nil || len(in.snap.image) < p.eng.trackMin {
+		return false
+	}
+	b, ok := in.mod.Memory().Read(0, uint32(len(in.snap.image)))
+	if !ok || !in.mem.inMapping(b) {
+		return false
+	}
+	return t.track(b) == nil
 }
 
 // resume prepares a reset instance for invocation c: the fake clocks continue from the
@@ -235,7 +278,10 @@ func takeSnapshot(mod api.Module, globals []uint32) *snapshot {
 
 // reset restores the instance to its snapshot, and reports whether it could: an
 // instance whose memory grew past the snapshot (wazero's memories cannot shrink) or
-// whose module was closed is not reused.
+// whose module was closed is not reused. A tracked memory gets back the pages written
+// since the snapshot (every write reaches a page through the MMU, the guest's, the
+// host functions' and the engine's alike, so none is missed); another is copied back
+// whole.
 func (in *instance) reset() bool {
 	if in.snap == nil || in.mod.IsClosed() {
 		return false
@@ -248,7 +294,15 @@ func (in *instance) reset() bool {
 	if !ok {
 		return false
 	}
-	copy(b, in.snap.image)
+	if in.tracked {
+		t, _ := tracker()
+		if err := t.written(b, func(off, end int) { copy(b[off:end], in.snap.image[off:end]) }); err != nil {
+			return false
+		}
+		in.pageResets++
+	} else {
+		copy(b, in.snap.image)
+	}
 	for i, g := range in.snap.globals {
 		g.Set(in.snap.values[i])
 	}
@@ -268,7 +322,12 @@ func (in *instance) fn(name string) api.Function {
 	return f
 }
 
-func (in *instance) close() { _ = in.mod.Close(context.Background()) }
+// close closes the instance and releases its memory; the instance must not be
+// running.
+func (in *instance) close() {
+	_ = in.mod.Close(context.Background())
+	in.mem.release()
+}
 
 // pool keeps a module's reset instances: at most GOMAXPROCS of them, and no more than
 // the engine's idle budget allows across all modules.

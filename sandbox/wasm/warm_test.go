@@ -35,71 +35,111 @@ func invokeValue(t *testing.T, p *Program, inv sandbox.Invocation) string {
 	return string(res.Value)
 }
 
+// resetModes runs test with an engine that resets memories by copying them whole,
+// then with one that tracks the written pages of every memory (pages_linux.go),
+// where the kernel can. pageResets tells how many resets copied back written pages
+// only, in the instances p keeps.
+func resetModes(t *testing.T, test func(t *testing.T, newEng func() *Engine)) {
+	t.Run("copy", func(t *testing.T) {
+		test(t, func() *Engine {
+			e := newEngine(t, Options{})
+			e.trackMin = -1
+			return e
+		})
+	})
+	t.Run("tracked", func(t *testing.T) {
+		needTracker(t)
+		test(t, func() *Engine {
+			e := newEngine(t, Options{})
+			e.trackMin = 0
+			return e
+		})
+	})
+}
+
+// pageResets sums the resets by written pages of the instances p keeps.
+func pageResets(p *Program) (n int) {
+	p.pool.mu.Lock()
+	defer p.pool.mu.Unlock()
+	for _, in := range p.pool.idle {
+		n += in.pageResets
+	}
+	return n
+}
+
 // TestResetAfterScribble: an invocation that overwrites the whole memory and every
 // global and returns normally leaves an instance that the next invocation sees exactly
 // as a fresh one after _initialize: the same checksum of memory and globals, and
 // counters in memory and globals back at their start. The instance is reused (not
-// replaced), except after a growth, a trap or a limit, which drop it.
+// replaced), except after a growth, a trap or a limit, which drop it. The same with
+// the memory copied back whole and by its written pages.
 func TestResetAfterScribble(t *testing.T) {
-	p := loadWAT(t, newEngine(t, Options{}), "scribble.wasm")
-	if !p.reusable {
-		t.Fatal("scribble.wasm is not reusable")
-	}
-	fresh := loadWAT(t, newEngine(t, Options{FreshInstances: true}), "scribble.wasm")
-	want := invokeValue(t, fresh, sandbox.Invocation{Function: "check"})
+	resetModes(t, func(t *testing.T, newEng func() *Engine) {
+		p := loadWAT(t, newEng(), "scribble.wasm")
+		if !p.reusable {
+			t.Fatal("scribble.wasm is not reusable")
+		}
+		fresh := loadWAT(t, newEngine(t, Options{FreshInstances: true}), "scribble.wasm")
+		want := invokeValue(t, fresh, sandbox.Invocation{Function: "check"})
 
-	steps := []struct {
-		fn      string
-		fails   bool
-		limits  sandbox.Limits
-		created int64 // instances made so far, after the check that follows fn
-	}{
-		{fn: "check", created: 2}, // describe at Load made the first
-		{fn: "scribble", created: 2},
-		{fn: "count", created: 2},
-		{fn: "count", created: 2},
-		{fn: "scribble_grow", created: 3}, // grown memory cannot shrink: dropped
-		{fn: "scribble_trap", fails: true, created: 4},
-		{fn: "scribble", limits: sandbox.Limits{MaxMemoryPages: 1}, fails: true, created: 4}, // 2 pages > cap 1: refused before any instance
-	}
-	for i, st := range steps {
-		res, err := p.Invoke(context.Background(), sandbox.Invocation{Function: st.fn, Limits: st.limits})
-		if (err != nil) != st.fails {
-			t.Fatalf("step %d %s: got %v, want failure %v", i, st.fn, err, st.fails)
+		steps := []struct {
+			fn      string
+			fails   bool
+			limits  sandbox.Limits
+			created int64 // instances made so far, after the check that follows fn
+		}{
+			{fn: "check", created: 2}, // describe at Load made the first
+			{fn: "scribble", created: 2},
+			{fn: "count", created: 2},
+			{fn: "count", created: 2},
+			{fn: "scribble_grow", created: 3}, // grown memory cannot shrink: dropped
+			{fn: "scribble_trap", fails: true, created: 4},
+			{fn: "scribble", limits: sandbox.Limits{MaxMemoryPages: 1}, fails: true, created: 4}, // 2 pages > cap 1: refused before any instance
 		}
-		if st.fn == "count" && string(res.Value) != "2" {
-			t.Errorf("step %d: count returned %s, want 2 (memory and global counters at 1)", i, res.Value)
+		for i, st := range steps {
+			res, err := p.Invoke(context.Background(), sandbox.Invocation{Function: st.fn, Limits: st.limits})
+			if (err != nil) != st.fails {
+				t.Fatalf("step %d %s: got %v, want failure %v", i, st.fn, err, st.fails)
+			}
+			if st.fn == "count" && string(res.Value) != "2" {
+				t.Errorf("step %d: count returned %s, want 2 (memory and global counters at 1)", i, res.Value)
+			}
+			if got := invokeValue(t, p, sandbox.Invocation{Function: "check"}); got != want {
+				t.Errorf("step %d: after %s check returned %s, want %s (a fresh instance's)", i, st.fn, got, want)
+			}
+			if got := p.created.Load(); got != st.created {
+				t.Errorf("step %d: after %s: %d instances made, want %d", i, st.fn, got, st.created)
+			}
 		}
-		if got := invokeValue(t, p, sandbox.Invocation{Function: "check"}); got != want {
-			t.Errorf("step %d: after %s check returned %s, want %s (a fresh instance's)", i, st.fn, got, want)
+		if p.reused.Load() == 0 {
+			t.Error("no invocation reused an instance")
 		}
-		if got := p.created.Load(); got != st.created {
-			t.Errorf("step %d: after %s: %d instances made, want %d", i, st.fn, got, st.created)
+		if tracked := pageResets(p) > 0; tracked != (p.eng.trackMin >= 0) {
+			t.Errorf("resets by written pages: %v, want %v", tracked, p.eng.trackMin >= 0)
 		}
-	}
-	if p.reused.Load() == 0 {
-		t.Error("no invocation reused an instance")
-	}
+	})
 }
 
 // TestResetTimeout: a reused instance still stops at its timeout, and is dropped; the
 // next invocation is pristine.
 func TestResetTimeout(t *testing.T) {
-	p := loadWAT(t, newEngine(t, Options{}), "scribble.wasm")
-	want := invokeValue(t, p, sandbox.Invocation{Function: "check"})
-	for range 2 {
-		reused := p.reused.Load()
-		_, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "spin", Limits: sandbox.Limits{Timeout: 50 * time.Millisecond}})
-		if le := limitOf(err); le == nil || le.Limit != "timeout" {
-			t.Fatalf("got %v, want a timeout", err)
+	resetModes(t, func(t *testing.T, newEng func() *Engine) {
+		p := loadWAT(t, newEng(), "scribble.wasm")
+		want := invokeValue(t, p, sandbox.Invocation{Function: "check"})
+		for range 2 {
+			reused := p.reused.Load()
+			_, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "spin", Limits: sandbox.Limits{Timeout: 50 * time.Millisecond}})
+			if le := limitOf(err); le == nil || le.Limit != "timeout" {
+				t.Fatalf("got %v, want a timeout", err)
+			}
+			if p.reused.Load() != reused+1 {
+				t.Error("spin did not run in a reused instance")
+			}
+			if got := invokeValue(t, p, sandbox.Invocation{Function: "check"}); got != want {
+				t.Errorf("after a timeout check returned %s, want %s", got, want)
+			}
 		}
-		if p.reused.Load() != reused+1 {
-			t.Error("spin did not run in a reused instance")
-		}
-		if got := invokeValue(t, p, sandbox.Invocation{Function: "check"}); got != want {
-			t.Errorf("after a timeout check returned %s, want %s", got, want)
-		}
-	}
+	})
 }
 
 // TestNotReusable: a module whose tables change, or whose _initialize reads from the
@@ -218,6 +258,11 @@ func TestGoGuestReused(t *testing.T) {
 	}
 	if got := p.reused.Load(); got < 8 {
 		t.Errorf("%d of 10 invocations reused an instance, want at least 8", got)
+	}
+	// The Go runtime's memory (about 3.4 MiB) is reset by its written pages where the
+	// kernel tracks them.
+	if tr, _ := tracker(); tr != nil && pageResets(p) == 0 {
+		t.Error("no reset of the Go guest copied back its written pages only")
 	}
 	fresh := load(Options{FreshInstances: true})
 	det := sandbox.Invocation{Function: "deterministic", Deterministic: &sandbox.Determinism{Seed: 9, Now: time.Unix(5, 0)}}
