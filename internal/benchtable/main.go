@@ -34,6 +34,7 @@ var rows = []row{
 	{"Rust-built Wasm phase with one tool call, vs WAT", "wasm", "BenchmarkRustGuestPhaseToolCall", "ns/phase", false, 2},
 	{"AssemblyScript-built Wasm phase with one tool call, vs WAT", "wasm", "BenchmarkAssemblyScriptGuestPhaseToolCall", "ns/phase", false, 2},
 	{"Go-built Wasm phase with one tool call, vs WAT", "wasm", "BenchmarkGoGuestPhaseToolCall", "ns/phase", false, 0},
+	{"Wasm phase writing 8 pages of a 16 MiB memory, reset by written pages vs copied whole", "wasm", "BenchmarkResetLargeMemory", "ns/phase", false, 0},
 	{"scheduler's pending-events read after a commit, vs its query compiled once", "sqlite", "BenchmarkRead/PendingEvents", "ns/read", false, 0},
 	{"durable mutation, 1 run", "sqlite", "BenchmarkMutation/runs=1", "ns/mutation", false, 0},
 	{"durable mutation, 16 concurrent runs (≥ 8,000/s)", "sqlite", "BenchmarkMutation/runs=16", "mutations/s", true, 8000},

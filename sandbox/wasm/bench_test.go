@@ -292,3 +292,35 @@ func guestAgainstWAT(b *testing.B, guest []byte) {
 		})
 	}
 }
+
+// BenchmarkResetLargeMemory: a phase of a guest with a 16 MiB memory that writes 8 of
+// its pages, in a reused instance whose memory is copied back whole at reset ("ref")
+// and whose written pages only are ("scripthost", where the kernel tracks them), in one
+// run.
+func BenchmarkResetLargeMemory(b *testing.B) {
+	code, err := os.ReadFile("testdata/wat/bigmem.wasm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if tr, err := tracker(); tr == nil {
+		b.Skipf("no written-page tracking here: %v", err)
+	}
+	run := func(trackMin int) func(b *testing.B) {
+		return func(b *testing.B) {
+			e := newEngine(b, Options{})
+			e.trackMin = trackMin
+			p, err := e.load(context.Background(), sandbox.Source{Name: "bigmem.wasm", Code: code})
+			if err != nil {
+				b.Fatal(err)
+			}
+			inv := sandbox.Invocation{Function: "touch"}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := p.Invoke(context.Background(), inv); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	benchcmp.Against(b, "phase", benchcmp.Case{Run: run(-1)}, benchcmp.Case{Run: run(trackMinBytes)})
+}
