@@ -33,6 +33,9 @@ func init() {
 			"report": {Subscribe: []string{"done"}, Prepare: "report_prepare", Next: "report_next"},
 		},
 	})
+	// encoding/json's work for these types, done once here instead of in every phase.
+	guest.Warm(scanState{Seen: []string{"a"}}, []entry{{Name: "a"}}, filePayload{}, processState{},
+		prepared{}, prepareResult{Reservations: []reservation{{IDs: []string{"a"}}}})
 }
 
 // main is not run in a c-shared module; the host calls the exports below.
