@@ -1,7 +1,14 @@
 package wasm
 
 import (
+	"bytes"
+	"context"
+	"os"
+	"strconv"
 	"testing"
+	"time"
+
+	"github.com/scripthost/scripthost/sandbox"
 )
 
 // needTracker returns the process's page tracker, or skips the test where the kernel
@@ -70,5 +77,54 @@ func TestPageTracker(t *testing.T) {
 	}
 	if got := written(); len(got) != pages/2 || got[len(got)-1] != [2]int{pages - 2, pages - 1} {
 		t.Errorf("every other page written: got %d runs ending %v, want %d", len(got), got[len(got)-1], pages/2)
+	}
+}
+
+// addressSpace returns the process's mapped address space in bytes (VmSize): each
+// memory of a tracked instance reserves its whole limit, 64 MiB here.
+func addressSpace(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := strconv.ParseInt(string(bytes.Fields(b)[0]), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pages * int64(os.Getpagesize())
+}
+
+// TestMappingsReleased: the mappings of instances dropped after a trap, a timeout or
+// a growth, and of an engine's kept instances at Close, are unmapped.
+func TestMappingsReleased(t *testing.T) {
+	needTracker(t)
+	e := newEngine(t, Options{})
+	e.trackMin = 0
+	p := loadWAT(t, e, "scribble.wasm")
+	invokeValue(t, p, sandbox.Invocation{Function: "check"})
+	before := addressSpace(t)
+	for i := range 60 {
+		inv := sandbox.Invocation{Function: "scribble_trap"}
+		switch i % 3 {
+		case 1:
+			inv = sandbox.Invocation{Function: "spin", Limits: sandbox.Limits{Timeout: time.Millisecond}}
+		case 2:
+			inv = sandbox.Invocation{Function: "scribble_grow"}
+		}
+		_, _ = p.Invoke(context.Background(), inv)
+	}
+	if got := p.created.Load(); got < 60 {
+		t.Fatalf("%d instances made, want one per dropped instance", got)
+	}
+	const slack = 256 << 20 // the Go heap's and wazero's own growth; 60 leaked memories would be 3.75 GiB
+	if after := addressSpace(t); after > before+slack {
+		t.Errorf("address space %d MiB before 60 dropped instances, %d MiB after", before>>20, after>>20)
+	}
+	if err := e.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := addressSpace(t); after > before+slack {
+		t.Errorf("address space %d MiB before, %d MiB after the engine closed", before>>20, after>>20)
 	}
 }
