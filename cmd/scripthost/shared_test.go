@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -172,6 +173,9 @@ func TestSharedLedgerKillOneHost(t *testing.T) {
 	hosts := []*child{startShared(t, bin, e, "host-0", "", ttl), startShared(t, bin, e, "host-1", "", ttl)}
 	start := time.Now()
 	byFailpoint := 0
+	// What the first hosts that did not reach their charge request printed, for a
+	// failure to show why.
+	var missed []string
 	points := []string{"tool:before-execute", "tool:after-execute"}
 	for i := 0; i < cycles; i++ {
 		slot := i % 2
@@ -190,6 +194,11 @@ func TestSharedLedgerKillOneHost(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			_ = c.cmd.Process.Signal(syscall.SIGKILL)
 			<-waited
+			if len(missed) < 3 { // the process has ended: its output is complete
+				out := c.out.String()
+				out = out[max(0, len(out)-2000):]
+				missed = append(missed, fmt.Sprintf("cycle %d, %v into the run, host-%d printed:\n%s", i, time.Since(start).Round(time.Second), slot, out))
+			}
 		}
 		// The slot's process has ended; a fresh one takes its place next cycle.
 		hosts[slot] = startShared(t, bin, e, "host-"+strconv.Itoa(slot), "", ttl)
@@ -197,7 +206,8 @@ func TestSharedLedgerKillOneHost(t *testing.T) {
 	t.Logf("%d cycles in %v: %d hosts killed at their charge request; %d charges applied so far",
 		cycles, time.Since(start).Round(time.Millisecond), byFailpoint, svc.Total())
 	if byFailpoint < cycles/2 {
-		t.Errorf("only %d of %d cycles killed a host at its charge request", byFailpoint, cycles)
+		t.Errorf("only %d of %d cycles killed a host at its charge request; the first that did not:\n%s",
+			byFailpoint, cycles, strings.Join(missed, "\n"))
 	}
 	finished := e.waitDone(t, charges, 3*time.Minute)
 	for i, h := range hosts {
