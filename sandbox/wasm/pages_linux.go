@@ -15,8 +15,8 @@ import (
 // userfaultfd whose write protection is resolved by the kernel itself
 // (UFFD_FEATURE_WP_ASYNC), so that a write to a protected page only marks it written,
 // and the PAGEMAP_SCAN ioctl of /proc/self/pagemap, which lists the written pages of
-// a range and protects them again in the same call. From linux/userfaultfd.h and
-// linux/fs.h; x/sys/unix does not define them.
+// a range and can protect them again. From linux/userfaultfd.h and linux/fs.h;
+// x/sys/unix does not define them.
 const (
 	uffdUserModeOnly     = 1    // UFFD_USER_MODE_ONLY, a flag of userfaultfd(2)
 	uffdAPI              = 0xAA // UFFD_API
@@ -32,11 +32,14 @@ const (
 	pmScanWPMatching     = 1 << 0 // PM_SCAN_WP_MATCHING: protect the pages reported
 	pmScanCheckWPAsync   = 1 << 1 // PM_SCAN_CHECK_WPASYNC: fail on a page not tracked
 	pageRegionsPerScan   = 64
-	osPageSize           = 4096
 	trackingUnsupported  = "written-page tracking unavailable"
 	trackingProbePages   = 4
 	trackingProbeWritten = 2
 )
+
+// osPageSize is the kernel's page, the unit the tracker reports in (4 KiB on amd64,
+// 4, 16 or 64 KiB on arm64).
+var osPageSize = os.Getpagesize()
 
 type uffdioAPIArg struct{ api, features, ioctls uint64 }
 

@@ -29,9 +29,9 @@ type instance struct {
 	fns map[string]api.Function
 	// snap is the state after initialization; nil when the instance is not reused.
 	snap *snapshot
-	// tracked: the kernel reports the pages of the instance's memory written since
+	// pages, when not nil, reports the pages of the instance's memory written since
 	// the snapshot (pages_linux.go), and reset copies back those only.
-	tracked bool
+	pages *pageTracker
 	// pageResets counts the resets made by copying back the written pages only.
 	pageResets int
 }
@@ -219,7 +219,7 @@ func (p *Program) instantiate(ctx context.Context, c *call) (*instance, error) {
 		in.snap = takeSnapshot(mod, p.rewrite.mutableGlobals)
 	}
 	if in.snap != nil {
-		in.tracked = p.track(in)
+		in.pages = p.track(in)
 		in.snap.wallReads, in.snap.monoReads = c.clock.wallReads, c.clock.monoReads
 		if len(c.initRandom) > 0 {
 			if in.snap.goRand = findGoRand(in.snap.image, c.initRandom); in.snap.goRand == nil {
@@ -231,18 +231,18 @@ func (p *Program) instantiate(ctx context.Context, c *call) (*instance, error) {
 }
 
 // track starts tracking the written pages of in's memory, a snapshot just taken, and
-// reports whether it did: for memories of at least the engine's trackMin bytes in a
-// mapping of their own.
-func (p *Program) track(in *instance) bool {
+// returns the tracker, or nil where it did not: memories under the engine's trackMin
+// bytes, or not in a mapping of their own.
+func (p *Program) track(in *instance) *pageTracker {
 	t, _ := tracker()
 	if t == nil || len(in.snap.image) < p.eng.trackMin {
-		return false
+		return nil
 	}
 	b, ok := in.mod.Memory().Read(0, uint32(len(in.snap.image)))
-	if !ok || !in.mem.inMapping(b) {
-		return false
+	if !ok || !in.mem.inMapping(b) || t.track(b) != nil {
+		return nil
 	}
-	return t.track(b) == nil
+	return t
 }
 
 // resume prepares a reset instance for invocation c: the fake clocks continue from the
@@ -294,9 +294,8 @@ func (in *instance) reset() bool {
 	if !ok {
 		return false
 	}
-	if in.tracked {
-		t, _ := tracker()
-		if err := t.written(b, func(off, end int) { copy(b[off:end], in.snap.image[off:end]) }); err != nil {
+	if in.pages != nil {
+		if err := in.pages.written(b, func(off, end int) { copy(b[off:end], in.snap.image[off:end]) }); err != nil {
 			return false
 		}
 		in.pageResets++
