@@ -2,6 +2,8 @@ package guest
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"runtime"
 	"testing"
 )
@@ -15,24 +17,30 @@ func firstUseAllocs(fn func()) uint64 {
 	return after.Mallocs - before.Mallocs
 }
 
-type warmed struct {
-	A string         `json:"a"`
-	B []int          `json:"b,omitempty"`
-	C map[string]any `json:"c"`
+// fresh returns a value of a struct type encoding/json has not met before (each call
+// makes a new one), so the test means the same under -count.
+func fresh() any {
+	types++
+	typ := reflect.StructOf([]reflect.StructField{
+		{Name: "A", Type: reflect.TypeFor[string](), Tag: `json:"a"`},
+		{Name: "B", Type: reflect.TypeFor[[]int](), Tag: `json:"b,omitempty"`},
+		{Name: "C", Type: reflect.TypeFor[map[string]any](), Tag: `json:"c"`},
+		{Name: fmt.Sprintf("N%d", types), Type: reflect.TypeFor[int]()},
+	})
+	v := reflect.New(typ).Elem()
+	v.Field(0).SetString("x")
+	return v.Interface()
 }
 
-type cold struct {
-	A string         `json:"a"`
-	B []int          `json:"b,omitempty"`
-	C map[string]any `json:"c"`
-}
+var types int
 
 // TestWarm: after Warm, encoding and decoding a type the first time allocates what a
 // later time does, not the encoder and decoder encoding/json builds for a type it
 // meets the first time (as a type not warmed shows); values that do not encode are
 // skipped.
 func TestWarm(t *testing.T) {
-	Warm(nil, make(chan int), func() {}, warmed{})
+	warmed, cold := fresh(), fresh()
+	Warm(nil, make(chan int), func() {}, warmed)
 	use := func(v, into any) func() {
 		return func() {
 			b, err := json.Marshal(v)
@@ -44,14 +52,18 @@ func TestWarm(t *testing.T) {
 			}
 		}
 	}
-	w := firstUseAllocs(use(warmed{A: "x"}, new(warmed)))
-	c := firstUseAllocs(use(cold{A: "x"}, new(cold)))
-	again := firstUseAllocs(use(cold{A: "x"}, new(cold)))
+	into := func(v any) any { return reflect.New(reflect.TypeOf(v)).Interface() }
+	w := firstUseAllocs(use(warmed, into(warmed)))
+	c := firstUseAllocs(use(cold, into(cold)))
+	again := firstUseAllocs(use(cold, into(cold)))
 	t.Logf("allocations at first use: warmed %d, not warmed %d (%d the second time)", w, c, again)
-	if c <= again+5 {
+	if c <= again+10 {
 		t.Fatalf("a type's first use allocated %d, its second %d: the test cannot tell warmed from not", c, again)
 	}
-	if w > again+2 {
-		t.Errorf("a warmed type's first use allocated %d, want about %d as a later use", w, again)
+	// MemStats counts every goroutine's allocations, the test framework's and the
+	// runtime's included, so a count may read a few high: a warmed type's first use
+	// must be nearer a later use than a first use.
+	if mid := (c + again) / 2; w >= mid {
+		t.Errorf("a warmed type's first use allocated %d, want nearer %d (a later use) than %d (a first use)", w, again, c)
 	}
 }
