@@ -100,9 +100,11 @@ func BenchmarkMutationOneTxPerWrite(b *testing.B) {
 	}
 }
 
-// mutationRound is how many runs benchMutations makes ready at a time: with their
-// mutations, as many rows as the writer's row cache holds (maxCachedRows).
-const mutationRound = maxCachedRows / 2
+// mutationRound is how many runs benchMutations makes ready at a time: each holds
+// three rows in the writer's row cache (its run, its last snapshot, its mutation), and
+// a round fits in one of the cache's generations (maxCachedRows/2), as the runs in
+// progress of a host do.
+const mutationRound = maxCachedRows / 8
 
 // benchMutations times b.N mutations made by workers goroutines. Their runs are made
 // ready in rounds of mutationRound, untimed, so that a mutation finds its run in the

@@ -6,8 +6,10 @@ import (
 	"github.com/scripthost/scripthost/ledger/internal/sqlstore"
 )
 
-// maxCachedRows bounds the row cache; past it the cache starts over. The rows a
-// transition reads are those of runs in progress, a few per workflow at a time.
+// maxCachedRows bounds the row cache. The rows a transition reads are those of runs in
+// progress, a few per workflow at a time; the cache keeps two generations of
+// maxCachedRows/2 rows each, so that a row read again survives the start of a new
+// generation (see rowCache).
 const maxCachedRows = 1024
 
 // verifyRowCacheEnv, when set, has every row found in the cache checked against the
@@ -24,12 +26,21 @@ const verifyRowCacheEnv = "SCRIPTHOST_VERIFY_ROW_CACHE"
 // commit, in this process or another, changes the connection's data version, which
 // begin compares with the version after this connection's own last commit, starting
 // the cache over when they differ.
+//
+// The committed rows come in two generations: when the young one holds
+// maxCachedRows/2 rows, it becomes the old one and the old one is dropped. A row found
+// in the old generation moves to the young one, so the rows of runs in progress,
+// read by each of their transitions, stay while those of finished runs age out; with
+// one generation that started over, every run in progress missed once at each start.
+// Both hold rows as of the last commit: a row a later commit wrote is in the young
+// generation, which get reads first.
 type rowCache struct {
-	// committed are the rows as of the connection's last commit; tx the ones the
-	// transaction in progress wrote in the writes it kept; write the write's in
-	// progress, in the order it cached them (a write caches a row or two).
-	committed, tx map[sqlstore.RowKey]any
-	write         []cachedRow
+	// committed are the rows as of the connection's last commit, old the generation
+	// before; tx the ones the transaction in progress wrote in the writes it kept;
+	// write the write's in progress, in the order it cached them (a write caches a
+	// row or two).
+	committed, old, tx map[sqlstore.RowKey]any
+	write              []cachedRow
 	// version is the connection's data version after its last commit; known says it
 	// was read.
 	version uint32
@@ -43,7 +54,7 @@ type cachedRow struct {
 }
 
 func newRowCache() *rowCache {
-	return &rowCache{committed: map[sqlstore.RowKey]any{}, tx: map[sqlstore.RowKey]any{},
+	return &rowCache{committed: map[sqlstore.RowKey]any{}, old: map[sqlstore.RowKey]any{}, tx: map[sqlstore.RowKey]any{},
 		verify: os.Getenv(verifyRowCacheEnv) != ""}
 }
 
@@ -51,7 +62,7 @@ func newRowCache() *rowCache {
 // now v (ok: it could be read).
 func (c *rowCache) begin(v uint32, ok bool) {
 	if !ok || !c.known || v != c.version {
-		c.committed = reset(c.committed)
+		c.committed, c.old = reset(c.committed), reset(c.old)
 	}
 	c.tx = reset(c.tx)
 	c.write = c.write[:0]
@@ -76,17 +87,23 @@ func (c *rowCache) endWrite(kept bool) {
 func (c *rowCache) end(committed bool, v uint32, ok bool) {
 	switch {
 	case committed && ok:
-		if len(c.committed)+len(c.tx) > maxCachedRows {
-			c.committed = reset(c.committed)
-		}
-		if len(c.tx) <= maxCachedRows { // a larger transaction's rows are not kept
+		if len(c.tx) > maxCachedRows/2 { // a larger transaction's rows are not kept
+			for k := range c.tx {
+				delete(c.committed, k)
+				delete(c.old, k)
+			}
+		} else {
+			if len(c.committed)+len(c.tx) > maxCachedRows/2 {
+				c.committed, c.old = reset(c.old), c.committed
+			}
 			for k, row := range c.tx {
 				c.committed[k] = row
+				delete(c.old, k)
 			}
 		}
 		c.version, c.known = v, true
 	case committed:
-		c.committed = reset(c.committed)
+		c.committed, c.old = reset(c.committed), reset(c.old)
 		c.known = false
 	}
 	c.tx = reset(c.tx)
@@ -112,7 +129,14 @@ func (c *rowCache) get(k sqlstore.RowKey) (any, bool) {
 	if v, ok := c.tx[k]; ok {
 		return v, true
 	}
-	v, ok := c.committed[k]
+	if v, ok := c.committed[k]; ok {
+		return v, true
+	}
+	v, ok := c.old[k]
+	if ok { // read again: into the young generation
+		c.committed[k] = v
+		delete(c.old, k)
+	}
 	return v, ok
 }
 

@@ -146,19 +146,64 @@ func TestRowCacheBounded(t *testing.T) {
 	}
 	c.endWrite(true)
 	c.end(true, 2, true)
-	if len(c.committed) > maxCachedRows {
-		t.Fatalf("%d rows cached after one large transaction, want at most %d", len(c.committed), maxCachedRows)
+	if n := len(c.committed) + len(c.old); n > maxCachedRows {
+		t.Fatalf("%d rows cached after one large transaction, want at most %d", n, maxCachedRows)
 	}
 	for i := range 3 * maxCachedRows {
 		c.begin(2, true)
 		c.write = append(c.write, cachedRow{sqlstore.RowKey{Table: "runs", ID: fmt.Sprint("r", i)}, i})
 		c.endWrite(true)
 		c.end(true, 2, true)
-		if len(c.committed) > maxCachedRows {
-			t.Fatalf("%d rows cached, want at most %d", len(c.committed), maxCachedRows)
+		if n := len(c.committed) + len(c.old); n > maxCachedRows {
+			t.Fatalf("%d rows cached, want at most %d", n, maxCachedRows)
 		}
 	}
 	if _, ok := c.get(sqlstore.RowKey{Table: "runs", ID: fmt.Sprint("r", 3*maxCachedRows-1)}); !ok {
 		t.Error("the last transaction's row is not cached")
+	}
+}
+
+// TestRowCacheKeepsRowsReadAgain checks that a row each transaction reads stays cached
+// while many transactions write rows of their own (a run in progress among finished
+// ones), that a large transaction's rows leave the cache (none of them is kept, and
+// no earlier copy of them stays), and that a commit by another connection empties it.
+func TestRowCacheKeepsRowsReadAgain(t *testing.T) {
+	c := newRowCache()
+	hot := sqlstore.RowKey{Table: "runs", ID: "hot"}
+	c.begin(1, true)
+	c.write = append(c.write, cachedRow{hot, "v1"})
+	c.endWrite(true)
+	c.end(true, 1, true)
+	for i := range 3 * maxCachedRows {
+		c.begin(1, true)
+		if v, ok := c.get(hot); !ok || v != "v1" {
+			t.Fatalf("after %d transactions the row read in each is %v (cached: %v), want v1", i, v, ok)
+		}
+		c.write = append(c.write, cachedRow{sqlstore.RowKey{Table: "runs", ID: fmt.Sprint("r", i)}, i})
+		c.endWrite(true)
+		c.end(true, 1, true)
+	}
+	if _, ok := c.get(sqlstore.RowKey{Table: "runs", ID: "r0"}); ok {
+		t.Error("a row not read again since the first of 3072 transactions is still cached")
+	}
+
+	c.begin(1, true)
+	for i := range maxCachedRows {
+		c.write = append(c.write, cachedRow{sqlstore.RowKey{Table: "runs", ID: fmt.Sprint("big", i)}, i})
+	}
+	c.write = append(c.write, cachedRow{hot, "v2"})
+	c.endWrite(true)
+	c.end(true, 1, true)
+	if v, ok := c.get(hot); ok {
+		t.Fatalf("a row a large transaction wrote is cached as %v, want it read from the database", v)
+	}
+
+	c.begin(1, true)
+	c.write = append(c.write, cachedRow{hot, "v3"})
+	c.endWrite(true)
+	c.end(true, 1, true)
+	c.begin(2, true) // another connection committed
+	if v, ok := c.get(hot); ok {
+		t.Fatalf("after another connection's commit the cache still has %v", v)
 	}
 }
