@@ -135,7 +135,9 @@ func (o *templatedObject) getOwnPropSym(s *Symbol) Value {
 
 func (o *templatedObject) materialisePropNames() {
 	if o.propNames == nil {
-		o.propNames = append(([]unistring.String)(nil), o.tmpl.propNames...)
+		// Room for a few more: names are materialised to add one (a global a host
+		// defines), which would otherwise copy them all again at once.
+		o.propNames = append(make([]unistring.String, 0, len(o.tmpl.propNames)+4), o.tmpl.propNames...)
 	}
 }
 

@@ -250,8 +250,7 @@ func (s *Store) snapshots(ctx context.Context, tx Tx, run scripthost.Run, via []
 	c := rowCache(tx)
 	if c != nil && s.d.Embedded {
 		if v, ok := c.CachedRow(snapshotKey(run.ID)); ok {
-			prev := v.(scripthost.Run)
-			last = &prev
+			last = v.(*scripthost.Run)
 			if c.VerifyRows() {
 				if err := s.verifyLastSnapshot(ctx, tx, last); err != nil {
 					return err
@@ -259,22 +258,23 @@ func (s *Store) snapshots(ctx context.Context, tx Tx, run scripthost.Run, via []
 			}
 		}
 	}
-	for _, v := range via {
-		if err := s.snapshot(ctx, tx, last, &v); err != nil {
+	for i := range via {
+		if err := s.snapshot(ctx, tx, last, &via[i]); err != nil {
 			return err
 		}
-		last = &v
+		last = &via[i]
 	}
 	if err := s.snapshot(ctx, tx, last, &run); err != nil {
 		return err
 	}
 	if c != nil && s.d.Embedded {
-		// Kept as it is, not copied: the store and its callers give a run new values
+		// Kept as it is, not copied: run is this call's own copy of the struct, never
+		// changed after this, and the store and its callers give a run new values
 		// rather than change its JSON in place. Were a value changed in place, the next
 		// transition, whose run is read from its row, would see it differ and log it
 		// again; only the same changed value put back into the same field could be
 		// missed, and SCRIPTHOST_VERIFY_ROW_CACHE (make test) would catch it.
-		c.CacheRow(snapshotKey(run.ID), run)
+		c.CacheRow(snapshotKey(run.ID), &run)
 	}
 	return nil
 }
