@@ -244,7 +244,7 @@ func (s *Store) saveRun(ctx context.Context, tx Tx, rec runRec, via ...scripthos
 // change from the one before (see encodeSnapshot); the run's last snapshot before the
 // transition is the one the row cache keeps under snapshotKey, put there when this
 // process logged it, and missing from it (the snapshot logged whole) when the run was
-// last moved by another process, an older version or before the cache started over.
+// last moved by another process, an older version or so long ago that it aged out.
 func (s *Store) snapshots(ctx context.Context, tx Tx, run scripthost.Run, via []scripthost.Run) error {
 	var last *scripthost.Run
 	c := rowCache(tx)
