@@ -10,12 +10,19 @@ import (
 )
 
 // FloorDSN returns the data source name of the plain-SQLite reference for a file with
-// mattn/go-sqlite3 (which the calling test imports): WAL, synchronous=FULL, immediate
+// mattn/go-sqlite3 (which the calling test imports): synchronous=FULL, immediate
 // transactions, the settings of the ledger's in-flight write, and no mutex of SQLite's
-// own on the connection, as the ledger's connections have none.
+// own on the connection, as the ledger's connections have none. TwoCommitFloor gives
+// the database the ledger's page size and WAL mode (in that order: SQLite fixes the
+// page size when it first writes the file).
 func FloorDSN(path string) string {
-	return "file:" + path + "?_journal_mode=WAL&_synchronous=FULL&_txlock=immediate&_busy_timeout=5000&_mutex=no"
+	return "file:" + path + "?_synchronous=FULL&_txlock=immediate&_busy_timeout=5000&_mutex=no"
 }
+
+// FloorPageSize is the page size of a new ledger (ledger/sqlite's pageSize, which its
+// tests check against this), given to the floor's database so that both write the
+// same size of page.
+const FloorPageSize = 2048
 
 // TwoCommitFloor is what a durable effect costs on plain SQLite at the least, without
 // any ledger: on one connection, a row is inserted and committed (the record made
@@ -25,6 +32,11 @@ func TwoCommitFloor(b *testing.B, db *sql.DB, workers int) {
 	b.Helper()
 	ctx := context.Background()
 	db.SetMaxOpenConns(1)
+	for _, q := range []string{fmt.Sprintf("PRAGMA page_size = %d", FloorPageSize), "PRAGMA journal_mode = WAL"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS floor (id TEXT PRIMARY KEY, status TEXT, result TEXT)`); err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -80,6 +81,9 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	want := len(ms)
+	if err := s.setPageSize(ctx); err != nil {
+		return err
+	}
 	have, err := s.inspect(ctx, want)
 	if err != nil {
 		return err
@@ -131,6 +135,31 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // inspect reads the schema version under the write lock (so that a database another
 // process holds is reported as locked) and rolls back: it never writes.
+// pageSize is the page size of a ledger this package creates; one created before, or
+// by another program, keeps its own (SQLite fixes it when the first table is made).
+// 2 KiB instead of SQLite's 4 KiB: a commit writes each page it changed whole to the
+// WAL, and a ledger's commits change a few small rows in many B-trees, so smaller
+// pages halve what a commit writes, copies, checksums and syncs (RATIONALE.md, "Pages
+// of 2 KiB").
+const pageSize = 2048
+
+// setPageSize sets pageSize on the write connection while the database is still
+// empty, before inspect creates its first table; on a database that has pages it does
+// nothing (SQLite would ignore it too).
+func (s *Store) setPageSize(ctx context.Context) error {
+	var pages int
+	if err := s.w.GetContext(ctx, &pages, "PRAGMA page_count"); err != nil {
+		return s.dbErr("open", err)
+	}
+	if pages > 0 {
+		return nil
+	}
+	if _, err := s.w.ExecContext(ctx, "PRAGMA page_size = "+strconv.Itoa(pageSize)); err != nil {
+		return s.dbErr("open", err)
+	}
+	return nil
+}
+
 func (s *Store) inspect(ctx context.Context, want int) (int, error) {
 	tx, err := s.w.BeginTxx(ctx, nil)
 	if err != nil {

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/scripthost/scripthost/internal/benchcmp"
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -40,7 +42,7 @@ func walPages(t *testing.T, events bool) (*Store, []uint32) {
 			ledger.LifecycleEvent{Type: ledger.EventPhaseCompleted, Data: json.RawMessage(`{"phase":"prepare"}`)},
 			ledger.LifecycleEvent{Type: ledger.EventPhaseStarted, Data: json.RawMessage(`{"phase":"mutate"}`)})
 	}
-	const pageSize, frameHeader, walHeader = 4096, 24, 32
+	const frameHeader, walHeader = 24, 32
 	var start int64
 	for i := range 2 * pagesRuns {
 		if i == pagesRuns {
@@ -60,6 +62,9 @@ func walPages(t *testing.T, events bool) (*Store, []uint32) {
 	wal, err := os.ReadFile(path + "-wal")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ps := int64(binary.BigEndian.Uint32(wal[8:])); ps != pageSize {
+		t.Fatalf("the WAL's pages are of %d bytes, want %d (a new ledger's)", ps, pageSize)
 	}
 	var pages []uint32
 	for off := start; off+frameHeader+pageSize <= int64(len(wal)); off += frameHeader + pageSize {
@@ -87,12 +92,13 @@ func TestPagesPerConsumerRun(t *testing.T) {
 		// runtime attached before, and this run attaches nothing. 45.6 with version 6 of
 		// the schema (no AUTOINCREMENT, narrowed indexes of events and mutations, no
 		// handler_state_wake). 43.8 with version 7 (snapshots in the lifecycle log),
-		// 42.8 with version 8 (a snapshot logged as what changed).
-		{"bare", false, 44},
+		// 42.8 with version 8 (a snapshot logged as what changed). Pages of 4 KiB until
+		// then; 47.3 pages of 2 KiB since (94.6 KiB written per run, against 171).
+		{"bare", false, 48},
 		// 2 lifecycle events more per write (the kind the runtime attaches): 74.0 pages
 		// before version 6 of the schema, 59.3 with it, 47.2 with version 7, 46.4 with
-		// version 8.
-		{"lifecycle events", true, 48},
+		// version 8; 53.2 pages of 2 KiB (106 KiB, against 186).
+		{"lifecycle events", true, 54},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, pages := walPages(t, c.events)
@@ -102,5 +108,61 @@ func TestPagesPerConsumerRun(t *testing.T) {
 			}
 			t.Logf("%.1f pages per consumer run", perRun)
 		})
+	}
+}
+
+// TestPageSize checks that a new ledger has pages of pageSize, and that one created
+// with SQLite's 4 KiB pages (by an earlier version) keeps them and works.
+func TestPageSize(t *testing.T) {
+	ctx := context.Background()
+	pageSizeOf := func(s *Store) int {
+		var n int
+		if err := s.r.GetContext(ctx, &n, "PRAGMA page_size"); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "new.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := pageSizeOf(s); got != pageSize {
+		t.Errorf("a new ledger has pages of %d bytes, want %d", got, pageSize)
+	}
+	if benchcmp.FloorPageSize != pageSize {
+		t.Errorf("the benchmarks' plain-SQLite floor has pages of %d bytes, a new ledger %d", benchcmp.FloorPageSize, pageSize)
+	}
+
+	// An empty database whose page size is already fixed, as a ledger created before
+	// had it when its first table was made.
+	old := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite3", old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"PRAGMA page_size = 4096", "PRAGMA user_version = 0", "VACUUM"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var fixed int
+	if err := db.QueryRowContext(ctx, "PRAGMA page_size").Scan(&fixed); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if fixed != 4096 {
+		t.Fatalf("set-up: the database has pages of %d bytes, want 4096", fixed)
+	}
+	s4, err := Open(ctx, old, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s4.Close()
+	if got := pageSizeOf(s4); got != 4096 {
+		t.Errorf("a ledger of 4 KiB pages has pages of %d bytes after opening", got)
+	}
+	if err := consumerRun(ctx, s4, "1"); err != nil {
+		t.Fatalf("a consumer run on a ledger of 4 KiB pages: %v", err)
 	}
 }
