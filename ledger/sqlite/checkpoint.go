@@ -21,7 +21,8 @@ const (
 	// checkpointFrames is how many frames the WAL may gain before the background
 	// checkpointer is started: SQLite's own default threshold.
 	checkpointFrames = 1000
-	// backstopFrames is the WAL size (about 64 MiB of 4 KiB pages) past which the
+	// backstopFrames is the WAL size (32 MiB of a new ledger's 2 KiB pages, 64 MiB of
+	// an older one's 4 KiB) past which the
 	// writer checkpoints in its commit, as SQLite would by itself.
 	backstopFrames = 16 * 1024
 )
