@@ -22,8 +22,8 @@ const (
 	// checkpointer is started: SQLite's own default threshold.
 	checkpointFrames = 1000
 	// backstopFrames is the WAL size (32 MiB of a new ledger's 2 KiB pages, 64 MiB of
-	// an older one's 4 KiB) past which the
-	// writer checkpoints in its commit, as SQLite would by itself.
+	// an older one's 4 KiB) past which the writer checkpoints in its commit, as
+	// SQLite would by itself.
 	backstopFrames = 16 * 1024
 )
 
