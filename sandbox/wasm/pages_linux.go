@@ -84,27 +84,30 @@ func tracker() (*pageTracker, error) {
 	return theTracker, trackerErr
 }
 
-func newPageTracker() (*pageTracker, error) {
+func newPageTracker() (_ *pageTracker, err error) {
 	fd, _, errno := unix.Syscall(unix.SYS_USERFAULTFD, unix.O_CLOEXEC|unix.O_NONBLOCK|uffdUserModeOnly, 0, 0)
 	if errno != 0 {
 		return nil, fmt.Errorf("%s: userfaultfd: %w", trackingUnsupported, errno)
 	}
 	t := &pageTracker{uffd: int(fd)}
+	defer func() {
+		if err != nil {
+			if t.pagemap != nil {
+				t.pagemap.Close()
+			}
+			unix.Close(t.uffd)
+			err = fmt.Errorf("%s: %w", trackingUnsupported, err)
+		}
+	}()
 	api := uffdioAPIArg{api: uffdAPI, features: uffdFeatureWPAsync | uffdFeatureWPUnpop}
 	if err := ioctl(t.uffd, uffdioAPI, unsafe.Pointer(&api)); err != nil {
-		unix.Close(t.uffd)
-		return nil, fmt.Errorf("%s: asynchronous write protection: %w", trackingUnsupported, err)
+		return nil, fmt.Errorf("asynchronous write protection: %w", err)
 	}
-	pm, err := os.Open("/proc/self/pagemap")
-	if err != nil {
-		unix.Close(t.uffd)
-		return nil, fmt.Errorf("%s: %w", trackingUnsupported, err)
+	if t.pagemap, err = os.Open("/proc/self/pagemap"); err != nil {
+		return nil, err
 	}
-	t.pagemap = pm
 	if err := t.probe(); err != nil {
-		t.pagemap.Close()
-		unix.Close(t.uffd)
-		return nil, fmt.Errorf("%s: %w", trackingUnsupported, err)
+		return nil, err
 	}
 	return t, nil
 }
