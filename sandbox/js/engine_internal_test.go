@@ -279,3 +279,136 @@ func TestParseJSONFrozen(t *testing.T) {
 		t.Errorf("got %v, %v, want every object frozen like Object.freeze leaves it", res, err)
 	}
 }
+
+// frozenOps are scripts that read or try to change v, a deeply frozen value of
+// frozenText, for TestParseJSONFrozenBehaves.
+var frozenOps = []string{
+	// objects
+	`v.o.x = 5`, `v.o.z = 5`, `v.o.x++`, `v.o.x += 1`, `v.o.x &&= 2`, `v.o.y ??= 2`,
+	`[v.o.x] = [7]`, `({k: v.o.x} = {k: 7})`, `with (v.o) { x = 8 }`,
+	`delete v.o.x`, `delete v.o.nope`, `delete v[2]`,
+	`v[2] = 'z'`, `v['2'] = 'z'`, `v.o.__proto__ = {}`,
+	`Object.defineProperty(v.o, 'x', {value: 1})`,
+	`Object.defineProperty(v.o, 'x', {value: 2})`,
+	`Object.defineProperty(v.o, 'x', {writable: true})`,
+	`Object.defineProperty(v.o, 'x', {get() { return 1 }})`,
+	`Object.defineProperty(v.o, 'x', {enumerable: false})`,
+	`Object.defineProperty(v.o, 'x', {value: 1, writable: false, enumerable: true, configurable: false}); return Object.getOwnPropertyDescriptor(v.o, 'x')`,
+	`Object.defineProperties(v.o, {x: {value: 3}})`,
+	`Object.defineProperty(v.o, 'n', {value: 1})`,
+	`Object.setPrototypeOf(v.o, null)`, `Object.setPrototypeOf(v.o, Object.prototype)`,
+	`Object.assign(v.o, {x: 9})`, `Object.assign({}, v.o)`,
+	`return [Reflect.set(v.o, 'x', 9), Reflect.set(v.o, 'x', 1), Reflect.set(v.o, 'x', 9, {}), Reflect.defineProperty(v.o, 'x', {value: 9}), Reflect.deleteProperty(v.o, 'x'), Reflect.deleteProperty(v.o, 'q')]`,
+	`const c = Object.create(v.o); c.x = 9; return [c.x, Object.hasOwn(c, 'x')]`,
+	`const c = Object.create(v.o); c.q = 9; return [c.q, Object.hasOwn(c, 'q')]`,
+	`const c = Object.create(v.o); Object.defineProperty(c, 'x', {value: 9}); return c.x`,
+	`class A { constructor() { return v.o } }; class B extends A { f = 1 }; return new B()`,
+	`return [Object.getOwnPropertyDescriptor(v.o, 'x'), Object.getOwnPropertyDescriptors(v.o), Object.getOwnPropertyDescriptors(v.a)]`,
+	`return [Object.isFrozen(v), Object.isFrozen(v.o), Object.isSealed(v.o), Object.isExtensible(v.o), Object.isFrozen(v.a), Object.isSealed(v.a), Object.isFrozen(v.e)]`,
+	`Object.freeze(v.o); Object.seal(v.a); Object.preventExtensions(v); return [Object.isFrozen(v.o), Object.getOwnPropertyDescriptor(v.o, 'x')]`,
+	`return new Proxy(v.o, {get: () => 5}).x`,
+	`return new Proxy(v.o, {get: () => 1}).x`,
+	`return Object.getOwnPropertyDescriptor(new Proxy(v.o, {getOwnPropertyDescriptor: () => ({value: 5, writable: true, enumerable: true, configurable: true})}), 'x')`,
+	`return Object.keys(new Proxy(v.o, {ownKeys: () => ['x']}))`,
+	`return new Proxy(v.o, {set: () => true}).x = 4`,
+	`return Reflect.set(new Proxy(v.o, {set: () => true}), 'x', 4)`,
+	`return delete new Proxy(v.o, {deleteProperty: () => true}).x`,
+	`const c = {...v.o}; c.x = 3; return [c, Object.isFrozen(c), Object.getOwnPropertyDescriptor(c, 'y')]`,
+	`const r = []; for (const k in v) r.push(k); return [r, Object.keys(v), Reflect.ownKeys(v), Object.entries(v.o), Object.values(v.o), Object.fromEntries(Object.entries(v.o))]`,
+	`return [JSON.stringify(v), JSON.stringify(v, null, 1), JSON.stringify(v, ['o', 'x'])]`,
+	`return JSON.parse(JSON.stringify(v), function (k, x) { if (k === 'x') this.x = 2; return x })`,
+	`return [v.o.hasOwnProperty('x'), 'x' in v.o, v.o.propertyIsEnumerable('x'), Object.hasOwn(v.a, 0)]`,
+	// arrays
+	`v.a[0] = 9`, `v.a[5] = 9`, `v.a[0]++`, `v.a.length = 0`, `v.a.length = 3`, `v.a.x = 1`,
+	`v.a[1].b = 3`, `v.o.y[0] = 0`, `delete v.a[0]`, `delete v.a[9]`,
+	`v.a.push(1)`, `v.a.pop()`, `v.a.shift()`, `v.a.unshift(0)`, `v.a.splice(0, 1)`, `v.a.splice(0, 0)`,
+	`v.a.sort()`, `v.a.reverse()`, `v.a.fill(0)`, `v.a.copyWithin(0, 1)`, `v.e.push()`, `v.e.pop()`,
+	`v.e.shift()`, `v.e.sort()`, `v.e.reverse()`, `v.e.length = 0`, `v.o.y.sort((p, q) => q - p)`,
+	`Array.prototype.sort.call(v.o.y)`, `Array.prototype.push.apply(v.o.y, [1])`,
+	`Object.defineProperty(v.a, 0, {value: 1})`, `Object.defineProperty(v.a, 0, {value: 2})`,
+	`Object.defineProperty(v.a, 'length', {value: 2})`, `Object.defineProperty(v.a, 'length', {value: 0})`,
+	`Object.defineProperty(v.a, 'length', {writable: true})`, `Object.setPrototypeOf(v.a, Object.prototype)`,
+	`return [Object.getOwnPropertyDescriptor(v.a, 0), Object.getOwnPropertyDescriptor(v.a, '1'), Object.getOwnPropertyDescriptor(v.a, 'length')]`,
+	`const c = Object.create(v.a); c[0] = 5; return [c[0], Object.hasOwn(c, 0)]`,
+	`return [Reflect.set(v.a, 0, 9), Reflect.set(v.a, 0, 1), Reflect.set(v.a, 3, 9), Reflect.deleteProperty(v.a, 0)]`,
+	`return [v.a.slice(), v.a.indexOf(1), v.a.includes(1), v.a.lastIndexOf(1), [...v.a], Array.from(v.o.y), v.o.y.map((x) => x * 2), v.o.y.filter((x) => x > 3)]`,
+	`return [v.o.y.toSorted((p, q) => q - p), v.a.with(0, 5), v.o.y.toReversed(), v.a.toSpliced(0, 1), v.a.concat([1]), v.a.flat(), v.a.at(-1), [...v.a.keys()], [...v.a.entries()]]`,
+	`const r = v.a.slice(); r.push(2); r[0] = 7; return [r, Object.isFrozen(r), Object.isFrozen(v.o.y.map((x) => x))]`,
+	`const r = []; for (const x of v.a) r.push(x); v.o.y.forEach((x, i) => r.push(i)); return [r, v.o.y.reduce((p, q) => p + q), v.o.y.join('-')]`,
+}
+
+const frozenText = `{"a":[1,{"b":2}],"o":{"x":1,"y":[3,4]},"s":"str","n":null,"e":[],"2":"idx"}`
+
+// TestParseJSONFrozenBehaves: a value parsed frozen, and one frozen object by object
+// with Runtime.Freeze, behave as a deep Object.freeze of JSON.parse's result does, in
+// strict and sloppy code, to every script of frozenOps: the same result or error, and
+// the value unchanged afterwards. Both are marked frozen rather than given a record
+// per property, so every path that reads or writes a property must see the marks.
+func TestParseJSONFrozenBehaves(t *testing.T) {
+	vm := goja.New()
+	_ = vm.Set("parseFrozen", func(text string) goja.Value {
+		v, err := vm.ParseJSON(text, true)
+		if err != nil {
+			panic(vm.NewGoError(err))
+		}
+		return v
+	})
+	_ = vm.Set("hostFreeze", func(o *goja.Object) {
+		if err := vm.Freeze(o); err != nil {
+			panic(vm.NewGoError(err))
+		}
+	})
+	run, err := vm.RunString(`(text, body, strict) => {
+  const deepFreeze = (x, freeze) => {
+    if (x !== null && typeof x === 'object') { for (const k of Object.keys(x)) deepFreeze(x[k], freeze); freeze(x) }
+    return x
+  }
+  const show = (x) => {
+    const seen = new Set()
+    const walk = (y) => {
+      if (y === null || typeof y !== 'object') return y === undefined ? 'undefined' : y
+      if (seen.has(y)) return 'cycle'
+      seen.add(y)
+      const out = {proto: Object.getPrototypeOf(y) === Array.prototype ? 'Array' : Object.getPrototypeOf(y) === Object.prototype ? 'Object' : String(Object.getPrototypeOf(y)),
+        ext: Object.isExtensible(y), props: []}
+      for (const k of Reflect.ownKeys(y)) {
+        const d = Object.getOwnPropertyDescriptor(y, k)
+        out.props.push([String(k), d.writable, d.enumerable, d.configurable, 'value' in d ? walk(d.value) : 'accessor'])
+      }
+      return out
+    }
+    return JSON.stringify(walk(x))
+  }
+  const outcome = (v) => {
+    let res
+    try {
+      const f = new Function('v', (strict ? '"use strict";\n' : '') + body)
+      res = 'returned ' + show(f(v))
+    } catch (e) {
+      res = 'threw ' + (e && e.name) + ': ' + (e && e.message)
+    }
+    return res + '\nafter: ' + show(v)
+  }
+  return [outcome(parseFrozen(text)), outcome(deepFreeze(JSON.parse(text), Object.freeze)),
+    outcome(deepFreeze(JSON.parse(text), hostFreeze))]
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, _ := goja.AssertFunction(run)
+	for _, body := range frozenOps {
+		for _, strict := range []bool{true, false} {
+			res, err := fn(goja.Undefined(), vm.ToValue(frozenText), vm.ToValue(body), vm.ToValue(strict))
+			if err != nil {
+				t.Fatalf("%s (strict %v): %v", body, strict, err)
+			}
+			got := res.Export().([]any)
+			if got[0] != got[1] {
+				t.Errorf("%s (strict %v):\nparsed frozen: %s\nObject.freeze: %s", body, strict, got[0], got[1])
+			}
+			if got[2] != got[1] {
+				t.Errorf("%s (strict %v):\nRuntime.Freeze: %s\nObject.freeze: %s", body, strict, got[2], got[1])
+			}
+		}
+	}
+}

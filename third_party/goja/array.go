@@ -135,7 +135,7 @@ func (a *arrayObject) setLength(v uint32, throw bool) bool {
 }
 
 func (a *arrayObject) getIdx(idx valueInt, receiver Value) Value {
-	prop := a.getOwnPropIdx(idx)
+	prop := a.ownIdx(idx)
 	if prop == nil {
 		if a.prototype != nil {
 			if receiver == nil {
@@ -154,6 +154,16 @@ func (a *arrayObject) getIdx(idx valueInt, receiver Value) Value {
 }
 
 func (a *arrayObject) getOwnPropStr(name unistring.String) Value {
+	return a.frozenProp(a.ownStr(name))
+}
+
+func (a *arrayObject) getOwnPropIdx(idx valueInt) Value {
+	return a.frozenProp(a.ownIdx(idx))
+}
+
+// ownStr and ownIdx return an own property's stored value: for a frozen array's
+// element, the plain value, which getOwnPropStr and getOwnPropIdx give as a record.
+func (a *arrayObject) ownStr(name unistring.String) Value {
 	if len(a.values) > 0 {
 		if i := strToArrayIdx(name); i != math.MaxUint32 {
 			if i < uint32(len(a.values)) {
@@ -167,7 +177,7 @@ func (a *arrayObject) getOwnPropStr(name unistring.String) Value {
 	return a.baseObject.getOwnPropStr(name)
 }
 
-func (a *arrayObject) getOwnPropIdx(idx valueInt) Value {
+func (a *arrayObject) ownIdx(idx valueInt) Value {
 	if i := toIdx(idx); i != math.MaxUint32 {
 		if i < uint32(len(a.values)) {
 			return a.values[i]
@@ -195,7 +205,7 @@ func (a *arrayObject) swap(i int, j int) {
 }
 
 func (a *arrayObject) getStr(name unistring.String, receiver Value) Value {
-	return a.getStrWithOwnProp(a.getOwnPropStr(name), name, receiver)
+	return a.getStrWithOwnProp(a.ownStr(name), name, receiver)
 }
 
 func (a *arrayObject) getLengthProp() *valueProperty {
@@ -214,7 +224,7 @@ func (a *arrayObject) setOwnIdx(idx valueInt, val Value, throw bool) bool {
 func (a *arrayObject) _setOwnIdx(idx uint32, val Value, throw bool) bool {
 	var prop Value
 	if idx < uint32(len(a.values)) {
-		prop = a.values[idx]
+		prop = a.frozenProp(a.values[idx])
 	}
 
 	if prop == nil {
@@ -288,7 +298,7 @@ func (i *arrayPropIter) next() (propIterItem, iterNextFunc) {
 		prop := i.a.values[i.idx]
 		i.idx++
 		if prop != nil {
-			return propIterItem{name: name, value: prop}, i.next
+			return propIterItem{name: name, value: i.a.frozenProp(prop)}, i.next
 		}
 	}
 
@@ -422,7 +432,7 @@ Reject:
 func (a *arrayObject) _defineIdxProperty(idx uint32, desc PropertyDescriptor, throw bool) bool {
 	var existing Value
 	if idx < uint32(len(a.values)) {
-		existing = a.values[idx]
+		existing = a.frozenProp(a.values[idx])
 	}
 	prop, ok := a.baseObject._defineOwnProperty(unistring.String(strconv.FormatUint(uint64(idx), 10)), existing, desc, throw)
 	if ok {
@@ -463,7 +473,7 @@ func (a *arrayObject) defineOwnPropertyIdx(idx valueInt, descr PropertyDescripto
 
 func (a *arrayObject) _deleteIdxProp(idx uint32, throw bool) bool {
 	if idx < uint32(len(a.values)) {
-		if v := a.values[idx]; v != nil {
+		if v := a.frozenProp(a.values[idx]); v != nil {
 			if p, ok := v.(*valueProperty); ok {
 				if !p.configurable {
 					a.val.runtime.typeErrorResult(throw, "Cannot delete property '%d' of %s", idx, a.val.toString())

@@ -131,7 +131,7 @@ func (r *Runtime) arrayproto_pop_generic(obj *Object) Value {
 
 func (r *Runtime) arrayproto_pop(call FunctionCall) Value {
 	obj := call.This.ToObject(r)
-	if a, ok := obj.self.(*arrayObject); ok {
+	if a, ok := obj.self.(*arrayObject); ok && !a.frozen {
 		l := a.length
 		var val Value
 		if l > 0 {
@@ -1482,7 +1482,7 @@ func (r *Runtime) arrayproto_toSpliced(call FunctionCall) Value {
 
 func (r *Runtime) checkStdArrayObj(obj *Object) *arrayObject {
 	if arr, ok := obj.self.(*arrayObject); ok &&
-		arr.propValueCount == 0 &&
+		arr.propValueCount == 0 && !arr.frozen &&
 		arr.length == uint32(len(arr.values)) &&
 		uint32(arr.objCount) == arr.length {
 

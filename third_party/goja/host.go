@@ -29,8 +29,8 @@ func (o *Object) HasOwn(name string) bool {
 }
 
 // Freeze does what Object.freeze(o) does. A plain object or a native function with no
-// symbol-keyed properties is frozen in place, its plain values turned into property
-// records allocated together, without the generic walk's iterators.
+// symbol-keyed properties is frozen in place (see baseObject.freeze), without the
+// generic walk's iterators and descriptors.
 func (r *Runtime) Freeze(o *Object) error {
 	var b *baseObject
 	switch self := o.self.(type) {
@@ -42,28 +42,24 @@ func (r *Runtime) Freeze(o *Object) error {
 	if b == nil || b.symValues != nil && b.symValues.size > 0 {
 		return r.try(func() { r.object_freeze(FunctionCall{Arguments: []Value{o}}) })
 	}
-	b.extensible = false
-	plain := 0
-	for _, name := range b.propNames {
-		if _, ok := b.values[name].(*valueProperty); !ok {
-			plain++
-		}
-	}
-	props := make([]valueProperty, plain)
-	for _, name := range b.propNames {
-		switch p := b.values[name].(type) {
-		case *valueProperty:
+	b.freeze()
+	return nil
+}
+
+// freeze makes o non-extensible and every own string-keyed property non-configurable
+// and, unless an accessor, non-writable: its records are marked so, and its plain
+// values are by the frozen mark, with no record made for them.
+func (o *baseObject) freeze() {
+	o.extensible = false
+	o.frozen = true
+	for _, name := range o.propNames {
+		if p, ok := o.values[name].(*valueProperty); ok {
 			p.configurable = false
 			if !p.accessor {
 				p.writable = false
 			}
-		default:
-			props[0] = valueProperty{value: p, enumerable: true}
-			b.values[name] = &props[0]
-			props = props[1:]
 		}
 	}
-	return nil
 }
 
 // ParseJSON parses text as JSON.parse does (without a reviver), refusing text nested
@@ -81,66 +77,25 @@ func (r *Runtime) ParseJSON(text string, frozen bool) (v Value, err error) {
 }
 
 // freezeParsed freezes v, a value parseJSON just built: plain objects and dense
-// arrays of data properties, nothing shared, no cycles. The property records of the
-// whole value are allocated together, in one slab: its objects came in together and
-// are frozen, so none of them outlives the rest by much.
+// arrays of plain data values, nothing shared, no cycles. Each object and array is
+// marked frozen (see baseObject.frozen) rather than given a record per property: a
+// script that only reads the value never pays for the records.
 func freezeParsed(v Value) {
-	if n := countParsed(v); n > 0 {
-		slab := make([]valueProperty, n)
-		freezeInto(v, &slab)
-	}
-}
-
-// countParsed is the number of properties of v and of the values it holds.
-func countParsed(v Value) int {
-	o, ok := v.(*Object)
-	if !ok {
-		return 0
-	}
-	n := 0
-	switch self := o.self.(type) {
-	case *arrayObject:
-		n += len(self.values)
-		for _, x := range self.values {
-			n += countParsed(x)
-		}
-	case *baseObject:
-		n += len(self.propNames)
-		for _, name := range self.propNames {
-			n += countParsed(self.values[name])
-		}
-	}
-	return n
-}
-
-// freezeInto freezes v, taking its property records from the front of *slab.
-func freezeInto(v Value, slab *[]valueProperty) {
 	o, ok := v.(*Object)
 	if !ok {
 		return
 	}
 	switch self := o.self.(type) {
 	case *arrayObject:
-		props := (*slab)[:len(self.values):len(self.values)]
-		*slab = (*slab)[len(self.values):]
-		for i, x := range self.values {
-			freezeInto(x, slab)
-			props[i] = valueProperty{value: x, enumerable: true}
-			self.values[i] = &props[i]
+		for _, x := range self.values {
+			freezeParsed(x)
 		}
-		self.propValueCount = len(self.values)
-		self.lengthProp.writable = false
-		self.extensible = false
+		self.freeze()
 	case *baseObject:
-		props := (*slab)[:len(self.propNames):len(self.propNames)]
-		*slab = (*slab)[len(self.propNames):]
-		for i, name := range self.propNames {
-			x := self.values[name]
-			freezeInto(x, slab)
-			props[i] = valueProperty{value: x, enumerable: true}
-			self.values[name] = &props[i]
+		for _, name := range self.propNames {
+			freezeParsed(self.values[name])
 		}
-		self.extensible = false
+		self.freeze()
 	}
 }
 

@@ -215,6 +215,11 @@ type baseObject struct {
 	val        *Object
 	prototype  *Object
 	extensible bool
+	// frozen (scripthost patch): every plain value in values is a non-writable,
+	// non-configurable, enumerable data property, as if each were a *valueProperty so
+	// marked. A frozen value parsed from JSON is marked so, with no record per property;
+	// frozenProp gives a plain value's record wherever one is read.
+	frozen bool
 
 	values    map[unistring.String]Value
 	propNames []unistring.String
@@ -376,7 +381,19 @@ func (o *baseObject) getOwnPropSym(s *Symbol) Value {
 }
 
 func (o *baseObject) getOwnPropStr(name unistring.String) Value {
-	return o.values[name]
+	return o.frozenProp(o.values[name])
+}
+
+// frozenProp returns v, an own property's stored value, as a record with its
+// attributes: a plain value of a frozen object is a non-writable, non-configurable
+// data property.
+func (o *baseObject) frozenProp(v Value) Value {
+	if o.frozen && v != nil {
+		if _, ok := v.(*valueProperty); !ok {
+			return &valueProperty{value: v, enumerable: true}
+		}
+	}
+	return v
 }
 
 func (o *baseObject) checkDeleteProp(name unistring.String, prop *valueProperty, throw bool) bool {
@@ -441,7 +458,7 @@ func (o *baseObject) deleteSym(s *Symbol, throw bool) bool {
 
 func (o *baseObject) deleteStr(name unistring.String, throw bool) bool {
 	if val, exists := o.values[name]; exists {
-		if !o.checkDelete(name, val, throw) {
+		if !o.checkDelete(name, o.frozenProp(val), throw) {
 			return false
 		}
 		o._delete(name)
@@ -478,7 +495,7 @@ func (o *baseObject) setProto(proto *Object, throw bool) bool {
 }
 
 func (o *baseObject) setOwnStr(name unistring.String, val Value, throw bool) bool {
-	ownDesc := o.values[name]
+	ownDesc := o.frozenProp(o.values[name])
 	if ownDesc == nil {
 		if proto := o.prototype; proto != nil {
 			// we know it's foreign because prototype loops are not allowed
@@ -598,7 +615,7 @@ func (o *baseObject) _setForeignIdx(idx valueInt, prop, val, receiver Value, thr
 }
 
 func (o *baseObject) setForeignStr(name unistring.String, val, receiver Value, throw bool) (bool, bool) {
-	return o._setForeignStr(name, o.values[name], val, receiver, throw)
+	return o._setForeignStr(name, o.frozenProp(o.values[name]), val, receiver, throw)
 }
 
 func (o *baseObject) setForeignIdx(name valueInt, val, receiver Value, throw bool) (bool, bool) {
@@ -758,7 +775,7 @@ Reject:
 }
 
 func (o *baseObject) defineOwnPropertyStr(name unistring.String, descr PropertyDescriptor, throw bool) bool {
-	existingVal := o.values[name]
+	existingVal := o.frozenProp(o.values[name])
 	if v, ok := o._defineOwnProperty(name, existingVal, descr, throw); ok {
 		o.values[name] = v
 		if existingVal == nil {
@@ -1194,7 +1211,7 @@ func (i *objectPropIter) next() (propIterItem, iterNextFunc) {
 		i.idx++
 		prop := i.o.values[name]
 		if prop != nil {
-			return propIterItem{name: stringValueFromRaw(name), value: prop}, i.next
+			return propIterItem{name: stringValueFromRaw(name), value: i.o.frozenProp(prop)}, i.next
 		}
 	}
 	clearNamesCopyMarker(i.propNames)
