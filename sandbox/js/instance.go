@@ -1,6 +1,7 @@
 package js
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -46,7 +47,7 @@ type instance struct {
 	toolErrors map[*goja.Object]error
 	mem        *memEntry
 	platform   *platform
-	parsed     map[string]goja.Value // frozen values by their JSON text
+	parsed     []parsedInput // the first maxParsedInputs frozen values parsed, with their text
 
 	mu     sync.Mutex
 	reason error // why the runtime was interrupted; the first reason wins
@@ -249,21 +250,32 @@ func (in *instance) installGlobals(g sandbox.Globals) error {
 	return nil
 }
 
+// parsedInput is a frozen value and the JSON text it was parsed from.
+type parsedInput struct {
+	raw json.RawMessage
+	v   goja.Value
+}
+
+// maxParsedInputs bounds the values parse keeps to share: the three globals and the
+// first argument, so that a phase with many arguments is not compared quadratically.
+const maxParsedInputs = 4
+
 // parse turns host JSON into a frozen plain JS value. The same text (a phase's input
 // is both a global and an argument) is parsed once: the value is frozen, so sharing it
-// is safe.
+// is safe. Texts are compared rather than hashed into a map, which would copy each.
 func (in *instance) parse(raw json.RawMessage) (goja.Value, error) {
-	if v, ok := in.parsed[string(raw)]; ok {
-		return v, nil
+	for _, p := range in.parsed {
+		if bytes.Equal(p.raw, raw) {
+			return p.v, nil
+		}
 	}
 	v, err := in.vm.ParseJSON(string(raw), true)
 	if err != nil {
 		return nil, scripthost.Wrap(scripthost.ClassInternal, scripthost.CodeInvalidInput, err)
 	}
-	if in.parsed == nil {
-		in.parsed = map[string]goja.Value{}
+	if len(in.parsed) < maxParsedInputs {
+		in.parsed = append(in.parsed, parsedInput{raw: raw, v: v})
 	}
-	in.parsed[string(raw)] = v
 	return v, nil
 }
 

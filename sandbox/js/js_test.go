@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -276,6 +277,27 @@ export default { f: { write(arg) {
 	res, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "f.write", Tools: sandboxtest.NewTools(),
 		Globals: sandbox.Globals{State: json.RawMessage(state)}, Args: []json.RawMessage{json.RawMessage(state)}})
 	want := `{"threw":["assign:TypeError","property:TypeError","nested:TypeError","arg:TypeError"],"state":{"a":1,"list":[1]},"arg":{"a":1,"list":[1]}}`
+	if err != nil || string(res.Value) != want {
+		t.Errorf("got %s, %v, want %s", res.Value, err, want)
+	}
+}
+
+// TestInputsParsedOnce: an input whose JSON text is another's (a phase's state is
+// often its argument too) is the same frozen value; inputs with other texts are not,
+// and every argument past the ones kept for sharing is still parsed.
+func TestInputsParsedOnce(t *testing.T) {
+	p := load(t, js.New(js.Options{}), "wf.js", `export default { f: { g(...args) {
+  return { stateIsArg0: __state__ === args[0], preparedIsArg1: __prepared__ === args[1],
+    stateIsPrepared: __state__ === __prepared__, args }
+} } }`)
+	state, other := json.RawMessage(`{"a":[1]}`), json.RawMessage(`{"a":[2]}`)
+	args := []json.RawMessage{state, other}
+	for i := range 6 {
+		args = append(args, json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)))
+	}
+	res, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "f.g", Tools: sandboxtest.NewTools(),
+		Globals: sandbox.Globals{State: state, Prepared: other}, Args: args})
+	want := `{"stateIsArg0":true,"preparedIsArg1":true,"stateIsPrepared":false,"args":[{"a":[1]},{"a":[2]},{"n":0},{"n":1},{"n":2},{"n":3},{"n":4},{"n":5}]}`
 	if err != nil || string(res.Value) != want {
 		t.Errorf("got %s, %v, want %s", res.Value, err, want)
 	}
