@@ -66,14 +66,15 @@ func scaffoldToolchain(t *testing.T, lang string) []string {
 	t.Helper()
 	switch lang {
 	case "rust":
-		if _, err := guestbuild.Rust.Version(context.Background()); err != nil {
-			t.Skipf("Rust toolchain missing: %v", err)
+		env, err := guestbuild.Rust.Env(context.Background())
+		if err != nil {
+			skipWithoutToolchain(t, "Rust toolchain missing: %v", err)
 		}
 		// Share the repository's build cache: the SDK's dependencies are the same.
-		return []string{"CARGO_TARGET_DIR=" + filepath.Join(repoRoot(t), "target")}
+		return append(env, "CARGO_TARGET_DIR="+filepath.Join(repoRoot(t), "target"))
 	case "assemblyscript":
 		if _, err := guestbuild.AssemblyScript.Version(context.Background()); err != nil {
-			t.Skipf("AssemblyScript toolchain missing: %v", err)
+			skipWithoutToolchain(t, "AssemblyScript toolchain missing: %v", err)
 		}
 	case "go":
 		if _, err := exec.LookPath("go"); err != nil {

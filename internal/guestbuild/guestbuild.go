@@ -20,70 +20,156 @@ type Toolchain struct {
 	Name string
 	// Pinned is the compiler version the committed modules were built with: only a
 	// build by this version is expected to give the same bytes.
-	Pinned  string
-	version func(context.Context) (string, error)
+	Pinned string
+	find   func(context.Context) (found, error)
+}
+
+// found is an installed toolchain: its version, and the environment its builds need
+// beyond the process's own.
+type found struct {
+	version string
+	env     []string
 }
 
 // Rust is rustc and cargo from Debian, with the wasm32 standard library and the
 // packaged crates (see the repository's .cargo/config.toml).
-var Rust = Toolchain{Name: "Rust", Pinned: "rustc 1.63.0", version: rustVersion}
+var Rust = Toolchain{Name: "Rust", Pinned: "rustc 1.63.0", find: findRust}
 
 // AssemblyScript is the asc compiler from npm, installed in sdk/assemblyscript.
-var AssemblyScript = Toolchain{Name: "AssemblyScript", Pinned: "Version 0.27.37", version: ascVersion}
+var AssemblyScript = Toolchain{Name: "AssemblyScript", Pinned: "Version 0.27.37", find: findAsc}
 
 // Version returns the installed compiler's version, or an error saying what is missing.
-func (tc Toolchain) Version(ctx context.Context) (string, error) { return tc.version(ctx) }
+func (tc Toolchain) Version(ctx context.Context) (string, error) {
+	f, err := tc.find(ctx)
+	return f.version, err
+}
+
+// Env returns the environment a build with the installed compiler needs beyond the
+// process's own (a build.sh run by hand needs the same).
+func (tc Toolchain) Env(ctx context.Context) ([]string, error) {
+	f, err := tc.find(ctx)
+	return f.env, err
+}
+
+// Build runs dir/build.sh to build the guest in dir to out with the installed
+// compiler.
+func (tc Toolchain) Build(ctx context.Context, dir, out string) error {
+	f, err := tc.find(ctx)
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return fmt.Errorf("guestbuild: %w", err)
+	}
+	_, err = run(ctx, f.env, filepath.Join(dir, "build.sh"), abs)
+	return err
+}
 
 func output(ctx context.Context, name string, args ...string) (string, error) {
+	return run(ctx, nil, name, args...)
+}
+
+func run(ctx context.Context, env []string, name string, args ...string) (string, error) {
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("guestbuild: %s %s: %w: %s", name, strings.Join(args, " "), err, out.String())
 	}
 	return strings.TrimSpace(out.String()), nil
 }
 
-func rustVersion(ctx context.Context) (string, error) {
-	if _, err := exec.LookPath("cargo"); err != nil {
-		return "", fmt.Errorf("guestbuild: cargo not found (apt-get install rustc cargo libstd-rust-dev-wasm32 librust-serde-json-dev)")
+// debianBin is where Debian installs rustc and cargo. A rustup toolchain earlier on
+// PATH usually has no wasm32 standard library; Debian's, with its packaged crates, is
+// the one the committed modules are built with.
+const debianBin = "/usr/bin"
+
+// findRust looks for a Rust toolchain that builds the guests: the rustc and cargo on
+// PATH, then Debian's. Each needs both wasm32 standard libraries and a linker for
+// them (rust-lld; Debian's rustc only suggests lld-14, which provides it).
+func findRust(ctx context.Context) (found, error) {
+	if m, _ := filepath.Glob("/usr/share/cargo/registry/serde_json-*"); len(m) == 0 {
+		return found{}, fmt.Errorf("guestbuild: no packaged serde_json crate (apt-get install librust-serde-json-dev)")
 	}
-	sysroot, err := output(ctx, "rustc", "--print", "sysroot")
+	var errs []string
+	for _, dir := range []string{"", debianBin} {
+		f, err := rustIn(ctx, dir)
+		if err == nil {
+			return f, nil
+		}
+		errs = append(errs, err.Error())
+	}
+	return found{}, fmt.Errorf("guestbuild: no Rust toolchain for wasm32 (apt-get install rustc cargo libstd-rust-dev-wasm32 librust-serde-json-dev lld-14): %s",
+		strings.Join(errs, "; "))
+}
+
+// rustIn checks the rustc and cargo in dir ("": the ones on PATH).
+func rustIn(ctx context.Context, dir string) (found, error) {
+	where, rustc, cargo := "on PATH", "rustc", "cargo"
+	var env []string
+	if dir != "" {
+		where, rustc, cargo = "in "+dir, filepath.Join(dir, "rustc"), filepath.Join(dir, "cargo")
+		env = []string{"PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH")}
+	}
+	for _, prog := range []string{rustc, cargo} {
+		if _, err := exec.LookPath(prog); err != nil {
+			return found{}, fmt.Errorf("no %s %s", filepath.Base(prog), where)
+		}
+	}
+	sysroot, err := output(ctx, rustc, "--print", "sysroot")
 	if err != nil {
-		return "", err
+		return found{}, err
 	}
 	for _, target := range []string{"wasm32-unknown-unknown", "wasm32-wasi"} {
 		if _, err := os.Stat(filepath.Join(sysroot, "lib", "rustlib", target)); err != nil {
-			return "", fmt.Errorf("guestbuild: rustc has no %s standard library (apt-get install libstd-rust-dev-wasm32)", target)
+			return found{}, fmt.Errorf("the rustc %s has no %s standard library", where, target)
 		}
 	}
-	if m, _ := filepath.Glob("/usr/share/cargo/registry/serde_json-*"); len(m) == 0 {
-		return "", fmt.Errorf("guestbuild: no packaged serde_json crate (apt-get install librust-serde-json-dev)")
+	linkers, _ := filepath.Glob(filepath.Join(sysroot, "lib", "rustlib", "*", "bin", "rust-lld"))
+	if dir != "" {
+		linkers = append(linkers, filepath.Join(dir, "rust-lld"))
+	} else if p, err := exec.LookPath("rust-lld"); err == nil {
+		linkers = append(linkers, p)
 	}
-	v, err := output(ctx, "rustc", "--version")
+	linked := false
+	for _, l := range linkers {
+		if _, err := os.Stat(l); err == nil { // a dangling link (rust-lld -> lld-14) does not count
+			linked = true
+			break
+		}
+	}
+	if !linked {
+		return found{}, fmt.Errorf("the rustc %s has no rust-lld to link wasm32", where)
+	}
+	v, err := output(ctx, rustc, "--version")
 	if err != nil {
-		return "", err
+		return found{}, err
 	}
-	return v, nil
+	return found{version: v, env: env}, nil
 }
 
 // Asc is the asc compiler the AssemblyScript guests build with, relative to the
 // repository root.
 const Asc = "sdk/assemblyscript/node_modules/.bin/asc"
 
-func ascVersion(ctx context.Context) (string, error) {
+func findAsc(ctx context.Context) (found, error) {
 	root, err := Root()
 	if err != nil {
-		return "", err
+		return found{}, err
 	}
 	if _, err := exec.LookPath("node"); err != nil {
-		return "", fmt.Errorf("guestbuild: node not found (install Node.js, then npm ci --prefix sdk/assemblyscript)")
+		return found{}, fmt.Errorf("guestbuild: node not found (install Node.js, then npm ci --prefix sdk/assemblyscript)")
 	}
 	asc := filepath.Join(root, Asc)
 	if _, err := os.Stat(asc); err != nil {
-		return "", fmt.Errorf("guestbuild: %s not found (npm ci --prefix sdk/assemblyscript)", Asc)
+		return found{}, fmt.Errorf("guestbuild: %s not found (npm ci --prefix sdk/assemblyscript)", Asc)
 	}
-	return output(ctx, asc, "--version")
+	v, err := output(ctx, asc, "--version")
+	return found{version: v}, err
 }
 
 // Root returns the repository root: the nearest directory above the working directory
@@ -103,14 +189,4 @@ func Root() (string, error) {
 		}
 		dir = parent
 	}
-}
-
-// Build runs dir/build.sh to build the guest in dir to out.
-func Build(ctx context.Context, dir, out string) error {
-	abs, err := filepath.Abs(out)
-	if err != nil {
-		return fmt.Errorf("guestbuild: %w", err)
-	}
-	_, err = output(ctx, filepath.Join(dir, "build.sh"), abs)
-	return err
 }

@@ -7,5 +7,9 @@
 set -eu
 cd "$(dirname "$0")"
 out=${1:-workflow.wasm}
+# Source paths in the module (panic locations) relative to the repository, wherever
+# it is: added to the target's rustflags in .cargo/config.toml, not replacing them.
+root=$(cd ../.. && pwd)
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="--remap-path-prefix=$root/="
 cargo build --release --quiet
 cp ../../target/wasm32-unknown-unknown/release/files_rust.wasm "$out"
