@@ -21,11 +21,6 @@ type moduleInfo struct {
 
 var wasmMagic = []byte{0x00, 'a', 's', 'm'}
 
-// Section ids of the WebAssembly binary format.
-const (
-	sectionMemory = 5
-)
-
 // inspect checks a module binary's header and the layout of its sections (the one
 // walk of them, splitSections, that instrument uses too) and reads its memory section.
 // It does not validate the rest: wazero does that when it compiles.

@@ -128,7 +128,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		e.cache = c
 	}
 	cfg := wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(true).
+		// Guests are stopped by the rewrite's checks and the stop global (see
+		// instrument and instance.arm), not by wazero's check at every loop iteration.
+		WithCloseOnContextDone(false).
 		// The invocation's page cap is enforced by linearMemory; wazero enforces
 		// a declared maximum and the 4 GiB of a 32-bit memory.
 		WithMemoryLimitPages(maxPages).

@@ -137,7 +137,10 @@ type call struct {
 	refusedPages uint64
 	// guestFailed: abort is the guest's own error, reported through fail.
 	guestFailed bool
-	abort       error
+	// stopped: the guest was told to stop (its context ended) while it ran, and a
+	// trap it then hit is the stop.
+	stopped bool
+	abort   error
 }
 
 // touch records that the guest called a host function or wrote output.

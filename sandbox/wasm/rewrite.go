@@ -6,13 +6,15 @@ import (
 	"strings"
 )
 
-// Section ids used by instrument.
+// Section ids of the WebAssembly binary format used by inspect and instrument.
 const (
 	sectionType     = 1
 	sectionImport   = 2
 	sectionFunction = 3
+	sectionMemory   = 5
 	sectionGlobal   = 6
 	sectionExport   = 7
+	sectionStart    = 8
 	sectionCode     = 10
 )
 
@@ -20,8 +22,12 @@ const (
 // section of the exception-handling proposal sits between memory and global).
 var sectionRank = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8, 8: 9, 9: 10, 12: 11, 10: 12, 11: 13}
 
-// checkEvery is how many function entries pass between two termination checks.
+// checkEvery is how many function entries and loop iterations pass between two
+// termination checks.
 const checkEvery = 1000
+
+// opLoop is the loop instruction, whose body the countdown is put at the top of.
+const opLoop = 0x03
 
 // Exports the rewrite adds. A module's own exports may not use the prefix.
 const (
@@ -29,6 +35,9 @@ const (
 	// exportRefused is an i64 global: the largest memory size, in pages, a refused
 	// memory.grow asked for (0 when none was refused).
 	exportRefused = reservedPrefix + "refused_pages"
+	// exportStartFn is the function of the module's start section, which the rewrite
+	// removes: the host calls it after instantiation, where it can be stopped.
+	exportStartFn = reservedPrefix + "start"
 )
 
 // errPastEnd is a count larger than the bytes left to hold what it counts. wazero
@@ -54,6 +63,12 @@ func exportGlobal(i uint32) string { return fmt.Sprintf("%sglobal%d", reservedPr
 type rewriteInfo struct {
 	// grows: the module has memory.grow instructions, now calls to the recorder.
 	grows bool
+	// stop is the index of the i32 global the host sets to stop the guest (exported
+	// as exportGlobal(stop), and one of mutableGlobals).
+	stop uint32
+	// start: the module had a start section, its function now exported as
+	// exportStartFn.
+	start bool
 	// mutableGlobals are the indexes of the mutable globals, the rewrite's own
 	// included, each exported as exportGlobal(i).
 	mutableGlobals []uint32
@@ -108,18 +123,26 @@ func splitSections(code []byte) ([]section, error) {
 	return secs, nil
 }
 
-// instrument rewrites a module binary before wazero compiles it. Two things change;
-// nothing that exists moves (no function, global or type index shifts, and branch
-// depths inside a body are unchanged).
+// instrument rewrites a module binary before wazero compiles it. Three things
+// change; nothing that exists moves (no function, global or type index shifts, and
+// branch depths inside a body are unchanged).
 //
-// A countdown at every function entry makes every function call a place where a
-// timed-out or cancelled guest stops. wazero checks for a closed module only at loop
-// heads, so a guest recursing without loops (fib(60): a shallow stack and 10^12
-// calls) would never see its timeout and would hold up the Go garbage collector for
-// as long as it ran. A new mutable i32 global counts down; a prologue decrements it
-// and, when it reaches zero, runs an empty loop (where wazero checks) and resets it to
-// checkEvery. Checking on every call would leave native code for Go each time (about
-// 45ns a call); once in checkEvery costs a few instructions.
+// A countdown at every function entry and at the top of every loop body makes every
+// call and every loop iteration a place where a timed-out or cancelled guest stops.
+// A new mutable i32 global counts down; a prologue decrements it and, when it reaches
+// zero, calls a check function appended after the module's own and resets it to
+// checkEvery. The check leaves native code for Go (a memory.grow of 0 pages, the one
+// instruction that does so without an import, which would shift every function
+// index), so that a guest computing for seconds never holds up the Go garbage
+// collector, and traps (unreachable) when a second new global, which the host sets
+// when the invocation's context ends, is set. wazero's own termination check
+// (WithCloseOnContextDone) would leave native code at every loop iteration, about
+// 45ns each: a guest's loops ran several times slower than their code. Once in
+// checkEvery costs a few instructions per iteration.
+//
+// A start section goes: its function, which wazero would run inside
+// InstantiateModule where nothing can stop it, is exported as exportStartFn, and the
+// host calls it after instantiation, before _initialize.
 //
 // Every memory.grow becomes a call to a function appended after the module's own,
 // which grows the memory and, when the growth is refused, records the size asked for
@@ -134,7 +157,7 @@ func instrument(code []byte) ([]byte, rewriteInfo, error) {
 		return nil, info, err
 	}
 	var imp imports
-	var types, funcs, globals uint32
+	var types, funcs, globals, mems, start uint32
 	for _, sec := range secs {
 		r := &reader{b: code[:sec.end], off: sec.off}
 		var err error
@@ -145,6 +168,11 @@ func instrument(code []byte) ([]byte, rewriteInfo, error) {
 			types, err = readTypes(r)
 		case sectionFunction:
 			funcs, err = r.u32()
+		case sectionMemory:
+			mems, err = r.u32()
+		case sectionStart:
+			start, err = r.u32()
+			info.start = err == nil
 		case sectionGlobal:
 			globals, info.mutableGlobals, info.opaqueGlobals, err = readGlobals(r)
 		case sectionExport:
@@ -160,13 +188,15 @@ func instrument(code []byte) ([]byte, rewriteInfo, error) {
 	if imp.tables > 0 {
 		return nil, info, refusal(fmt.Sprintf("module imports %d tables; the host provides none", imp.tables))
 	}
-	counter, refused := globals, globals+1
-	recorder := imp.funcs + funcs
+	counter, stop, refused := globals, globals+1, globals+2
+	check, recorder := imp.funcs+funcs, imp.funcs+funcs+1
+	checkType, growType := types, types+1
+	info.stop = stop
 
 	var codeSec []byte
 	for _, sec := range secs {
 		if sec.id == sectionCode {
-			body, err := instrumentCode(&reader{b: code[:sec.end], off: sec.off}, prologue(counter), recorder, &info)
+			body, err := instrumentCode(&reader{b: code[:sec.end], off: sec.off}, prologue(counter, check), recorder, &info)
 			if err != nil {
 				return nil, info, fmt.Errorf("code section: %w", err)
 			}
@@ -176,8 +206,9 @@ func instrument(code []byte) ([]byte, rewriteInfo, error) {
 
 	newGlobals := append([]byte{0x7f, 0x01, 0x41}, appendS32(nil, checkEvery)...) // i32 mut = checkEvery
 	newGlobals = append(newGlobals, 0x0b)
-	added := uint32(1)
-	info.mutableGlobals = append(info.mutableGlobals, counter)
+	newGlobals = append(newGlobals, 0x7f, 0x01, 0x41, 0x00, 0x0b) // i32 mut = 0: stop
+	added := uint32(2)
+	info.mutableGlobals = append(info.mutableGlobals, counter, stop)
 	var exports [][]byte
 	if info.grows {
 		newGlobals = append(newGlobals, 0x7e, 0x01, 0x42, 0x00, 0x0b) // i64 mut = 0
@@ -188,14 +219,25 @@ func instrument(code []byte) ([]byte, rewriteInfo, error) {
 	for _, g := range info.mutableGlobals {
 		exports = append(exports, exportEntry(exportGlobal(g), 0x03, g))
 	}
+	if info.start {
+		exports = append(exports, exportEntry(exportStartFn, 0x00, start))
+	}
 	edits := map[byte]func(old []byte) []byte{
 		sectionGlobal: func(old []byte) []byte { return appendToVector(old, globals, added, newGlobals) },
 	}
+	if info.start {
+		edits[sectionStart] = func([]byte) []byte { return nil } // removed
+	}
+	newTypes, newFuncs := []byte{0x60, 0x00, 0x00}, appendU32(nil, checkType) // () -> ()
 	if info.grows {
-		edits[sectionType] = func(old []byte) []byte {
-			return appendToVector(old, types, 1, []byte{0x60, 0x01, 0x7f, 0x01, 0x7f}) // (i32) -> (i32)
-		}
-		edits[sectionFunction] = func(old []byte) []byte { return appendToVector(old, funcs, 1, appendU32(nil, types)) }
+		newTypes = append(newTypes, 0x60, 0x01, 0x7f, 0x01, 0x7f) // (i32) -> (i32)
+		newFuncs = appendU32(newFuncs, growType)
+	}
+	edits[sectionType] = func(old []byte) []byte {
+		return appendToVector(old, types, uint32(len(newFuncs)), newTypes)
+	}
+	edits[sectionFunction] = func(old []byte) []byte {
+		return appendToVector(old, funcs, uint32(len(newFuncs)), newFuncs)
 	}
 	if len(exports) > 0 {
 		edits[sectionExport] = func(old []byte) []byte {
@@ -206,23 +248,28 @@ func instrument(code []byte) ([]byte, rewriteInfo, error) {
 			return appendToVector(old, n, uint32(len(exports)), joinBytes(exports))
 		}
 	}
-	if codeSec != nil {
-		edits[sectionCode] = func([]byte) []byte {
-			if !info.grows {
-				return codeSec
-			}
-			n, _ := (&reader{b: codeSec}).u32()
-			return appendToVector(codeSec, n, 1, growRecorder(refused))
+	if codeSec == nil {
+		codeSec = appendU32(nil, 0)
+	}
+	edits[sectionCode] = func([]byte) []byte {
+		n, _ := (&reader{b: codeSec}).u32()
+		extra := checkFunc(stop, imp.mems+mems > 0)
+		if info.grows {
+			extra = append(extra, growRecorder(refused)...)
 		}
+		return appendToVector(codeSec, n, uint32(len(newFuncs)), extra)
 	}
 	return applyEdits(code, secs, edits), info, nil
 }
 
 // applyEdits copies the binary with each section in edits replaced by what its edit
-// returns from the old contents, and the edited sections it lacks added (from nil) in
-// their place in the section order.
+// returns from the old contents (a section whose edit returns nil is dropped), and
+// the edited sections it lacks added (from nil) in their place in the section order.
 func applyEdits(code []byte, secs []section, edits map[byte]func(old []byte) []byte) []byte {
 	appendSection := func(out []byte, id byte, body []byte) []byte {
+		if body == nil {
+			return out
+		}
 		out = append(out, id)
 		out = appendU32(out, uint32(len(body)))
 		return append(out, body...)
@@ -335,14 +382,33 @@ func growRecorder(g uint32) []byte {
 	return append(appendU32(nil, uint32(len(b))), b...)
 }
 
-// prologue is the countdown described on instrument, for the global at index g:
+// checkFunc is the body of the check function described on instrument, for the stop
+// global at index stop; without a memory (a module the engine refuses later) it only
+// tests the global:
+//
+//	(func (drop (memory.grow (i32.const 0))) (if (global.get $stop) (then unreachable)))
+func checkFunc(stop uint32, memory bool) []byte {
+	b := []byte{0x00} // no locals
+	if memory {
+		b = append(b, 0x41, 0x00, 0x40, 0x00, 0x1a) // i32.const 0; memory.grow; drop
+	}
+	b = append(b, 0x23)
+	b = appendU32(b, stop)
+	b = append(b, 0x04, 0x40, 0x00, 0x0b, 0x0b) // if; unreachable; end; end
+	return append(appendU32(nil, uint32(len(b))), b...)
+}
+
+// prologue is the countdown described on instrument, for the global at index g and
+// the check function at index check:
 //
 //	global.get g; i32.eqz
-//	if; loop; end; i32.const checkEvery; global.set g; end
+//	if; call check; i32.const checkEvery; global.set g; end
 //	global.get g; i32.const 1; i32.sub; global.set g
-func prologue(g uint32) []byte {
+func prologue(g, check uint32) []byte {
 	b := append([]byte{0x23}, appendU32(nil, g)...)
-	b = append(b, 0x45, 0x04, 0x40, 0x03, 0x40, 0x0b, 0x41)
+	b = append(b, 0x45, 0x04, 0x40, opCall)
+	b = appendU32(b, check)
+	b = append(b, 0x41)
 	b = appendS32(b, checkEvery)
 	b = append(b, 0x24)
 	b = appendU32(b, g)
@@ -354,7 +420,7 @@ func prologue(g uint32) []byte {
 
 // imports counts a module's imports by kind.
 type imports struct {
-	funcs, tables, globals uint32
+	funcs, tables, mems, globals uint32
 }
 
 // readImports counts the imports of an import section.
@@ -405,6 +471,7 @@ func readImports(r *reader) (imports, error) {
 				err = limits()
 			}
 		case 2: // memory: limits
+			imp.mems++
 			err = limits()
 		case 3: // global: value type, mutability
 			imp.globals++
@@ -550,6 +617,12 @@ func instrumentCode(r *reader, pro []byte, recorder uint32, info *rewriteInfo) (
 				info.mutatesTables = true
 			case in.op == prefixMisc && in.sub == miscDataDrop:
 				info.dropsData = true
+			}
+			if in.op == opLoop {
+				body = append(body, r.b[copied:in.end]...)
+				body = append(body, pro...)
+				copied = in.end
+				return nil
 			}
 			if in.op != opMemoryGrow {
 				return nil

@@ -74,7 +74,7 @@ func bareReturnValue(t *testing.T, code []byte, fn string) string {
 
 // FuzzInstrument rewrites arbitrary bytes: instrument either refuses them with an
 // error, or its output compiles whenever the input does, with the same exported
-// functions. (A refused input is not compiled: wazero allocates what a binary's counts
+// functions (and the start section's, when it had one). (A refused input is not compiled: wazero allocates what a binary's counts
 // say, gigabytes for some of these; instrument refuses those counts first.) That it
 // refuses no valid module is checked on the committed modules: the seeds here and
 // TestInstrumentGuests.
@@ -88,7 +88,7 @@ func FuzzInstrument(f *testing.F) {
 	}
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, code []byte) {
-		out, _, err := instrument(code)
+		out, info, err := instrument(code)
 		if err != nil {
 			return
 		}
@@ -111,8 +111,15 @@ func FuzzInstrument(f *testing.F) {
 				t.Errorf("export %q lost", name)
 			}
 		}
-		if len(rewritten.ExportedFunctions()) != len(orig.ExportedFunctions()) {
-			t.Errorf("got %d exported functions, want %d", len(rewritten.ExportedFunctions()), len(orig.ExportedFunctions()))
+		want := len(orig.ExportedFunctions())
+		if info.start {
+			want++ // the start section's function, exported as exportStartFn
+			if _, ok := rewritten.ExportedFunctions()[exportStartFn]; !ok {
+				t.Errorf("the start section's function is not exported as %q", exportStartFn)
+			}
+		}
+		if len(rewritten.ExportedFunctions()) != want {
+			t.Errorf("got %d exported functions, want %d", len(rewritten.ExportedFunctions()), want)
 		}
 	})
 }

@@ -70,14 +70,19 @@ func (p *Program) run(ctx context.Context, c *call, before func(context.Context,
 	}()
 
 	if before != nil {
-		if err := before(ctx, in.mod); err != nil {
+		disarm := in.arm(ctx)
+		err := before(ctx, in.mod)
+		if disarm() {
+			c.stopped = true
+		}
+		if err != nil {
 			if se := (*scripthost.Error)(nil); errors.As(err, &se) && c.abort == nil {
 				return result(), err
 			}
 			return result(), p.failure(c.parent, c, in.mod, c.fn, err)
 		}
 	}
-	if _, err := in.fn(c.fn).Call(ctx); err != nil && !exitedOK(err) {
+	if err := in.call(ctx, c, in.fn(c.fn)); err != nil && !exitedOK(err) {
 		return result(), p.failure(c.parent, c, in.mod, c.fn, err)
 	}
 	res := result()
@@ -115,17 +120,18 @@ func (p *Program) classify(parent context.Context, c *call, where string, err er
 		}
 		return c.abort
 	}
+	if c.stopped {
+		// The invocation's context ended while the guest ran: whatever the guest
+		// returned or trapped on after that, it was stopped.
+		if perr := parent.Err(); perr != nil {
+			return &scripthost.Error{Class: scripthost.ClassInternal, File: p.name, Op: where,
+				Message: "wasm: invocation stopped: " + perr.Error(), Err: perr}
+		}
+		return (&sandbox.LimitError{Limit: "timeout",
+			Detail: fmt.Sprintf("%s ran longer than %s", where, c.limits.Timeout)}).AsError()
+	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
-		switch exit.ExitCode() {
-		case sys.ExitCodeDeadlineExceeded, sys.ExitCodeContextCanceled:
-			if perr := parent.Err(); perr != nil {
-				return &scripthost.Error{Class: scripthost.ClassInternal, File: p.name, Op: where,
-					Message: "wasm: invocation stopped: " + perr.Error(), Err: perr}
-			}
-			return (&sandbox.LimitError{Limit: "timeout",
-				Detail: fmt.Sprintf("%s ran longer than %s", where, c.limits.Timeout)}).AsError()
-		}
 		how := fmt.Sprintf("exited with code %d", exit.ExitCode())
 		if lim := p.runtimeLimit(c, where, how); lim != nil {
 			return lim

@@ -34,6 +34,52 @@ type instance struct {
 	pages *pageTracker
 	// pageResets counts the resets made by copying back the written pages only.
 	pageResets int
+	// stop is the rewrite's stop global: set, the guest traps at its next check
+	// (see instrument). stopMu orders setting it against the end of the call that
+	// armed it, so that a late stop never reaches the next invocation.
+	stop   api.MutableGlobal
+	stopMu sync.Mutex
+}
+
+// arm makes the end of ctx stop the guest while it runs in the instance: the stop
+// global is set, and the guest traps at its next check, within checkEvery calls or
+// loop iterations. disarm ends that and reports whether the guest was stopped; a stop
+// that comes after it (the context ending just then) does nothing.
+func (in *instance) arm(ctx context.Context) (disarm func() (stopped bool)) {
+	var armed, stopped bool // this arming's, guarded by stopMu
+	halt := func() {
+		in.stopMu.Lock()
+		defer in.stopMu.Unlock()
+		if armed {
+			in.stop.Set(1)
+			stopped = true
+		}
+	}
+	in.stopMu.Lock()
+	armed = true
+	in.stopMu.Unlock()
+	if ctx.Err() != nil { // ended already: stopped from the first check on
+		halt()
+	}
+	unregister := context.AfterFunc(ctx, halt)
+	return func() bool {
+		unregister()
+		in.stopMu.Lock()
+		defer in.stopMu.Unlock()
+		armed = false
+		return stopped
+	}
+}
+
+// call calls f in the instance, armed: a guest stopped by the end of ctx is recorded
+// in c.stopped.
+func (in *instance) call(ctx context.Context, c *call, f api.Function) error {
+	disarm := in.arm(ctx)
+	_, err := f.Call(ctx)
+	if disarm() {
+		c.stopped = true
+	}
+	return err
 }
 
 // trackMinBytes is the smallest memory whose pages are tracked. Tracking costs a
@@ -205,16 +251,28 @@ func (p *Program) instantiate(ctx context.Context, c *call) (*instance, error) {
 		return nil, p.classify(c.parent, c, "instantiate", err)
 	}
 	in.mod = mod
-	if init := mod.ExportedFunction(exportInitialize); init != nil {
+	in.stop = mod.ExportedGlobal(exportGlobal(p.rewrite.stop)).(api.MutableGlobal)
+	for _, name := range []string{exportStartFn, exportInitialize} {
+		f := mod.ExportedFunction(name)
+		if f == nil {
+			continue
+		}
 		c.initializing = true
-		_, err := init.Call(ctx)
+		err := in.call(ctx, c, f)
 		c.initializing = false
 		if err != nil && !exitedOK(err) {
-			err = p.failure(c.parent, c, mod, exportInitialize, err)
+			where := name
+			if name == exportStartFn {
+				where = "start"
+			}
+			err = p.failure(c.parent, c, mod, where, err)
 			in.close()
 			return nil, err
 		}
 	}
+	// A context that ended during initialization set the stop global; the
+	// snapshot must not keep it.
+	in.stop.Set(0)
 	if p.reusable && !c.initHost && !mod.IsClosed() {
 		in.snap = takeSnapshot(mod, p.rewrite.mutableGlobals)
 	}

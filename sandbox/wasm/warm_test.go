@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"runtime"
 	"strconv"
@@ -322,4 +323,62 @@ func TestReusedCallEngine(t *testing.T) {
 	if perPhase > 6<<10 {
 		t.Errorf("a warm phase allocated %d bytes, want at most 6 KiB: is a call engine made at every invocation?", perPhase)
 	}
+}
+
+// TestStartSection: a module's start section runs once per instance, after
+// instantiation and before _initialize (the rewrite exports its function and the
+// engine calls it); one that never ends is stopped by the timeout, where wazero,
+// running it inside instantiation, could not stop it.
+func TestStartSection(t *testing.T) {
+	resetModes(t, func(t *testing.T, newEng func() *Engine) {
+		p := loadWAT(t, newEng(), "start.wasm")
+		for range 3 {
+			if got := invokeValue(t, p, sandbox.Invocation{Function: "order"}); got != "10" {
+				t.Errorf("order returned %s, want 10 (start once, then _initialize)", got)
+			}
+		}
+	})
+	code, err := os.ReadFile("testdata/wat/startspin.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, Options{Limits: sandbox.Limits{Timeout: 100 * time.Millisecond}})
+	_, err = e.load(context.Background(), sandbox.Source{Name: "startspin.wasm", Code: code})
+	if le := limitOf(err); le == nil || le.Limit != "timeout" {
+		t.Fatalf("loading a module whose start section never ends: got %v, want a timeout", err)
+	}
+}
+
+// TestStopIsReset: an invocation whose context has ended is stopped at its guest's
+// first check, and the stop reaches neither the next invocation of the reused
+// instance nor the snapshot of an instance initialized under it. "count" runs too
+// briefly to reach a check and returns normally (the first time in a new instance,
+// the stopped check's having been closed); "check", which loops over the whole
+// memory, then runs to its end.
+func TestStopIsReset(t *testing.T) {
+	resetModes(t, func(t *testing.T, newEng func() *Engine) {
+		p := loadWAT(t, newEng(), "scribble.wasm")
+		want := invokeValue(t, p, sandbox.Invocation{Function: "check"})
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := p.Invoke(ended, sandbox.Invocation{Function: "check"}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("check with an ended context: got %v, want an error wrapping context.Canceled", err)
+		}
+		for i := range 3 {
+			reused, created := p.reused.Load(), p.created.Load()
+			if _, err := p.Invoke(ended, sandbox.Invocation{Function: "count"}); err != nil {
+				t.Fatalf("count with an ended context: %v", err)
+			}
+			if got := invokeValue(t, p, sandbox.Invocation{Function: "check"}); got != want {
+				t.Errorf("check after a stopped count returned %s, want %s", got, want)
+			}
+			wantMade := int64(0)
+			if i == 0 {
+				wantMade = 1
+			}
+			if made := p.created.Load() - created; made != wantMade || p.reused.Load()-reused != 2-made {
+				t.Errorf("round %d: %d instances made and %d reused, want %d made", i, made, p.reused.Load()-reused, wantMade)
+			}
+		}
+	})
 }
