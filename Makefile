@@ -1,7 +1,7 @@
 # scripthost: the four targets. See README.md.
 GO ?= go
 
-.PHONY: run test check bench soak wasm guests fuzz stripe-mock chaos
+.PHONY: run test check bench soak wasm guests fuzz stripe-mock chaos goja-upstream
 
 # Programs the tests run, installed into .tools/ at pinned versions.
 STRIPE_MOCK ?= github.com/stripe/stripe-mock@v0.203.0
@@ -24,6 +24,9 @@ test: stripe-mock ## the whole test suite, with the race detector
 	  echo "PostgreSQL tests: on throwaway servers started from the local PostgreSQL binaries"; \
 	else echo "PostgreSQL tests: SKIPPED (no SCRIPTHOST_TEST_PG=postgres://… and no PostgreSQL installed)"; fi
 	SCRIPTHOST_VERIFY_ROW_CACHE=1 SCRIPTHOST_STRIPE_MOCK=$(CURDIR)/.tools/stripe-mock $(GO) test -race -timeout 15m ./...
+
+goja-upstream: ## goja's own tests, from the upstream version third_party/goja was taken from, against third_party/goja
+	./third_party/goja-upstream-tests.sh
 
 stripe-mock: ## Stripe's API mock server for the HTTP tool tests, into .tools/ (they skip without it)
 	GOBIN=$(CURDIR)/.tools $(GO) install $(STRIPE_MOCK) || echo "make: stripe-mock not installed; the Stripe tests will skip"
