@@ -334,6 +334,7 @@ var frozenOps = []string{
 	`return [v.a.slice(), v.a.indexOf(1), v.a.includes(1), v.a.lastIndexOf(1), [...v.a], Array.from(v.o.y), v.o.y.map((x) => x * 2), v.o.y.filter((x) => x > 3)]`,
 	`return [v.o.y.toSorted((p, q) => q - p), v.a.with(0, 5), v.o.y.toReversed(), v.a.toSpliced(0, 1), v.a.concat([1]), v.a.flat(), v.a.at(-1), [...v.a.keys()], [...v.a.entries()]]`,
 	`const r = v.a.slice(); r.push(2); r[0] = 7; return [r, Object.isFrozen(r), Object.isFrozen(v.o.y.map((x) => x))]`,
+	`const r = Array.from(v.o.y); r.push(5); const w = v.o.y.toSorted(); w[0] = 9; return [r, w, v.a.toLocaleString(), [...new Set(v.o.y)], new WeakSet([v.o]).has(v.o), v.o.y.slice(1), v.o.y.toSpliced(0, 1, 8)]`,
 	`const r = []; for (const x of v.a) r.push(x); v.o.y.forEach((x, i) => r.push(i)); return [r, v.o.y.reduce((p, q) => p + q), v.o.y.join('-')]`,
 }
 

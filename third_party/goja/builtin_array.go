@@ -286,7 +286,7 @@ func (r *Runtime) arrayproto_toLocaleString(call FunctionCall) Value {
 	defer r.popFromStringStack()
 
 	buf := StringBuilder{limit: r.vm} // scripthost patch: see SetMaxStringLength
-	if a := r.checkStdArrayObj(array); a != nil {
+	if a := r.checkStdArrayObjRead(array); a != nil {
 		for i, item := range a.values {
 			if i > 0 {
 				buf.WriteRune(',')
@@ -367,7 +367,7 @@ func (r *Runtime) arrayproto_slice(call FunctionCall) Value {
 	}
 
 	a := arraySpeciesCreate(o, count)
-	if src := r.checkStdArrayObj(o); src != nil {
+	if src := r.checkStdArrayObjRead(o); src != nil {
 		if dst := r.checkStdArrayObjWithProto(a); dst != nil {
 			values := make([]Value, count)
 			copy(values, src.values[start:])
@@ -625,7 +625,7 @@ func (r *Runtime) arrayproto_indexOf(call FunctionCall) Value {
 
 	searchElement := call.Argument(0)
 
-	if arr := r.checkStdArrayObj(o); arr != nil {
+	if arr := r.checkStdArrayObjRead(o); arr != nil {
 		for i, val := range arr.values[n:] {
 			if searchElement.StrictEquals(val) {
 				return intToValue(n + int64(i))
@@ -670,7 +670,7 @@ func (r *Runtime) arrayproto_includes(call FunctionCall) Value {
 		searchElement = _positiveZero
 	}
 
-	if arr := r.checkStdArrayObj(o); arr != nil {
+	if arr := r.checkStdArrayObjRead(o); arr != nil {
 		for _, val := range arr.values[n:] {
 			if searchElement.SameAs(val) {
 				return valueTrue
@@ -713,7 +713,7 @@ func (r *Runtime) arrayproto_lastIndexOf(call FunctionCall) Value {
 
 	searchElement := call.Argument(0)
 
-	if arr := r.checkStdArrayObj(o); arr != nil {
+	if arr := r.checkStdArrayObjRead(o); arr != nil {
 		vals := arr.values
 		for k := fromIndex; k >= 0; k-- {
 			if v := vals[k]; v != nil && searchElement.StrictEquals(v) {
@@ -1322,7 +1322,7 @@ func (r *Runtime) arrayproto_with(call FunctionCall) Value {
 		panic(r.newErrorf(r.getRangeError(), "Invalid index %s", call.Argument(0).String()))
 	}
 
-	if src := r.checkStdArrayObj(o); src != nil {
+	if src := r.checkStdArrayObjRead(o); src != nil {
 		a := make([]Value, 0, length)
 		for k := int64(0); k < length; k++ {
 			pk := valueInt(k)
@@ -1356,7 +1356,7 @@ func (r *Runtime) arrayproto_toReversed(call FunctionCall) Value {
 	length := toLength(o.self.getStr("length", nil))
 	r.limitLength("toReversed", length)
 
-	if src := r.checkStdArrayObj(o); src != nil {
+	if src := r.checkStdArrayObjRead(o); src != nil {
 		a := make([]Value, 0, length)
 		for k := int64(0); k < length; k++ {
 			from := valueInt(length - k - 1)
@@ -1396,7 +1396,7 @@ func (r *Runtime) arrayproto_toSorted(call FunctionCall) Value {
 	}
 	var a []Value
 
-	if src := r.checkStdArrayObj(o); src != nil {
+	if src := r.checkStdArrayObjRead(o); src != nil {
 		a = make([]Value, length)
 		copy(a, src.values)
 	} else {
@@ -1434,7 +1434,7 @@ func (r *Runtime) arrayproto_toSpliced(call FunctionCall) Value {
 		panic(r.NewTypeError("Invalid array length"))
 	}
 
-	if src := r.checkStdArrayObj(o); src != nil {
+	if src := r.checkStdArrayObjRead(o); src != nil {
 		var values []Value
 		if itemCount == actualSkipCount {
 			values = make([]Value, len(src.values))
@@ -1481,8 +1481,18 @@ func (r *Runtime) arrayproto_toSpliced(call FunctionCall) Value {
 }
 
 func (r *Runtime) checkStdArrayObj(obj *Object) *arrayObject {
+	if arr := r.checkStdArrayObjRead(obj); arr != nil && !arr.frozen {
+		return arr
+	}
+	return nil
+}
+
+// checkStdArrayObjRead is checkStdArrayObj for a fast path that only reads the
+// elements (scripthost patch): a frozen array's plain values may be read as they are,
+// where checkStdArrayObj leaves it out of the paths that write them in place.
+func (r *Runtime) checkStdArrayObjRead(obj *Object) *arrayObject {
 	if arr, ok := obj.self.(*arrayObject); ok &&
-		arr.propValueCount == 0 && !arr.frozen &&
+		arr.propValueCount == 0 &&
 		arr.length == uint32(len(arr.values)) &&
 		uint32(arr.objCount) == arr.length {
 
@@ -1508,7 +1518,7 @@ func (r *Runtime) checkStdArrayObjWithProto(obj *Object) *arrayObject {
 
 func (r *Runtime) checkStdArray(v Value) *arrayObject {
 	if obj, ok := v.(*Object); ok {
-		return r.checkStdArrayObj(obj)
+		return r.checkStdArrayObjRead(obj)
 	}
 
 	return nil
