@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"strings"
 	"time"
 
 	"github.com/scripthost/scripthost/sandbox"
@@ -381,4 +382,17 @@ func TestStopIsReset(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestNoMemoryRefused: a module without a memory, whose rewrite has no memory.grow to
+// put in its check function, is refused for the missing memory, in words.
+func TestNoMemoryRefused(t *testing.T) {
+	code, err := os.ReadFile("testdata/wat/nomemory.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = newEngine(t, Options{}).load(context.Background(), sandbox.Source{Name: "nomemory.wasm", Code: code})
+	if err == nil || !strings.Contains(err.Error(), `module does not export its memory as "memory"`) {
+		t.Fatalf("got %v, want the missing memory named", err)
+	}
 }
