@@ -15,6 +15,7 @@ type instr struct {
 
 // Opcodes the engine looks for when it rewrites or inspects a body.
 const (
+	opLoop       = 0x03
 	opCall       = 0x10
 	opMemoryGrow = 0x40
 	opTableSet   = 0x26

@@ -26,9 +26,6 @@ var sectionRank = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8, 
 // termination checks.
 const checkEvery = 1000
 
-// opLoop is the loop instruction, whose body the countdown is put at the top of.
-const opLoop = 0x03
-
 // Exports the rewrite adds. A module's own exports may not use the prefix.
 const (
 	reservedPrefix = "scripthost:"

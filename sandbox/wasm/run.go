@@ -70,12 +70,7 @@ func (p *Program) run(ctx context.Context, c *call, before func(context.Context,
 	}()
 
 	if before != nil {
-		disarm := in.arm(ctx)
-		err := before(ctx, in.mod)
-		if disarm() {
-			c.stopped = true
-		}
-		if err != nil {
+		if err := in.guarded(ctx, c, func() error { return before(ctx, in.mod) }); err != nil {
 			if se := (*scripthost.Error)(nil); errors.As(err, &se) && c.abort == nil {
 				return result(), err
 			}

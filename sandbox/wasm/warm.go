@@ -71,15 +71,23 @@ func (in *instance) arm(ctx context.Context) (disarm func() (stopped bool)) {
 	}
 }
 
-// call calls f in the instance, armed: a guest stopped by the end of ctx is recorded
-// in c.stopped.
-func (in *instance) call(ctx context.Context, c *call, f api.Function) error {
+// guarded runs fn, which calls into the instance, armed: a guest stopped by the end of
+// ctx is recorded in c.stopped.
+func (in *instance) guarded(ctx context.Context, c *call, fn func() error) error {
 	disarm := in.arm(ctx)
-	_, err := f.Call(ctx)
+	err := fn()
 	if disarm() {
 		c.stopped = true
 	}
 	return err
+}
+
+// call calls f in the instance, guarded.
+func (in *instance) call(ctx context.Context, c *call, f api.Function) error {
+	return in.guarded(ctx, c, func() error {
+		_, err := f.Call(ctx)
+		return err
+	})
 }
 
 // trackMinBytes is the smallest memory whose pages are tracked. Tracking costs a

@@ -7,8 +7,8 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"testing"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/scripthost/scripthost/sandbox"
