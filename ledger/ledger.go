@@ -144,6 +144,16 @@ type NewRun struct {
 	// a consumer, executing for a producer. Nothing happens outside the ledger between
 	// the two, so recovery finds the run in either phase and runs the same code.
 	Start scripthost.RunPhase
+	// ID, when set, is the new run's id (from Store.NewID): a caller that ran the
+	// run's first phase before creating it gave the phase this id. Empty: a fresh one.
+	ID string
+	// Prepared, with Start preparing, is the result of the prepare phase the caller
+	// already ran for the run: the run is created prepared in the same transaction, as
+	// MarkPrepared would move it, its events reserved (ErrEventUnavailable, and no run,
+	// when one of them is not pending), and with Prepared.Mutate on to mutating. A
+	// prepare phase changes nothing outside the ledger, so a crash before this commit
+	// loses only work that the next pass does again.
+	Prepared *PrepareResult
 }
 
 // PrepareResult is what a prepare phase returned; MarkPrepared stores it and reserves
@@ -336,6 +346,8 @@ type Store interface {
 	Events(ctx context.Context, f EventFilter) ([]scripthost.Event, error)
 
 	// Runs.
+	// NewID returns a fresh id for a run or a mutation, unique in this ledger.
+	NewID() string
 	CreateRun(ctx context.Context, r NewRun) (scripthost.Run, error)
 	Run(ctx context.Context, id string) (scripthost.Run, error)
 	Runs(ctx context.Context, f RunFilter) ([]scripthost.Run, error)

@@ -159,24 +159,13 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		return next, true, err
 
 	case scripthost.RunPreparing:
-		w := rt.wrapperFor(run, c.Subscribe, nil, MutationFailurePolicy{}, peeked)
-		res, err := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhasePrepare, c.Prepare,
-			sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
+		pr, err := rt.prepare(ctx, l, c, run, peeked)
 		if err != nil {
 			return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhasePrepare, err)
 		}
-		pr, err := parsePrepared(res, c)
-		if err != nil {
-			return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhasePrepare, &stepError{step: stepResult, err: err})
-		}
-		// Moving on to mutating in the same transaction loses nothing: a run found
-		// mutating without a mutation runs its mutate phase, as one found prepared would.
-		pr.Mutate = true
-		next, err := st.MarkPrepared(with(ctx, phaseEvent(run, ledger.EventPhaseCompleted, scripthost.PhasePrepare),
-			phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseMutate)), run.ID, pr)
+		next, err := st.MarkPrepared(with(ctx, prepareEnded(run)...), run.ID, pr)
 		if errors.Is(err, ledger.ErrEventUnavailable) {
-			return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhasePrepare,
-				&stepError{step: stepResult, err: scripthost.Wrap(scripthost.ClassLogic, "reservation", err)})
+			return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhasePrepare, reservationError(err))
 		}
 		return next, true, err
 
@@ -279,6 +268,41 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		return next, true, err
 	}
 	return scripthost.Run{}, false, fmt.Errorf("runtime: run %s: consumer in unexpected phase %s", run.ID, run.Phase)
+}
+
+// prepare runs a consumer run's prepare phase and reads its result, moving on to
+// mutating (ledger.PrepareResult.Mutate): that loses nothing, as a run found mutating
+// without a mutation runs its mutate phase like one found prepared would. Its error is
+// the phase's failure, for routeError.
+func (rt *Runtime) prepare(ctx context.Context, l *loaded, c *Consumer, run scripthost.Run,
+	peeked *hostfuncs.Peeked) (ledger.PrepareResult, error) {
+	w := rt.wrapperFor(run, c.Subscribe, nil, MutationFailurePolicy{}, peeked)
+	res, err := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhasePrepare, c.Prepare,
+		sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
+	if err != nil {
+		return ledger.PrepareResult{}, err
+	}
+	pr, err := parsePrepared(res, c)
+	if err != nil {
+		return ledger.PrepareResult{}, &stepError{step: stepResult, err: err}
+	}
+	pr.Mutate = true
+	return pr, nil
+}
+
+// prepareEnded are the events of the transition that stores a prepare phase's result:
+// the phase completed, mutate started.
+func prepareEnded(run scripthost.Run) []ledger.LifecycleEvent {
+	return []ledger.LifecycleEvent{
+		phaseEvent(run, ledger.EventPhaseCompleted, scripthost.PhasePrepare),
+		phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseMutate),
+	}
+}
+
+// reservationError is the prepare phase's failure when the events its result names
+// are no longer pending.
+func reservationError(err error) error {
+	return &stepError{step: stepResult, err: scripthost.Wrap(scripthost.ClassLogic, "reservation", err)}
 }
 
 // settle handles a run found in phase mutating with its mutation already recorded: the

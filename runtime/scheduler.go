@@ -449,6 +449,9 @@ func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version in
 	// phase either way.
 	cctx := ctx
 	start, phase := rt.firstPhase(ctx, workflow, version, handler, kind)
+	if start == scripthost.RunPreparing {
+		return rt.startPrepared(ctx, nr, peeked)
+	}
 	if start != "" {
 		nr.Start = start
 		// The store names the run it creates on the event.
@@ -463,6 +466,65 @@ func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version in
 		rt.failpoint(string(kind) + ":after:" + string(scripthost.RunPending))
 	}
 	run, _, err = rt.driveRun(ctx, run, true, peeked)
+	return run, err
+}
+
+// startPrepared starts a consumer run without a guard: its prepare phase runs first,
+// under the id the run will have, and the run is created with the phase's result,
+// prepared and moved on to mutating, in one transaction instead of two. prepare changes
+// nothing outside the ledger (its tools only read), so a process that stops before that
+// commit leaves nothing to recover, and the next pass prepares again. A prepare phase
+// that fails (or whose events were taken meanwhile) creates the run in preparing and
+// records the failure on it, as a run created first would have it; one stopped by the
+// host's shutdown leaves no run.
+func (rt *Runtime) startPrepared(ctx context.Context, nr ledger.NewRun, peeked *hostfuncs.Peeked) (run scripthost.Run, err error) {
+	st := rt.cfg.Store
+	nr.ID, nr.Start = st.NewID(), scripthost.RunPreparing
+	run = scripthost.Run{ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Handler: nr.Handler,
+		Kind: scripthost.KindConsumer, Phase: scripthost.RunPreparing, Status: scripthost.StatusActive,
+		Attempt: 1, InputState: nr.InputState}
+	ctx, end := rt.observeRun(ctx, run.ID)
+	defer func() { end(err) }()
+	l, err := rt.program(ctx, run.Workflow, run.Version)
+	if err != nil {
+		return scripthost.Run{}, err
+	}
+	c, ok := l.def.Consumers[run.Handler]
+	if !ok {
+		return scripthost.Run{}, fmt.Errorf("runtime: workflow %s version %d has no consumer %s", run.Workflow, run.Version, run.Handler)
+	}
+	started := phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhasePrepare)
+	pr, failed := rt.prepare(ctx, l, c, run, peeked)
+	if failed == nil {
+		nr.Prepared = &pr
+		created, err := st.CreateRun(with(ctx, append([]ledger.LifecycleEvent{started}, prepareEnded(run)...)...), nr)
+		if err == nil {
+			rt.failpoint(string(scripthost.KindConsumer) + ":created")
+			rt.passed(scripthost.KindConsumer, scripthost.RunPending, created.Phase)
+			run, _, err = rt.drive(ctx, created, true, nil)
+			return run, err
+		}
+		if !errors.Is(err, ledger.ErrEventUnavailable) {
+			return scripthost.Run{}, err
+		}
+		nr.Prepared, failed = nil, reservationError(err)
+	}
+	if err := ctx.Err(); err != nil {
+		return scripthost.Run{}, err
+	}
+	created, err := st.CreateRun(with(ctx, started), nr)
+	if err != nil {
+		return scripthost.Run{}, err
+	}
+	rt.failpoint(string(scripthost.KindConsumer) + ":created")
+	rt.failpoint(string(scripthost.KindConsumer) + ":after:" + string(scripthost.RunPending))
+	if err := rt.routeError(ctx, created, c.Lifecycle, scripthost.PhasePrepare, failed); err != nil {
+		return created, err
+	}
+	if run, err = st.Run(ctx, created.ID); err != nil {
+		return created, err
+	}
+	run, _, err = rt.drive(ctx, run, false, nil)
 	return run, err
 }
 

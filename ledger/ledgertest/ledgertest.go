@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"Recover", testRecover},
 		{"Snapshots", testSnapshots},
 		{"FoldedTransitions", testFoldedTransitions},
+		{"CreatedPrepared", testCreatedPrepared},
 		{"OutcomeMovesOn", testOutcomeMovesOn},
 		{"DerivedKey", testDerivedKey},
 		{"HandlerStateAndSchedule", testStateAndSchedule},

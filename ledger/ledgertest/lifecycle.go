@@ -2,6 +2,7 @@ package ledgertest
 
 import (
 	"encoding/json"
+	"errors"
 	"sort"
 	"strings"
 	"time"
@@ -404,6 +405,91 @@ func testFoldedTransitions(f *fixture) {
 		if !ledger.IsIllegalTransition(err) {
 			t.Errorf("%s run started at %s: got %v, want an illegal transition", bad.kind, bad.start, err)
 		}
+	}
+	f.unchanged(before)
+}
+
+// testCreatedPrepared: CreateRun with a prepare phase's result creates the run under
+// the id given, prepared and moved on to mutating, its events reserved, in one
+// transaction that leaves what CreateRun with Start and MarkPrepared with Mutate leave
+// (testFoldedTransitions). Events that are not pending refuse the whole creation, and
+// so does a result without Start preparing.
+func testCreatedPrepared(f *fixture) {
+	t := f.t
+	evs := f.publish("in", "cp-a", "cp-b")
+	id := f.s.NewID()
+	if other := f.s.NewID(); other == id || id == "" {
+		t.Fatalf("NewID: got %q then %q, want two different ids", id, other)
+	}
+	ctx := ledger.WithEvents(f.ctx,
+		ledger.NewLifecycleEvent("", ledger.EventPhaseStarted, map[string]any{"phase": "prepare"}),
+		ledger.NewLifecycleEvent("", ledger.EventPhaseCompleted, map[string]any{"phase": "prepare"}),
+		ledger.NewLifecycleEvent("", ledger.EventPhaseStarted, map[string]any{"phase": "mutate"}))
+	wake := time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := must(f.s.CreateRun(ctx, ledger.NewRun{Workflow: wf, Version: 1, Handler: "ship", Kind: scripthost.KindConsumer,
+		InputState: json.RawMessage(`{"n":1}`), Start: scripthost.RunPreparing, ID: id,
+		Prepared: &ledger.PrepareResult{Data: json.RawMessage(`{"p":2}`), Mutate: true, WakeAt: wake,
+			Reservations: []scripthost.Reservation{{Topic: "in", IDs: []string{evs[0].MessageID}}}}}))(t)
+	if r.ID != id || r.Phase != scripthost.RunMutating || r.Status != scripthost.StatusActive || r.Attempt != 1 ||
+		string(r.Prepared) != `{"p":2}` || len(r.Reservations) != 1 || string(r.InputState) != `{"n":1}` {
+		t.Fatalf("created: got %s, want run %s mutating with the prepared data and reservation", mustJSON(t, r), id)
+	}
+	if got := must(f.s.Run(f.ctx, id))(t); mustJSON(t, got) != mustJSON(t, r) {
+		t.Errorf("read back: got %s, want %s", mustJSON(t, got), mustJSON(t, r))
+	}
+	got := map[string]scripthost.EventStatus{}
+	for _, e := range must(f.s.Events(f.ctx, ledger.EventFilter{Topic: "in"}))(t) {
+		got[e.MessageID] = e.Status
+	}
+	if got["cp-a"] != scripthost.EventReserved || got["cp-b"] != scripthost.EventPending {
+		t.Errorf("events: got %v, want cp-a reserved and cp-b pending", got)
+	}
+	snaps := must(f.s.Snapshots(f.ctx, id))(t)
+	want := []scripthost.RunPhase{scripthost.RunPending, scripthost.RunPreparing, scripthost.RunPrepared, scripthost.RunMutating}
+	if len(snaps) != len(want) {
+		t.Fatalf("got %d snapshots, want %d (one per state)", len(snaps), len(want))
+	}
+	for i, sn := range snaps {
+		if sn.Seq != i+1 || sn.Phase != want[i] {
+			t.Errorf("snapshot %d: got seq %d phase %s, want seq %d phase %s", i, sn.Seq, sn.Phase, i+1, want[i])
+		}
+	}
+	if les := must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: id}))(t); len(les) != 3 || les[0].RunID != id ||
+		les[0].Label() != "phase_started(prepare)" || les[2].Label() != "phase_started(mutate)" {
+		t.Errorf("lifecycle events: got %v, want the three attached, naming the run", les)
+	}
+	// The run goes on like any other: its mutation, then the commit saves the wake-up.
+	m := must(f.s.BeginMutation(f.ctx, ledger.NewMutation{RunID: id, Namespace: "Shop", Method: "ship",
+		Params: json.RawMessage(`{}`), InputHash: "cp", IdempotencyKey: "cp"}))(t)
+	must(f.s.ApplyMutation(f.ctx, m.ID, json.RawMessage(`{}`)))(t)
+	must(f.s.CommitConsumer(f.ctx, id, ledger.Commit{State: json.RawMessage(`{"n":2}`)}))(t)
+	if hs := must(f.s.HandlerState(f.ctx, wf, "ship"))(t); !hs.WakeAt.Equal(wake) {
+		t.Errorf("wake-up after commit: got %v, want %v", hs.WakeAt, wake)
+	}
+
+	before := f.dump()
+	_, err := f.s.CreateRun(f.ctx, ledger.NewRun{Workflow: wf, Version: 1, Handler: "ship", Kind: scripthost.KindConsumer,
+		Start: scripthost.RunPreparing, ID: f.s.NewID(), Prepared: &ledger.PrepareResult{Mutate: true,
+			Reservations: []scripthost.Reservation{{Topic: "in", IDs: []string{"cp-b", evs[0].MessageID}}}}})
+	if !errors.Is(err, ledger.ErrEventUnavailable) {
+		t.Errorf("an event consumed already: got %v, want ErrEventUnavailable", err)
+	}
+	for _, start := range []scripthost.RunPhase{"", scripthost.RunPending} {
+		_, err := f.s.CreateRun(f.ctx, ledger.NewRun{Workflow: wf, Version: 1, Handler: "ship", Kind: scripthost.KindConsumer,
+			Start: start, Prepared: &ledger.PrepareResult{}})
+		if !ledger.IsIllegalTransition(err) {
+			t.Errorf("prepared result with start %q: got %v, want an illegal transition", start, err)
+		}
+	}
+	_, err = f.s.CreateRun(f.ctx, ledger.NewRun{Workflow: wf, Version: 1, Handler: "poll", Kind: scripthost.KindProducer,
+		Start: scripthost.RunExecuting, Prepared: &ledger.PrepareResult{}})
+	if !ledger.IsIllegalTransition(err) {
+		t.Errorf("producer with a prepared result: got %v, want an illegal transition", err)
+	}
+	_, err = f.s.CreateRun(f.ctx, ledger.NewRun{Workflow: wf, Version: 1, Handler: "ship", Kind: scripthost.KindConsumer,
+		Start: scripthost.RunPreparing, Prepared: &ledger.PrepareResult{Data: json.RawMessage(`{bad`)}})
+	if err == nil {
+		t.Error("prepared data that is not JSON: accepted")
 	}
 	f.unchanged(before)
 }

@@ -357,8 +357,12 @@ func (s *Store) CreateRun(ctx context.Context, nr ledger.NewRun) (scripthost.Run
 		return scripthost.Run{}, err
 	}
 	now := s.now()
+	id := nr.ID
+	if id == "" {
+		id = s.opts.NewID()
+	}
 	rec := runRec{Run: scripthost.Run{
-		ID: s.opts.NewID(), Workflow: nr.Workflow, Version: nr.Version, Handler: nr.Handler,
+		ID: id, Workflow: nr.Workflow, Version: nr.Version, Handler: nr.Handler,
 		Kind: nr.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive, Attempt: 1,
 		InputState: nr.InputState, CreatedAt: now, UpdatedAt: now,
 	}}
@@ -373,11 +377,39 @@ func (s *Store) CreateRun(ctx context.Context, nr ledger.NewRun) (scripthost.Run
 		via = []scripthost.Run{rec.Run}
 		rec.Phase = nr.Start
 	}
-	err := s.writeRedo(ctx, func(ctx context.Context, tx Tx) error { return s.insertRun(ctx, tx, rec, via...) })
+	if nr.Prepared != nil {
+		if nr.Start != scripthost.RunPreparing {
+			return scripthost.Run{}, refuse("run", rec.ID, rec.Phase, scripthost.RunPrepared,
+				"a run is created prepared only when it starts at %s, not %q", scripthost.RunPreparing, nr.Start)
+		}
+		if err := checkJSON("prepared data", nr.Prepared.Data); err != nil {
+			return scripthost.Run{}, err
+		}
+		via = append(via, rec.Run)
+		rec.prepare(*nr.Prepared)
+		if nr.Prepared.Mutate {
+			via = append(via, rec.Run)
+			rec.Phase = scripthost.RunMutating
+		}
+	}
+	err := s.writeRedo(ctx, func(ctx context.Context, tx Tx) error {
+		if err := s.insertRun(ctx, tx, rec, via...); err != nil {
+			return err
+		}
+		return s.reserve(ctx, tx, rec)
+	})
 	if err != nil {
 		return scripthost.Run{}, err
 	}
 	return rec.Run, nil
+}
+
+// prepare moves rec on to prepared with the prepare phase's result.
+func (rec *runRec) prepare(res ledger.PrepareResult) {
+	rec.Phase = scripthost.RunPrepared
+	rec.Prepared = res.Data
+	rec.Reservations = res.Reservations
+	rec.WakeAt = norm(res.WakeAt)
 }
 
 // Run returns one run.
@@ -614,10 +646,7 @@ func (s *Store) MarkPrepared(ctx context.Context, runID string, res ledger.Prepa
 		if err := checkPhaseMove(rec, scripthost.RunPreparing, scripthost.RunPrepared); err != nil {
 			return err
 		}
-		rec.Phase = scripthost.RunPrepared
-		rec.Prepared = res.Data
-		rec.Reservations = res.Reservations
-		rec.WakeAt = norm(res.WakeAt)
+		rec.prepare(res)
 		rec.UpdatedAt = s.now()
 		if err := s.reserve(ctx, tx, rec); err != nil {
 			return err
