@@ -54,6 +54,9 @@ type Effect struct {
 	ReleaseOnFailure bool
 	// Began, when set, sees the in_flight mutation once it is durable.
 	Began func(scripthost.Mutation)
+	// BeginEvents are lifecycle events logged in the transaction of the in-flight
+	// record, before it: those of the run's creation when Record.Run creates it.
+	BeginEvents []ledger.LifecycleEvent
 }
 
 // EffectOutcome is what became of an Effect.
@@ -99,7 +102,7 @@ func (e Effect) Run(ctx context.Context) (EffectOutcome, error) {
 	}
 
 	bctx, cancel := context.WithTimeout(ctx, ledgerWriteTimeout)
-	m, err := e.Store.BeginMutation(bctx, nm)
+	m, err := e.Store.BeginMutation(ledger.WithEvents(bctx, e.BeginEvents...), nm)
 	cancel()
 	if err != nil {
 		return o, ledgerError("recording the mutation before the call", err)

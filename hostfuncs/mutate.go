@@ -61,8 +61,10 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 		Record: ledger.NewMutation{
 			RunID: w.info.RunID, Workflow: w.info.Workflow, Handler: w.info.Handler,
 			Namespace: t.Namespace, Method: t.Method, Params: stored, InputHash: hash,
+			Run: w.info.Create,
 		},
-		Secrets: secrets, Policy: w.policy, Clock: w.clock,
+		BeginEvents: w.info.CreateEvents,
+		Secrets:     secrets, Policy: w.policy, Clock: w.clock,
 		Execute: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			return w.execute(ctx, t, in)
 		},

@@ -55,6 +55,12 @@ type RunInfo struct {
 	// Peeked, when set, holds pending events the caller read just before the run's
 	// phase; Topics.peek answers from it when it holds enough.
 	Peeked *Peeked
+	// Create, when set, is the run itself, not yet in the ledger: the in-flight record
+	// of its mutate phase's mutation creates it in the same transaction
+	// (ledger.NewMutation.Run), logging CreateEvents first. Whether it was created is
+	// whether the wrapper holds a mutation (Mutation).
+	Create       *ledger.NewRun
+	CreateEvents []ledger.LifecycleEvent
 }
 
 // Peeked is what a scheduler read of a workflow's pending events just before it

@@ -185,6 +185,12 @@ type NewMutation struct {
 	// (scripthost.IdempotencyKey), so that the count and the in-flight record see one
 	// ledger and the caller reads nothing first.
 	IdempotencyKey string
+	// Run, when set, is the mutation's run, not yet in the ledger: it is created (as
+	// CreateRun would, its events reserved) in the transaction that records the
+	// mutation, before it. It must be run RunID and reach phase mutating (Start
+	// preparing, Prepared.Mutate). A run whose phases before the first tool call changed
+	// nothing outside the ledger is then written once, durably, where it first matters.
+	Run *NewRun
 }
 
 // Resolution is a person's answer about a mutation whose outcome is unknown.

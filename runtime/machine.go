@@ -190,43 +190,7 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		}
 		// No mutation is recorded: the mutate phase never reached a tool (or this is
 		// its first attempt), so running it again cannot repeat a side effect.
-		completed := with(ctx, phaseEvent(run, ledger.EventPhaseCompleted, scripthost.PhaseMutate))
-		if c.Mutate == "" {
-			next, err := st.MarkMutated(completed, run.ID)
-			return next, true, err
-		}
-		w := rt.wrapperFor(run, nil, nil, c.OnMutationFailure, nil)
-		_, ierr := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhaseMutate, c.Mutate,
-			sandbox.Globals{State: stateOrNull(run.InputState), Prepared: stateOrNull(run.Prepared)}, stateOrNull(run.Prepared))
-		if _, made := w.Mutation(); made {
-			// The ledger already holds the outcome (applied, failed or unknown); an
-			// error the script raised after it does not change what happened. The
-			// after hook is another matter: it failed like in any other phase, and the
-			// run goes where its error sends it (a retry resumes at next).
-			if ierr != nil && stepOf(ierr) == stepAfter {
-				return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseMutate, ierr)
-			}
-			if ierr != nil && !errors.Is(ierr, sandbox.ErrTerminate) {
-				rt.cfg.Logger.Warn("error after the mutation", "run", run.ID, "err", rt.redact(ierr.Error()))
-			}
-			for _, d := range w.Dropped() {
-				if err := rt.warn(ctx, run, scripthost.PhaseMutate, d); err != nil {
-					return scripthost.Run{}, false, err
-				}
-			}
-			// The tool wrapper's outcome write moved the run: an applied mutation moves
-			// it on to emitting, as ledger.OutcomeRecorded says (the commit refuses if
-			// the ledger disagrees); elsewhere, read where to.
-			if m, _ := w.Mutation(); m.Status == scripthost.MutationApplied {
-				return ledger.OutcomeRecorded(run, scripthost.Outcome{Status: scripthost.OutcomeApplied, Result: m.Result}, m.UpdatedAt), true, nil
-			}
-			return scripthost.Run{}, true, nil
-		}
-		if ierr != nil {
-			return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseMutate, ierr)
-		}
-		next, err := st.MarkMutated(completed, run.ID)
-		return next, true, err
+		return rt.mutate(ctx, l, c, run, nil)
 
 	case scripthost.RunMutated:
 		// The transitions that record the outcome move the run on to emitting
@@ -270,13 +234,82 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 	return scripthost.Run{}, false, fmt.Errorf("runtime: run %s: consumer in unexpected phase %s", run.ID, run.Phase)
 }
 
+// creation is a run not yet in the ledger, with the lifecycle events of its creation.
+type creation struct {
+	run    ledger.NewRun
+	events []ledger.LifecycleEvent
+}
+
+// mutate runs the mutate phase of a run in phase mutating that has no mutation. create,
+// when set, is the run's creation, not yet written: the in-flight record of the phase's
+// mutation writes it in its transaction (hostfuncs.RunInfo.Create); a phase that makes
+// none writes it before its end is recorded, and one stopped by the host's shutdown
+// leaves nothing.
+func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, run scripthost.Run, create *creation) (scripthost.Run, bool, error) {
+	st := rt.cfg.Store
+	completed := with(ctx, phaseEvent(run, ledger.EventPhaseCompleted, scripthost.PhaseMutate))
+	var ierr error
+	if c.Mutate != "" {
+		w := rt.wrapperFor(run, nil, nil, c.OnMutationFailure, nil, create)
+		_, ierr = rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhaseMutate, c.Mutate,
+			sandbox.Globals{State: stateOrNull(run.InputState), Prepared: stateOrNull(run.Prepared)}, stateOrNull(run.Prepared))
+		if m, made := w.Mutation(); made {
+			if create != nil {
+				rt.created(scripthost.RunMutating)
+			}
+			// The ledger already holds the outcome (applied, failed or unknown); an
+			// error the script raised after it does not change what happened. The
+			// after hook is another matter: it failed like in any other phase, and the
+			// run goes where its error sends it (a retry resumes at next).
+			if ierr != nil && stepOf(ierr) == stepAfter {
+				return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseMutate, ierr)
+			}
+			if ierr != nil && !errors.Is(ierr, sandbox.ErrTerminate) {
+				rt.cfg.Logger.Warn("error after the mutation", "run", run.ID, "err", rt.redact(ierr.Error()))
+			}
+			for _, d := range w.Dropped() {
+				if err := rt.warn(ctx, run, scripthost.PhaseMutate, d); err != nil {
+					return scripthost.Run{}, false, err
+				}
+			}
+			// The tool wrapper's outcome write moved the run: an applied mutation moves
+			// it on to emitting, as ledger.OutcomeRecorded says (the commit refuses if
+			// the ledger disagrees); elsewhere, read where to.
+			if m.Status == scripthost.MutationApplied {
+				return ledger.OutcomeRecorded(run, scripthost.Outcome{Status: scripthost.OutcomeApplied, Result: m.Result}, m.UpdatedAt), true, nil
+			}
+			return scripthost.Run{}, true, nil
+		}
+	}
+	if create != nil {
+		if ierr != nil && ctx.Err() != nil {
+			return scripthost.Run{}, false, ctx.Err()
+		}
+		created, err := st.CreateRun(with(ctx, create.events...), create.run)
+		if errors.Is(err, ledger.ErrEventUnavailable) {
+			// The events were taken since prepare looked: its result is refused, as
+			// storing it would have been.
+			return rt.prepareFailed(ctx, c, create.run, reservationError(err))
+		}
+		if err != nil {
+			return scripthost.Run{}, false, err
+		}
+		rt.created(created.Phase)
+	}
+	if ierr != nil {
+		return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseMutate, ierr)
+	}
+	next, err := st.MarkMutated(completed, run.ID)
+	return next, true, err
+}
+
 // prepare runs a consumer run's prepare phase and reads its result, moving on to
 // mutating (ledger.PrepareResult.Mutate): that loses nothing, as a run found mutating
 // without a mutation runs its mutate phase like one found prepared would. Its error is
 // the phase's failure, for routeError.
 func (rt *Runtime) prepare(ctx context.Context, l *loaded, c *Consumer, run scripthost.Run,
 	peeked *hostfuncs.Peeked) (ledger.PrepareResult, error) {
-	w := rt.wrapperFor(run, c.Subscribe, nil, MutationFailurePolicy{}, peeked)
+	w := rt.wrapperFor(run, c.Subscribe, nil, MutationFailurePolicy{}, peeked, nil)
 	res, err := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhasePrepare, c.Prepare,
 		sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
 	if err != nil {
@@ -419,24 +452,18 @@ func (rt *Runtime) call(ctx context.Context, l *loaded, run scripthost.Run, w *h
 }
 
 func (rt *Runtime) wrapper(run scripthost.Run, subscribe, publishes []string) *hostfuncs.ToolWrapper {
-	return rt.wrapperFor(run, subscribe, publishes, MutationFailurePolicy{}, nil)
+	return rt.wrapperFor(run, subscribe, publishes, MutationFailurePolicy{}, nil, nil)
 }
 
-// wrapperFor is wrapper for a mutate phase, with where a definite failure goes, or for
-// a prepare phase, with the pending events already read.
+// wrapperFor is wrapper for a mutate phase, with where a definite failure goes and the
+// run's creation when it is not yet written, or for a prepare phase, with the pending
+// events already read.
 func (rt *Runtime) wrapperFor(run scripthost.Run, subscribe, publishes []string, failure MutationFailurePolicy,
-	peeked *hostfuncs.Peeked) *hostfuncs.ToolWrapper {
-	var events []string
-	for _, r := range run.Reservations {
-		for _, id := range r.IDs {
-			events = append(events, r.Topic+"/"+id)
-		}
-	}
-	return hostfuncs.NewToolWrapper(rt.cfg.Tools, rt.cfg.Store, hostfuncs.RunInfo{
+	peeked *hostfuncs.Peeked, create *creation) *hostfuncs.ToolWrapper {
+	info := hostfuncs.RunInfo{
 		RunID:      run.ID,
 		Workflow:   run.Workflow,
 		Handler:    run.Handler,
-		Events:     events,
 		Scope:      run.ID,
 		Subscribes: subscribe,
 		Publishes:  publishes,
@@ -444,7 +471,16 @@ func (rt *Runtime) wrapperFor(run scripthost.Run, subscribe, publishes []string,
 
 		FailureToNext:    failure.Next,
 		ReleaseOnFailure: failure.Release,
-	}, hostfuncs.WrapperOptions{
+	}
+	if create != nil {
+		info.Create, info.CreateEvents = &create.run, create.events
+	}
+	for _, r := range run.Reservations {
+		for _, id := range r.IDs {
+			info.Events = append(info.Events, r.Topic+"/"+id)
+		}
+	}
+	return hostfuncs.NewToolWrapper(rt.cfg.Tools, rt.cfg.Store, info, hostfuncs.WrapperOptions{
 		Clock:           rt.cfg.Clock,
 		Redactor:        rt.cfg.Redactor,
 		ReconcilePolicy: rt.cfg.Reconcile,

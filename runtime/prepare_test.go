@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
@@ -53,49 +54,125 @@ func TestPrepareFailureIsRecorded(t *testing.T) {
 	}
 }
 
-// TestShutdownDuringPrepareLeavesNoRun: a host stopped while a prepare phase runs has
-// written nothing for it (the run is created with the phase's result), so there is no
-// run to recover, and the next start prepares again and consumes the event once.
-func TestShutdownDuringPrepareLeavesNoRun(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var calls atomic.Int32
-	stop := &hostfuncs.Tool{Namespace: "Host", Method: "stop", ReadOnly: hostfuncs.ReadOnlyAlways,
-		Execute: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
-			if calls.Add(1) == 1 {
-				cancel()
-				<-ctx.Done()
-				return nil, ctx.Err()
+// TestShutdownBeforeTheMutationLeavesNoRun: a host stopped while a run's prepare phase
+// runs, or its mutate phase before the mutation, has written nothing for it (the run is
+// created with the mutation's in-flight record), so there is no run to recover, and
+// the next start runs it again and applies the mutation once.
+func TestShutdownBeforeTheMutationLeavesNoRun(t *testing.T) {
+	for _, tc := range []struct{ name, prepare, mutate string }{
+		{"in prepare", `await Host.stop({});`, ``},
+		// The mutate phase may call no read-only tool: its first pass spins until the
+		// host stops it, which the prepare phase has the stop tool arrange.
+		{"in mutate", `({ spin } = await Host.stopSoon({}));`, `if (spin) { for (;;) {} }`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			var calls, applied atomic.Int32
+			stop := &hostfuncs.Tool{Namespace: "Host", Method: "stop", ReadOnly: hostfuncs.ReadOnlyAlways,
+				Execute: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+					if calls.Add(1) == 1 {
+						cancel()
+						<-ctx.Done()
+						return nil, ctx.Err()
+					}
+					return json.RawMessage(`{}`), nil
+				}}
+			stopSoon := &hostfuncs.Tool{Namespace: "Host", Method: "stopSoon", ReadOnly: hostfuncs.ReadOnlyAlways,
+				Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+					if calls.Add(1) == 1 {
+						time.AfterFunc(50*time.Millisecond, cancel)
+						return json.RawMessage(`{"spin":true}`), nil
+					}
+					return json.RawMessage(`{"spin":false}`), nil
+				}}
+			apply := &hostfuncs.Tool{Namespace: "Svc", Method: "apply",
+				Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+					applied.Add(1)
+					return json.RawMessage(`{}`), nil
+				}}
+			rt, st, _ := countedRuntime(t, nil, stop, stopSoon, apply)
+			src := `export default { topics: ['t'], consumers: { c: { subscribe: ['t'],
+  async prepare() { let spin = false; ` + tc.prepare + ` const e = await Topics.peek({ topic: 't' });
+    return e.length ? { reservations: [{ topic: 't', ids: [e[0].id] }], data: { spin } } : null; },
+  async mutate({ spin }) { ` + tc.mutate + ` await Svc.apply({}); },
+  next() { return { done: true }; } } } };`
+			if _, err := rt.LoadWorkflow(context.Background(), "w", "w.js", []byte(src)); err != nil {
+				t.Fatal(err)
 			}
+			if _, err := st.Publish(context.Background(), ledger.NewEvent{Workflow: "w", Topic: "t", MessageID: "e", Payload: json.RawMessage(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+			if err := rt.RunOnce(ctx, []string{"w"}); !errors.Is(err, context.Canceled) {
+				t.Fatalf("run stopped: got %v, want context.Canceled", err)
+			}
+			bg := context.Background()
+			runs, err := st.Runs(bg, ledger.RunFilter{Workflow: "w"})
+			if err != nil || len(runs) != 0 || applied.Load() != 0 {
+				t.Fatalf("after the stop: got %d runs (%v) and %d applied, want none", len(runs), err, applied.Load())
+			}
+			if err := rt.RunOnce(bg, []string{"w"}); err != nil {
+				t.Fatal(err)
+			}
+			runs, err = st.Runs(bg, ledger.RunFilter{Workflow: "w"})
+			if err != nil || len(runs) != 1 || runs[0].Status != scripthost.StatusCommitted || applied.Load() != 1 {
+				t.Fatalf("after the restart: got %+v (%v) and %d applied, want one committed run, applied once", runs, err, applied.Load())
+			}
+			evs, err := st.Events(bg, ledger.EventFilter{Workflow: "w", Topic: "t"})
+			if err != nil || len(evs) != 1 || evs[0].Status != scripthost.EventConsumed {
+				t.Errorf("event: got %+v (%v), want consumed", evs, err)
+			}
+		})
+	}
+}
+
+// TestEventsTakenBeforeTheMutation: when the events a run's prepare phase chose are
+// taken before its mutation's in-flight record (which creates the run and reserves
+// them; here by the mutate phase's before hook), the record is refused, the tool is not
+// called, and the run is recorded as one whose prepare result was refused: failed in
+// preparing, nothing applied.
+func TestEventsTakenBeforeTheMutation(t *testing.T) {
+	var st ledger.Store
+	var applied atomic.Int32
+	take := &hostfuncs.Tool{Namespace: "Other", Method: "take", ReadOnly: hostfuncs.ReadOnlyAlways,
+		Execute: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+			_, err := st.CreateRun(ctx, ledger.NewRun{Workflow: "w", Version: 1, Handler: "other", Kind: scripthost.KindConsumer,
+				Start: scripthost.RunPreparing, Prepared: &ledger.PrepareResult{
+					Reservations: []scripthost.Reservation{{Topic: "t", IDs: []string{"e"}}}}})
+			return json.RawMessage(`{}`), err
+		}}
+	apply := &hostfuncs.Tool{Namespace: "Svc", Method: "apply",
+		Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			applied.Add(1)
 			return json.RawMessage(`{}`), nil
 		}}
-	rt, st, _ := countedRuntime(t, nil, stop)
+	rt, store, _ := countedRuntime(t, nil, take, apply)
+	st = store
 	src := `export default { topics: ['t'], consumers: { c: { subscribe: ['t'],
-  async prepare() { await Host.stop({}); const e = await Topics.peek({ topic: 't' });
-    return e.length ? { reservations: [{ topic: 't', ids: [e[0].id] }] } : null; },
-  next() { return { done: true }; } } } };`
-	if _, err := rt.LoadWorkflow(context.Background(), "w", "w.js", []byte(src)); err != nil {
+  async before(info) { if (info.phase === 'mutate') await Other.take({}); },
+  prepare() { return { reservations: [{ topic: 't', ids: ['e'] }] }; },
+  async mutate() { await Svc.apply({}); } } } };`
+	ctx := context.Background()
+	if _, err := rt.LoadWorkflow(ctx, "w", "w.js", []byte(src)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Publish(context.Background(), ledger.NewEvent{Workflow: "w", Topic: "t", MessageID: "e", Payload: json.RawMessage(`{}`)}); err != nil {
+	if _, err := st.Publish(ctx, ledger.NewEvent{Workflow: "w", Topic: "t", MessageID: "e", Payload: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.RunOnce(ctx, []string{"w"}); !errors.Is(err, context.Canceled) {
-		t.Fatalf("run stopped during prepare: got %v, want context.Canceled", err)
-	}
-	bg := context.Background()
-	runs, err := st.Runs(bg, ledger.RunFilter{Workflow: "w"})
-	if err != nil || len(runs) != 0 {
-		t.Fatalf("after the stop: got %d runs (%v), want none", len(runs), err)
-	}
-	if err := rt.RunOnce(bg, []string{"w"}); err != nil {
+	if err := rt.RunOnce(ctx, []string{"w"}); err != nil {
 		t.Fatal(err)
 	}
-	runs, err = st.Runs(bg, ledger.RunFilter{Workflow: "w"})
-	if err != nil || len(runs) != 1 || runs[0].Status != scripthost.StatusCommitted {
-		t.Fatalf("after the restart: got %+v (%v), want one committed run", runs, err)
+	runs, err := st.Runs(ctx, ledger.RunFilter{Workflow: "w", Handler: "c"})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("got %d runs of c (%v), want 1", len(runs), err)
 	}
-	evs, err := st.Events(bg, ledger.EventFilter{Workflow: "w", Topic: "t"})
-	if err != nil || len(evs) != 1 || evs[0].Status != scripthost.EventConsumed {
-		t.Errorf("event: got %+v (%v), want consumed", evs, err)
+	r := runs[0]
+	if r.Status != scripthost.StatusFailedLogic || r.Phase != scripthost.RunPreparing || !strings.Contains(r.Error, "event not available") {
+		t.Errorf("run: got %s/%s %q, want failed:logic in preparing, the event not available", r.Phase, r.Status, r.Error)
+	}
+	if n := applied.Load(); n != 0 {
+		t.Errorf("applied %d times, want never", n)
+	}
+	if ms, err := st.Mutations(ctx, ledger.MutationFilter{}); err != nil || len(ms) != 0 {
+		t.Errorf("got %d mutations (%v), want none", len(ms), err)
 	}
 }

@@ -469,13 +469,15 @@ func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version in
 	return run, err
 }
 
-// startPrepared starts a consumer run without a guard: its prepare phase runs first,
-// under the id the run will have, and the run is created with the phase's result,
-// prepared and moved on to mutating, in one transaction instead of two. prepare changes
-// nothing outside the ledger (its tools only read), so a process that stops before that
-// commit leaves nothing to recover, and the next pass prepares again. A prepare phase
-// that fails (or whose events were taken meanwhile) creates the run in preparing and
-// records the failure on it, as a run created first would have it; one stopped by the
+// startPrepared starts a consumer run without a guard. Its prepare phase runs first,
+// under the id the run will have, and then its mutate phase, before anything is
+// written: prepare's tools only read, and no tool of mutate's has been called before
+// its in-flight record. That record creates the run too, prepared and moved on to
+// mutating, in its one durable transaction (ledger.NewMutation.Run); a run whose mutate
+// phase makes no mutation is created when the phase ends. A process that stops before
+// then leaves nothing to recover, and the next pass starts again. A prepare phase that
+// fails (or whose events were taken meanwhile) creates the run in preparing and records
+// the failure on it, as a run created first would have it; a phase stopped by the
 // host's shutdown leaves no run.
 func (rt *Runtime) startPrepared(ctx context.Context, nr ledger.NewRun, peeked *hostfuncs.Peeked) (run scripthost.Run, err error) {
 	st := rt.cfg.Store
@@ -493,39 +495,55 @@ func (rt *Runtime) startPrepared(ctx context.Context, nr ledger.NewRun, peeked *
 	if !ok {
 		return scripthost.Run{}, fmt.Errorf("runtime: workflow %s version %d has no consumer %s", run.Workflow, run.Version, run.Handler)
 	}
-	started := phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhasePrepare)
 	pr, failed := rt.prepare(ctx, l, c, run, peeked)
-	if failed == nil {
-		nr.Prepared = &pr
-		created, err := st.CreateRun(with(ctx, append([]ledger.LifecycleEvent{started}, prepareEnded(run)...)...), nr)
-		if err == nil {
-			rt.failpoint(string(scripthost.KindConsumer) + ":created")
-			rt.passed(scripthost.KindConsumer, scripthost.RunPending, created.Phase)
-			run, _, err = rt.drive(ctx, created, true, nil)
-			return run, err
-		}
-		if !errors.Is(err, ledger.ErrEventUnavailable) {
+	var next scripthost.Run
+	if failed != nil {
+		if err := ctx.Err(); err != nil {
 			return scripthost.Run{}, err
 		}
-		nr.Prepared, failed = nil, reservationError(err)
+		next, _, err = rt.prepareFailed(ctx, c, nr, failed)
+	} else {
+		nr.Prepared = &pr
+		create := &creation{run: nr, events: append([]ledger.LifecycleEvent{
+			phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhasePrepare)}, prepareEnded(run)...)}
+		run.Phase, run.Prepared, run.Reservations = scripthost.RunMutating, pr.Data, pr.Reservations
+		next, _, err = rt.mutate(ctx, l, c, run, create)
 	}
-	if err := ctx.Err(); err != nil {
-		return scripthost.Run{}, err
-	}
-	created, err := st.CreateRun(with(ctx, started), nr)
 	if err != nil {
 		return scripthost.Run{}, err
 	}
-	rt.failpoint(string(scripthost.KindConsumer) + ":created")
-	rt.failpoint(string(scripthost.KindConsumer) + ":after:" + string(scripthost.RunPending))
-	if err := rt.routeError(ctx, created, c.Lifecycle, scripthost.PhasePrepare, failed); err != nil {
-		return created, err
+	fresh := next.ID != ""
+	if !fresh {
+		if next, err = st.Run(ctx, run.ID); err != nil {
+			return next, err
+		}
 	}
-	if run, err = st.Run(ctx, created.ID); err != nil {
-		return created, err
+	if failed == nil {
+		rt.passed(scripthost.KindConsumer, scripthost.RunMutating, next.Phase)
 	}
-	run, _, err = rt.drive(ctx, run, false, nil)
+	run, _, err = rt.drive(ctx, next, fresh, nil)
 	return run, err
+}
+
+// prepareFailed creates the run of nr in preparing, which startPrepared had not written
+// yet, and records its prepare phase's failure on it, as the step of a run created
+// first does.
+func (rt *Runtime) prepareFailed(ctx context.Context, c *Consumer, nr ledger.NewRun, cause error) (scripthost.Run, bool, error) {
+	nr.Start, nr.Prepared = scripthost.RunPreparing, nil
+	created, err := rt.cfg.Store.CreateRun(with(ctx,
+		phaseEvent(scripthost.Run{ID: nr.ID, Attempt: 1}, ledger.EventPhaseStarted, scripthost.PhasePrepare)), nr)
+	if err != nil {
+		return scripthost.Run{}, false, err
+	}
+	rt.created(created.Phase)
+	return scripthost.Run{}, true, rt.routeError(ctx, created, c.Lifecycle, scripthost.PhasePrepare, cause)
+}
+
+// created calls the failpoints of a consumer run just written in phase phase by a
+// step that passed from its creation up to there.
+func (rt *Runtime) created(phase scripthost.RunPhase) {
+	rt.failpoint(string(scripthost.KindConsumer) + ":created")
+	rt.passed(scripthost.KindConsumer, scripthost.RunPending, phase)
 }
 
 // firstPhase returns the run phase a new run of the handler may be created in, and

@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"Snapshots", testSnapshots},
 		{"FoldedTransitions", testFoldedTransitions},
 		{"CreatedPrepared", testCreatedPrepared},
+		{"MutationCreatesRun", testMutationCreatesRun},
 		{"OutcomeMovesOn", testOutcomeMovesOn},
 		{"DerivedKey", testDerivedKey},
 		{"HandlerStateAndSchedule", testStateAndSchedule},

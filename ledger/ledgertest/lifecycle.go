@@ -493,3 +493,87 @@ func testCreatedPrepared(f *fixture) {
 	}
 	f.unchanged(before)
 }
+
+// testMutationCreatesRun: BeginMutation with the run to create writes the run (as
+// CreateRun with a prepare result would), reserves its events and records the mutation
+// in one transaction, the creation's events logged before mutation_recorded. A run that
+// is not the mutation's, one that does not reach mutating, one whose events are taken
+// and one that exists already refuse the whole write.
+func testMutationCreatesRun(f *fixture) {
+	t := f.t
+	evs := f.publish("in", "mc-a")
+	id := f.s.NewID()
+	nr := ledger.NewRun{Workflow: wf, Version: 1, Handler: "ship", Kind: scripthost.KindConsumer,
+		Start: scripthost.RunPreparing, ID: id, Prepared: &ledger.PrepareResult{Data: json.RawMessage(`"d"`), Mutate: true,
+			Reservations: []scripthost.Reservation{{Topic: "in", IDs: []string{evs[0].MessageID}}}}}
+	nm := ledger.NewMutation{RunID: id, Namespace: "Shop", Method: "ship", Params: json.RawMessage(`{"n":1}`), InputHash: "mc"}
+	ctx := ledger.WithEvents(f.ctx,
+		ledger.NewLifecycleEvent(id, ledger.EventPhaseStarted, map[string]any{"phase": "prepare"}),
+		ledger.NewLifecycleEvent(id, ledger.EventPhaseCompleted, map[string]any{"phase": "prepare"}),
+		ledger.NewLifecycleEvent(id, ledger.EventPhaseStarted, map[string]any{"phase": "mutate"}))
+	withRun := nm
+	withRun.Run = &nr
+	m := must(f.s.BeginMutation(ctx, withRun))(t)
+	if m.RunID != id || m.Status != scripthost.MutationInFlight || m.IdempotencyKey != scripthost.IdempotencyKey("mc", 0) ||
+		m.Workflow != wf || m.Handler != "ship" {
+		t.Errorf("mutation: got %s, want in flight for run %s with the derived key", mustJSON(t, m), id)
+	}
+	r := must(f.s.Run(f.ctx, id))(t)
+	if r.Phase != scripthost.RunMutating || r.Status != scripthost.StatusActive || string(r.Prepared) != `"d"` || len(r.Reservations) != 1 {
+		t.Errorf("run: got %s, want mutating with the prepared data and reservation", mustJSON(t, r))
+	}
+	if got := must(f.s.RunMutation(f.ctx, id))(t); got.ID != m.ID {
+		t.Errorf("run's mutation: got %s, want %s", got.ID, m.ID)
+	}
+	if got := must(f.s.Events(f.ctx, ledger.EventFilter{Topic: "in"}))(t); len(got) != 1 || got[0].Status != scripthost.EventReserved {
+		t.Errorf("event: got %v, want reserved", got)
+	}
+	var phases []string
+	for _, sn := range must(f.s.Snapshots(f.ctx, id))(t) {
+		phases = append(phases, string(sn.Phase))
+	}
+	if got, want := strings.Join(phases, " "), "pending preparing prepared mutating"; got != want {
+		t.Errorf("snapshots: got %s, want %s", got, want)
+	}
+	var labels []string
+	for _, e := range must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: id}))(t) {
+		labels = append(labels, e.Label())
+		if e.Type == ledger.EventMutationRecorded && e.MutationID != m.ID {
+			t.Errorf("mutation_recorded: got mutation %q, want %s", e.MutationID, m.ID)
+		}
+	}
+	if got, want := strings.Join(labels, " "), "phase_started(prepare) phase_completed(prepare) phase_started(mutate) mutation_recorded"; got != want {
+		t.Errorf("lifecycle events: got %s, want %s", got, want)
+	}
+
+	f.publish("in", "mc-b")
+	before := f.dump()
+	other := func(change func(nr *ledger.NewRun, nm *ledger.NewMutation)) error {
+		nr := nr
+		p := *nr.Prepared
+		nr.Prepared = &p
+		nr.ID = f.s.NewID()
+		nr.Prepared.Reservations = []scripthost.Reservation{{Topic: "in", IDs: []string{"mc-b"}}}
+		nm := nm
+		nm.RunID, nm.InputHash = nr.ID, "mc-other"
+		change(&nr, &nm)
+		nm.Run = &nr
+		_, err := f.s.BeginMutation(f.ctx, nm)
+		return err
+	}
+	if err := other(func(nr *ledger.NewRun, nm *ledger.NewMutation) { nm.RunID = f.s.NewID() }); !ledger.IsIllegalTransition(err) {
+		t.Errorf("a run that is not the mutation's: got %v, want an illegal transition", err)
+	}
+	if err := other(func(nr *ledger.NewRun, nm *ledger.NewMutation) { nr.Prepared.Mutate = false }); !ledger.IsIllegalTransition(err) {
+		t.Errorf("a run left prepared: got %v, want an illegal transition", err)
+	}
+	if err := other(func(nr *ledger.NewRun, nm *ledger.NewMutation) {
+		nr.Prepared.Reservations = []scripthost.Reservation{{Topic: "in", IDs: []string{"mc-b", evs[0].MessageID}}}
+	}); !errors.Is(err, ledger.ErrEventUnavailable) {
+		t.Errorf("an event reserved already: got %v, want ErrEventUnavailable", err)
+	}
+	if err := other(func(nr *ledger.NewRun, nm *ledger.NewMutation) { nr.ID, nm.RunID = id, id }); err == nil {
+		t.Error("a run that exists already: created again")
+	}
+	f.unchanged(before)
+}

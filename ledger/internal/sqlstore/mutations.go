@@ -156,6 +156,18 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 	if err := checkJSON("mutation params", nm.Params); err != nil {
 		return scripthost.Mutation{}, err
 	}
+	var created runRec
+	var via []scripthost.Run
+	if nm.Run != nil {
+		var err error
+		if created, via, err = s.newRun(*nm.Run); err != nil {
+			return scripthost.Mutation{}, err
+		}
+		if created.ID != nm.RunID || created.Phase != scripthost.RunMutating {
+			return scripthost.Mutation{}, refuse("run", created.ID, created.Phase, "mutation",
+				"a mutation creates only its own run (%q), and one that reaches phase mutating", nm.RunID)
+		}
+	}
 	m := scripthost.Mutation{
 		ID: s.opts.NewID(), RunID: nm.RunID, Workflow: nm.Workflow, Handler: nm.Handler,
 		Namespace: nm.Namespace, Method: nm.Method, Params: nm.Params, InputHash: nm.InputHash,
@@ -166,6 +178,11 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 		// look older than it is to a host judging whether its call may still be live.
 		now := s.now()
 		m.CreatedAt, m.UpdatedAt = now, now
+		if nm.Run != nil {
+			if err := s.insertNewRun(ctx, tx, created, via); err != nil {
+				return err
+			}
+		}
 		if nm.RunID != "" {
 			rec, err := s.getRun(ctx, tx, nm.RunID)
 			if err != nil {

@@ -347,14 +347,28 @@ func refuse(entity, id string, from, to any, format string, args ...any) error {
 
 // CreateRun creates a run in phase pending and status active.
 func (s *Store) CreateRun(ctx context.Context, nr ledger.NewRun) (scripthost.Run, error) {
+	rec, via, err := s.newRun(nr)
+	if err != nil {
+		return scripthost.Run{}, err
+	}
+	err = s.writeRedo(ctx, func(ctx context.Context, tx Tx) error { return s.insertNewRun(ctx, tx, rec, via) })
+	if err != nil {
+		return scripthost.Run{}, err
+	}
+	return rec.Run, nil
+}
+
+// newRun checks nr and builds the run it creates, with the states it passes through on
+// the way to its first phase (see ledger.NewRun).
+func (s *Store) newRun(nr ledger.NewRun) (runRec, []scripthost.Run, error) {
 	if nr.Workflow == "" || nr.Handler == "" {
-		return scripthost.Run{}, fmt.Errorf("%s: create run: workflow and handler are required", s.name)
+		return runRec{}, nil, fmt.Errorf("%s: create run: workflow and handler are required", s.name)
 	}
 	if nr.Kind != scripthost.KindConsumer && nr.Kind != scripthost.KindProducer {
-		return scripthost.Run{}, fmt.Errorf("%s: create run: unknown handler kind %q", s.name, nr.Kind)
+		return runRec{}, nil, fmt.Errorf("%s: create run: unknown handler kind %q", s.name, nr.Kind)
 	}
 	if err := checkJSON("input state", nr.InputState); err != nil {
-		return scripthost.Run{}, err
+		return runRec{}, nil, err
 	}
 	now := s.now()
 	id := nr.ID
@@ -369,21 +383,21 @@ func (s *Store) CreateRun(ctx context.Context, nr ledger.NewRun) (scripthost.Run
 	var via []scripthost.Run
 	if nr.Start != "" && nr.Start != scripthost.RunPending {
 		if err := checkPhaseMove(rec, scripthost.RunPending, nr.Start); err != nil {
-			return scripthost.Run{}, err
+			return runRec{}, nil, err
 		}
 		if err := checkPassed(rec, scripthost.RunPending, nr.Start); err != nil {
-			return scripthost.Run{}, err
+			return runRec{}, nil, err
 		}
 		via = []scripthost.Run{rec.Run}
 		rec.Phase = nr.Start
 	}
 	if nr.Prepared != nil {
 		if nr.Start != scripthost.RunPreparing {
-			return scripthost.Run{}, refuse("run", rec.ID, rec.Phase, scripthost.RunPrepared,
+			return runRec{}, nil, refuse("run", rec.ID, rec.Phase, scripthost.RunPrepared,
 				"a run is created prepared only when it starts at %s, not %q", scripthost.RunPreparing, nr.Start)
 		}
 		if err := checkJSON("prepared data", nr.Prepared.Data); err != nil {
-			return scripthost.Run{}, err
+			return runRec{}, nil, err
 		}
 		via = append(via, rec.Run)
 		rec.prepare(*nr.Prepared)
@@ -392,16 +406,15 @@ func (s *Store) CreateRun(ctx context.Context, nr ledger.NewRun) (scripthost.Run
 			rec.Phase = scripthost.RunMutating
 		}
 	}
-	err := s.writeRedo(ctx, func(ctx context.Context, tx Tx) error {
-		if err := s.insertRun(ctx, tx, rec, via...); err != nil {
-			return err
-		}
-		return s.reserve(ctx, tx, rec)
-	})
-	if err != nil {
-		return scripthost.Run{}, err
+	return rec, via, nil
+}
+
+// insertNewRun writes a run built by newRun and reserves its events.
+func (s *Store) insertNewRun(ctx context.Context, tx Tx, rec runRec, via []scripthost.Run) error {
+	if err := s.insertRun(ctx, tx, rec, via...); err != nil {
+		return err
 	}
-	return rec.Run, nil
+	return s.reserve(ctx, tx, rec)
 }
 
 // prepare moves rec on to prepared with the prepare phase's result.
