@@ -57,7 +57,9 @@ type LifecycleEvent struct {
 	MutationID string `json:"mutation_id,omitempty"`
 	// Data holds the type's details as a JSON object.
 	Data json.RawMessage `json:"data,omitempty"`
-	// At is the store's time of the write.
+	// At is the store's time of the write, or the time an attached event gives: one that
+	// happened before the write recording it (a phase that ran before its run was first
+	// written, see ledger.NewMutation.Run) keeps its own.
 	At time.Time `json:"at"`
 }
 

@@ -234,7 +234,8 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 	return scripthost.Run{}, false, fmt.Errorf("runtime: run %s: consumer in unexpected phase %s", run.ID, run.Phase)
 }
 
-// creation is a run not yet in the ledger, with the lifecycle events of its creation.
+// creation is a run not yet in the ledger, with the lifecycle events of its creation,
+// phase_started(prepare) first.
 type creation struct {
 	run    ledger.NewRun
 	events []ledger.LifecycleEvent
@@ -289,7 +290,7 @@ func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, run scrip
 		if errors.Is(err, ledger.ErrEventUnavailable) {
 			// The events were taken since prepare looked: its result is refused, as
 			// storing it would have been.
-			return rt.prepareFailed(ctx, c, create.run, reservationError(err))
+			return rt.prepareFailed(ctx, c, create.run, create.events[0], reservationError(err))
 		}
 		if err != nil {
 			return scripthost.Run{}, false, err

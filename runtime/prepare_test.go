@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -174,5 +175,56 @@ func TestEventsTakenBeforeTheMutation(t *testing.T) {
 	}
 	if ms, err := st.Mutations(ctx, ledger.MutationFilter{}); err != nil || len(ms) != 0 {
 		t.Errorf("got %d mutations (%v), want none", len(ms), err)
+	}
+}
+
+// TestPhaseTimesBeforeTheFirstWrite: the phases a consumer run goes through before its
+// first write keep their own times in the lifecycle log (its timeline), not the write's:
+// prepare started before it ran, ended (and mutate started) when it returned; the
+// mutation is recorded at its write. A failed prepare's start keeps its time too.
+func TestPhaseTimesBeforeTheFirstWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name, prepare, want string
+	}{
+		{"committed", `await Clock.tick({}); return { reservations: [{ topic: 't', ids: ['e'] }], data: 1 };`,
+			"phase_started(prepare)@0 phase_completed(prepare)@1 phase_started(mutate)@1 mutation_recorded@2"},
+		{"failed", `await Clock.tick({}); throw new Error('no');`,
+			"phase_started(prepare)@0 phase_failed(prepare)@1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			tick := &hostfuncs.Tool{Namespace: "Clock", Method: "tick", ReadOnly: hostfuncs.ReadOnlyAlways,
+				Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+					h.clock.Add(time.Minute)
+					return json.RawMessage(`{}`), nil
+				}}
+			apply := &hostfuncs.Tool{Namespace: "Slow", Method: "apply",
+				Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}
+			if err := h.reg.Register(tick, apply); err != nil {
+				t.Fatal(err)
+			}
+			h.load("w", `export default { topics: ['t'], consumers: { c: { subscribe: ['t'],
+  async prepare() { `+tc.prepare+` },
+  async before(info) { if (info.phase === 'mutate') await Clock.tick({}); },
+  async mutate() { await Slow.apply({}); } } } };`)
+			h.publish("w", "t", "e")
+			t0 := h.clock.Now()
+			h.runOnce("w")
+			runs := h.runs("w")
+			if len(runs) != 1 {
+				t.Fatalf("got %d runs, want 1", len(runs))
+			}
+			var got []string
+			for _, e := range h.lifecycle(runs[0].ID) {
+				if e.Type == ledger.EventMutationOutcome || e.Type == ledger.EventCommitted || strings.HasSuffix(e.Label(), "(next)") ||
+					e.Label() == "phase_completed(mutate)" {
+					continue
+				}
+				got = append(got, fmt.Sprintf("%s@%d", e.Label(), int(e.At.Sub(t0)/time.Minute)))
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("events (minutes after the start):\n got %s\nwant %s", strings.Join(got, " "), tc.want)
+			}
+		})
 	}
 }

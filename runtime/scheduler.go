@@ -495,17 +495,24 @@ func (rt *Runtime) startPrepared(ctx context.Context, nr ledger.NewRun, peeked *
 	if !ok {
 		return scripthost.Run{}, fmt.Errorf("runtime: workflow %s version %d has no consumer %s", run.Workflow, run.Version, run.Handler)
 	}
+	// The phase events keep the times the phases began and ended (the lifecycle log's
+	// timeline), not that of the write that records them.
+	started := phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhasePrepare)
+	started.At = rt.now()
 	pr, failed := rt.prepare(ctx, l, c, run, peeked)
 	var next scripthost.Run
 	if failed != nil {
 		if err := ctx.Err(); err != nil {
 			return scripthost.Run{}, err
 		}
-		next, _, err = rt.prepareFailed(ctx, c, nr, failed)
+		next, _, err = rt.prepareFailed(ctx, c, nr, started, failed)
 	} else {
 		nr.Prepared = &pr
-		create := &creation{run: nr, events: append([]ledger.LifecycleEvent{
-			phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhasePrepare)}, prepareEnded(run)...)}
+		ended := prepareEnded(run)
+		for i := range ended {
+			ended[i].At = rt.now()
+		}
+		create := &creation{run: nr, events: append([]ledger.LifecycleEvent{started}, ended...)}
 		run.Phase, run.Prepared, run.Reservations = scripthost.RunMutating, pr.Data, pr.Reservations
 		next, _, err = rt.mutate(ctx, l, c, run, create)
 	}
@@ -526,12 +533,12 @@ func (rt *Runtime) startPrepared(ctx context.Context, nr ledger.NewRun, peeked *
 }
 
 // prepareFailed creates the run of nr in preparing, which startPrepared had not written
-// yet, and records its prepare phase's failure on it, as the step of a run created
-// first does.
-func (rt *Runtime) prepareFailed(ctx context.Context, c *Consumer, nr ledger.NewRun, cause error) (scripthost.Run, bool, error) {
+// yet, with the phase's started event, and records its prepare phase's failure on it,
+// as the step of a run created first does.
+func (rt *Runtime) prepareFailed(ctx context.Context, c *Consumer, nr ledger.NewRun, started ledger.LifecycleEvent,
+	cause error) (scripthost.Run, bool, error) {
 	nr.Start, nr.Prepared = scripthost.RunPreparing, nil
-	created, err := rt.cfg.Store.CreateRun(with(ctx,
-		phaseEvent(scripthost.Run{ID: nr.ID, Attempt: 1}, ledger.EventPhaseStarted, scripthost.PhasePrepare)), nr)
+	created, err := rt.cfg.Store.CreateRun(with(ctx, started), nr)
 	if err != nil {
 		return scripthost.Run{}, false, err
 	}

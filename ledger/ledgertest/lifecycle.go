@@ -507,8 +507,12 @@ func testMutationCreatesRun(f *fixture) {
 		Start: scripthost.RunPreparing, ID: id, Prepared: &ledger.PrepareResult{Data: json.RawMessage(`"d"`), Mutate: true,
 			Reservations: []scripthost.Reservation{{Topic: "in", IDs: []string{evs[0].MessageID}}}}}
 	nm := ledger.NewMutation{RunID: id, Namespace: "Shop", Method: "ship", Params: json.RawMessage(`{"n":1}`), InputHash: "mc"}
-	ctx := ledger.WithEvents(f.ctx,
-		ledger.NewLifecycleEvent(id, ledger.EventPhaseStarted, map[string]any{"phase": "prepare"}),
+	// The first event happened before the write and says when; the others take the
+	// write's time.
+	began := time.Date(2030, 5, 6, 7, 8, 9, 123456789, time.UTC)
+	first := ledger.NewLifecycleEvent(id, ledger.EventPhaseStarted, map[string]any{"phase": "prepare"})
+	first.At = began
+	ctx := ledger.WithEvents(f.ctx, first,
 		ledger.NewLifecycleEvent(id, ledger.EventPhaseCompleted, map[string]any{"phase": "prepare"}),
 		ledger.NewLifecycleEvent(id, ledger.EventPhaseStarted, map[string]any{"phase": "mutate"}))
 	withRun := nm
@@ -536,8 +540,11 @@ func testMutationCreatesRun(f *fixture) {
 		t.Errorf("snapshots: got %s, want %s", got, want)
 	}
 	var labels []string
-	for _, e := range must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: id}))(t) {
+	for i, e := range must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: id}))(t) {
 		labels = append(labels, e.Label())
+		if (i == 0) != e.At.Equal(began) {
+			t.Errorf("%s at %v: want %v for the event attached with its time, the write's for the others", e.Label(), e.At, began)
+		}
 		if e.Type == ledger.EventMutationRecorded && e.MutationID != m.ID {
 			t.Errorf("mutation_recorded: got mutation %q, want %s", e.MutationID, m.ID)
 		}

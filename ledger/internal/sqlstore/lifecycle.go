@@ -94,7 +94,11 @@ func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, snaps, evs,
 		if err := checkJSON("lifecycle event data", ev.Data); err != nil {
 			return err
 		}
-		args = append(args, ev.RunID, string(ev.Type), ev.MutationID, rawJSON(ev.Data), now)
+		at := now
+		if i < len(evs) && !ev.At.IsZero() {
+			at = nanos(ev.At) // a caller's event that happened before its write
+		}
+		args = append(args, ev.RunID, string(ev.Type), ev.MutationID, rawJSON(ev.Data), at)
 	}
 	for len(args) > 0 {
 		n := min(len(args)/logColumns, maxLogRowsPerInsert)
