@@ -508,9 +508,9 @@ func (rt *Runtime) startPrepared(ctx context.Context, nr ledger.NewRun, peeked *
 		next, _, err = rt.prepareFailed(ctx, c, nr, started, failed)
 	} else {
 		nr.Prepared = &pr
-		ended := prepareEnded(run)
+		ended, at := prepareEnded(run), rt.now()
 		for i := range ended {
-			ended[i].At = rt.now()
+			ended[i].At = at
 		}
 		create := &creation{run: nr, events: append([]ledger.LifecycleEvent{started}, ended...)}
 		run.Phase, run.Prepared, run.Reservations = scripthost.RunMutating, pr.Data, pr.Reservations
@@ -525,9 +525,13 @@ func (rt *Runtime) startPrepared(ctx context.Context, nr ledger.NewRun, peeked *
 			return next, err
 		}
 	}
-	if failed == nil {
-		rt.passed(scripthost.KindConsumer, scripthost.RunMutating, next.Phase)
+	// The step's failpoints, as the drive loop calls them after a step: the mutate
+	// phase's, or prepare's when the run was recorded failing there.
+	from := scripthost.RunMutating
+	if failed != nil || next.Phase == scripthost.RunPreparing {
+		from = scripthost.RunPreparing
 	}
+	rt.passed(scripthost.KindConsumer, from, next.Phase)
 	run, _, err = rt.drive(ctx, next, fresh, nil)
 	return run, err
 }
