@@ -34,11 +34,7 @@ func TestPrepareFailureIsRecorded(t *testing.T) {
 			h.publish("w", "t", "e")
 			before := h.store.WriteStats()
 			h.runOnce("w")
-			runs := h.runs("w")
-			if len(runs) != 1 {
-				t.Fatalf("got %d runs, want 1", len(runs))
-			}
-			r := runs[0]
+			r := h.onlyRun("w")
 			if r.Status != scripthost.StatusFailedLogic || r.Phase != scripthost.RunPreparing || !strings.Contains(r.Error, tc.why) {
 				t.Errorf("run: got %s/%s %q, want failed:logic in preparing saying %q", r.Phase, r.Status, r.Error, tc.why)
 			}
@@ -210,12 +206,8 @@ func TestPhaseTimesBeforeTheFirstWrite(t *testing.T) {
 			h.publish("w", "t", "e")
 			t0 := h.clock.Now()
 			h.runOnce("w")
-			runs := h.runs("w")
-			if len(runs) != 1 {
-				t.Fatalf("got %d runs, want 1", len(runs))
-			}
 			var got []string
-			for _, e := range h.lifecycle(runs[0].ID) {
+			for _, e := range h.lifecycle(h.onlyRun("w").ID) {
 				if e.Type == ledger.EventMutationOutcome || e.Type == ledger.EventCommitted || strings.HasSuffix(e.Label(), "(next)") ||
 					e.Label() == "phase_completed(mutate)" {
 					continue
@@ -227,4 +219,14 @@ func TestPhaseTimesBeforeTheFirstWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// onlyRun returns the workflow's one run, failing the test when it has another number.
+func (h *harness) onlyRun(wf string) scripthost.Run {
+	h.t.Helper()
+	runs := h.runs(wf)
+	if len(runs) != 1 {
+		h.t.Fatalf("got %d runs, want 1", len(runs))
+	}
+	return runs[0]
 }

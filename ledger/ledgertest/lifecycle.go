@@ -372,16 +372,7 @@ func testFoldedTransitions(f *fixture) {
 	}
 	must(f.s.BeginMutation(f.ctx, ledger.NewMutation{RunID: r.ID, Namespace: "Shop", Method: "ship",
 		Params: json.RawMessage(`{}`), InputHash: "fold", IdempotencyKey: "fold"}))(t)
-	snaps := must(f.s.Snapshots(f.ctx, r.ID))(t)
-	want := []scripthost.RunPhase{scripthost.RunPending, scripthost.RunPreparing, scripthost.RunPrepared, scripthost.RunMutating}
-	if len(snaps) != len(want) {
-		t.Fatalf("got %d snapshots, want %d (one per state)", len(snaps), len(want))
-	}
-	for i, sn := range snaps {
-		if sn.Seq != i+1 || sn.Phase != want[i] {
-			t.Errorf("snapshot %d: got seq %d phase %s, want seq %d phase %s", i, sn.Seq, sn.Phase, i+1, want[i])
-		}
-	}
+	f.wantSnapshots(r.ID, scripthost.RunPending, scripthost.RunPreparing, scripthost.RunPrepared, scripthost.RunMutating)
 	if got := must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: r.ID}))(t); len(got) != 2 ||
 		got[0].Type != ledger.EventPhaseStarted || got[1].Type != ledger.EventMutationRecorded {
 		t.Errorf("lifecycle events: got %v, want the phase_started attached to the creation, then mutation_recorded", got)
@@ -444,16 +435,7 @@ func testCreatedPrepared(f *fixture) {
 	if got["cp-a"] != scripthost.EventReserved || got["cp-b"] != scripthost.EventPending {
 		t.Errorf("events: got %v, want cp-a reserved and cp-b pending", got)
 	}
-	snaps := must(f.s.Snapshots(f.ctx, id))(t)
-	want := []scripthost.RunPhase{scripthost.RunPending, scripthost.RunPreparing, scripthost.RunPrepared, scripthost.RunMutating}
-	if len(snaps) != len(want) {
-		t.Fatalf("got %d snapshots, want %d (one per state)", len(snaps), len(want))
-	}
-	for i, sn := range snaps {
-		if sn.Seq != i+1 || sn.Phase != want[i] {
-			t.Errorf("snapshot %d: got seq %d phase %s, want seq %d phase %s", i, sn.Seq, sn.Phase, i+1, want[i])
-		}
-	}
+	f.wantSnapshots(id, scripthost.RunPending, scripthost.RunPreparing, scripthost.RunPrepared, scripthost.RunMutating)
 	if les := must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: id}))(t); len(les) != 3 || les[0].RunID != id ||
 		les[0].Label() != "phase_started(prepare)" || les[2].Label() != "phase_started(mutate)" {
 		t.Errorf("lifecycle events: got %v, want the three attached, naming the run", les)
@@ -532,13 +514,7 @@ func testMutationCreatesRun(f *fixture) {
 	if got := must(f.s.Events(f.ctx, ledger.EventFilter{Topic: "in"}))(t); len(got) != 1 || got[0].Status != scripthost.EventReserved {
 		t.Errorf("event: got %v, want reserved", got)
 	}
-	var phases []string
-	for _, sn := range must(f.s.Snapshots(f.ctx, id))(t) {
-		phases = append(phases, string(sn.Phase))
-	}
-	if got, want := strings.Join(phases, " "), "pending preparing prepared mutating"; got != want {
-		t.Errorf("snapshots: got %s, want %s", got, want)
-	}
+	f.wantSnapshots(id, scripthost.RunPending, scripthost.RunPreparing, scripthost.RunPrepared, scripthost.RunMutating)
 	var labels []string
 	for i, e := range must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: id}))(t) {
 		labels = append(labels, e.Label())
@@ -583,4 +559,19 @@ func testMutationCreatesRun(f *fixture) {
 		t.Error("a run that exists already: created again")
 	}
 	f.unchanged(before)
+}
+
+// wantSnapshots checks that the run has one snapshot per phase given, in order,
+// numbered from 1.
+func (f *fixture) wantSnapshots(runID string, want ...scripthost.RunPhase) {
+	f.t.Helper()
+	snaps := must(f.s.Snapshots(f.ctx, runID))(f.t)
+	if len(snaps) != len(want) {
+		f.t.Fatalf("got %d snapshots, want %d (one per state)", len(snaps), len(want))
+	}
+	for i, sn := range snaps {
+		if sn.Seq != i+1 || sn.Phase != want[i] {
+			f.t.Errorf("snapshot %d: got seq %d phase %s, want seq %d phase %s", i, sn.Seq, sn.Phase, i+1, want[i])
+		}
+	}
 }
