@@ -377,8 +377,15 @@ func (rt *Runtime) reconcile(ctx context.Context, m scripthost.Mutation) (script
 // guard skips the run (guard_skipped); a guard that throws or returns anything but a
 // boolean fails it like a phase would. It reports whether it moved the run.
 func (rt *Runtime) guardRun(ctx context.Context, l *loaded, lc Lifecycle, run scripthost.Run) (bool, error) {
+	ok, err := rt.guard(ctx, l, lc, run)
+	return rt.guarded(ctx, lc, run, ok, err)
+}
+
+// guard runs the handler's guard, if any (true when there is none), and reports
+// whether the run may go on, or the guard's failure.
+func (rt *Runtime) guard(ctx context.Context, l *loaded, lc Lifecycle, run scripthost.Run) (bool, error) {
 	if lc.Guard == "" {
-		return false, nil
+		return true, nil
 	}
 	res, err := rt.call(ctx, l, run, rt.wrapper(run, nil, nil), scripthost.PhaseHook, lc.Guard,
 		sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
@@ -387,7 +394,17 @@ func (rt *Runtime) guardRun(ctx context.Context, l *loaded, lc Lifecycle, run sc
 		ok, err = guardResult(res.Value, handlerName(run))
 	}
 	if err != nil {
-		return true, rt.routeError(ctx, run, lc, phaseGuard, &stepError{step: stepGuard, err: err})
+		return false, &stepError{step: stepGuard, err: err}
+	}
+	return ok, nil
+}
+
+// guarded records what the guard said on the run: nothing when it may go on, the run
+// skipped when the guard said no, or failed like a phase when the guard failed. It
+// reports whether it moved the run.
+func (rt *Runtime) guarded(ctx context.Context, lc Lifecycle, run scripthost.Run, ok bool, err error) (bool, error) {
+	if err != nil {
+		return true, rt.routeError(ctx, run, lc, phaseGuard, err)
 	}
 	if ok {
 		return false, nil

@@ -230,3 +230,78 @@ func (h *harness) onlyRun(wf string) scripthost.Run {
 	}
 	return runs[0]
 }
+
+// TestGuardBeforeTheFirstWrite: a consumer's guard runs before its run is written too.
+// A guard that lets the run go on leaves the history and the three writes of a run
+// without one; one that says no or fails creates the run and records that on it, in
+// two writes, as before; one stopped by the host's shutdown leaves no run.
+func TestGuardBeforeTheFirstWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name, guard string
+		status      scripthost.RunStatus
+		events      string
+		writes      int64
+	}{
+		{"true", `return true;`, scripthost.StatusCommitted,
+			"phase_started(prepare) phase_completed(prepare) phase_started(mutate) mutation_recorded mutation_outcome " +
+				"phase_completed(mutate) phase_started(next) phase_completed(next) committed", 3},
+		{"false", `return false;`, scripthost.StatusSkipped, "guard_skipped", 2},
+		{"throws", `throw new Error('no guard');`, scripthost.StatusFailedLogic, "phase_failed(guard)", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.load("w", `export default { topics: ['t'], consumers: { c: { subscribe: ['t'],
+  guard() { `+tc.guard+` }, `+reserveOne+`,
+  async mutate(id) { await Svc.apply({ value: id }); }, next() { return {}; } } } };`)
+			h.publish("w", "t", "e")
+			before := h.store.WriteStats()
+			h.runOnce("w")
+			r := h.onlyRun("w")
+			if r.Status != tc.status {
+				t.Errorf("run: got %s, want %s", r.Status, tc.status)
+			}
+			if got := types(h.lifecycle(r.ID)); got != tc.events {
+				t.Errorf("events:\n got %s\nwant %s", got, tc.events)
+			}
+			if got := h.store.WriteStats().Writes - before.Writes; got != tc.writes {
+				t.Errorf("got %d writes, want %d", got, tc.writes)
+			}
+		})
+	}
+	t.Run("shutdown", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var calls atomic.Int32
+		stop := &hostfuncs.Tool{Namespace: "Host", Method: "stop", ReadOnly: hostfuncs.ReadOnlyAlways,
+			Execute: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+				if calls.Add(1) == 1 {
+					cancel()
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return json.RawMessage(`true`), nil
+			}}
+		rt, st, _ := countedRuntime(t, nil, stop)
+		src := `export default { topics: ['t'], consumers: { c: { subscribe: ['t'],
+  async guard() { return await Host.stop({}); },
+  prepare() { return { reservations: [{ topic: 't', ids: ['e'] }] }; } } } };`
+		bg := context.Background()
+		if _, err := rt.LoadWorkflow(bg, "w", "w.js", []byte(src)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Publish(bg, ledger.NewEvent{Workflow: "w", Topic: "t", MessageID: "e", Payload: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.RunOnce(ctx, []string{"w"}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("run stopped in the guard: got %v, want context.Canceled", err)
+		}
+		if runs, err := st.Runs(bg, ledger.RunFilter{Workflow: "w"}); err != nil || len(runs) != 0 {
+			t.Fatalf("after the stop: got %d runs (%v), want none", len(runs), err)
+		}
+		if err := rt.RunOnce(bg, []string{"w"}); err != nil {
+			t.Fatal(err)
+		}
+		if runs, err := st.Runs(bg, ledger.RunFilter{Workflow: "w"}); err != nil || len(runs) != 1 || runs[0].Status != scripthost.StatusCommitted {
+			t.Fatalf("after the restart: got %+v (%v), want one committed run", runs, err)
+		}
+	})
+}

@@ -447,11 +447,15 @@ func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version in
 	// Without a guard the first phase starts at once, in the transaction that creates
 	// the run: a run found pending or in its first phase after a restart runs that
 	// phase either way.
+	if kind == scripthost.KindConsumer {
+		if l, err := rt.program(ctx, workflow, version); err == nil {
+			if c, ok := l.def.Consumers[handler]; ok {
+				return rt.startConsumer(ctx, l, c, nr, peeked)
+			}
+		}
+	}
 	cctx := ctx
 	start, phase := rt.firstPhase(ctx, workflow, version, handler, kind)
-	if start == scripthost.RunPreparing {
-		return rt.startPrepared(ctx, nr, peeked)
-	}
 	if start != "" {
 		nr.Start = start
 		// The store names the run it creates on the event.
@@ -469,32 +473,41 @@ func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version in
 	return run, err
 }
 
-// startPrepared starts a consumer run without a guard. Its prepare phase runs first,
-// under the id the run will have, and then its mutate phase, before anything is
-// written: prepare's tools only read, and no tool of mutate's has been called before
-// its in-flight record. That record creates the run too, prepared and moved on to
-// mutating, in its one durable transaction (ledger.NewMutation.Run); a run whose mutate
-// phase makes no mutation is created when the phase ends. A process that stops before
-// then leaves nothing to recover, and the next pass starts again. A prepare phase that
-// fails (or whose events were taken meanwhile) creates the run in preparing and records
-// the failure on it, as a run created first would have it; a phase stopped by the
-// host's shutdown leaves no run.
-func (rt *Runtime) startPrepared(ctx context.Context, nr ledger.NewRun, peeked *hostfuncs.Peeked) (run scripthost.Run, err error) {
+// startConsumer starts a consumer run. Its guard, its prepare phase and then its mutate
+// phase run first, under the id the run will have, before anything is written: the
+// guard and prepare may only read, and no tool of mutate's has been called before its
+// in-flight record. That record creates the run too, prepared and moved on to mutating,
+// in its one durable transaction (ledger.NewMutation.Run); a run whose mutate phase
+// makes no mutation is created when the phase ends. A process that stops before then
+// leaves nothing to recover, and the next pass starts again. A guard that says no or
+// fails, or a prepare phase that fails (or whose events were taken meanwhile), creates
+// the run where it stopped (pending, preparing) and records that on it, as a run
+// created first would have it; a phase stopped by the host's shutdown leaves no run.
+func (rt *Runtime) startConsumer(ctx context.Context, l *loaded, c *Consumer, nr ledger.NewRun,
+	peeked *hostfuncs.Peeked) (run scripthost.Run, err error) {
 	st := rt.cfg.Store
-	nr.ID, nr.Start = st.NewID(), scripthost.RunPreparing
+	nr.ID = st.NewID()
 	run = scripthost.Run{ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Handler: nr.Handler,
-		Kind: scripthost.KindConsumer, Phase: scripthost.RunPreparing, Status: scripthost.StatusActive,
+		Kind: scripthost.KindConsumer, Phase: scripthost.RunPending, Status: scripthost.StatusActive,
 		Attempt: 1, InputState: nr.InputState}
 	ctx, end := rt.observeRun(ctx, run.ID)
 	defer func() { end(err) }()
-	l, err := rt.program(ctx, run.Workflow, run.Version)
-	if err != nil {
-		return scripthost.Run{}, err
+	if ok, gerr := rt.guard(ctx, l, c.Lifecycle, run); gerr != nil || !ok {
+		if err := ctx.Err(); err != nil {
+			return scripthost.Run{}, err
+		}
+		created, err := st.CreateRun(ctx, nr)
+		if err != nil {
+			return scripthost.Run{}, err
+		}
+		rt.failpoint(string(scripthost.KindConsumer) + ":created")
+		if _, err := rt.guarded(ctx, c.Lifecycle, created, ok, gerr); err != nil {
+			return created, err
+		}
+		rt.passed(scripthost.KindConsumer, scripthost.RunPending, scripthost.RunPending)
+		return st.Run(ctx, created.ID)
 	}
-	c, ok := l.def.Consumers[run.Handler]
-	if !ok {
-		return scripthost.Run{}, fmt.Errorf("runtime: workflow %s version %d has no consumer %s", run.Workflow, run.Version, run.Handler)
-	}
+	nr.Start, run.Phase = scripthost.RunPreparing, scripthost.RunPreparing
 	// The phase events keep the times the phases began and ended (the lifecycle log's
 	// timeline), not that of the write that records them.
 	started := phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhasePrepare)
@@ -536,7 +549,7 @@ func (rt *Runtime) startPrepared(ctx context.Context, nr ledger.NewRun, peeked *
 	return run, err
 }
 
-// prepareFailed creates the run of nr in preparing, which startPrepared had not written
+// prepareFailed creates the run of nr in preparing, which startConsumer had not written
 // yet, with the phase's started event, and records its prepare phase's failure on it,
 // as the step of a run created first does.
 func (rt *Runtime) prepareFailed(ctx context.Context, c *Consumer, nr ledger.NewRun, started ledger.LifecycleEvent,
@@ -557,23 +570,17 @@ func (rt *Runtime) created(phase scripthost.RunPhase) {
 	rt.passed(scripthost.KindConsumer, scripthost.RunPending, phase)
 }
 
-// firstPhase returns the run phase a new run of the handler may be created in, and
-// the phase event that starts it, when the handler has no guard to run first; "" when
-// it must be created pending.
+// firstPhase returns the run phase a new producer run may be created in, and the
+// phase event that starts it, when the producer has no guard to run first; "" when it
+// must be created pending. (A consumer run is started by startConsumer.)
 func (rt *Runtime) firstPhase(ctx context.Context, workflow string, version int, handler string,
 	kind scripthost.HandlerKind) (scripthost.RunPhase, scripthost.Phase) {
 	l, err := rt.program(ctx, workflow, version)
-	if err != nil {
+	if err != nil || kind != scripthost.KindProducer {
 		return "", "" // Drive reports it
 	}
-	if kind == scripthost.KindProducer {
-		if p, ok := l.def.Producers[handler]; ok && p.Guard == "" {
-			return scripthost.RunExecuting, scripthost.PhaseProducer
-		}
-		return "", ""
-	}
-	if c, ok := l.def.Consumers[handler]; ok && c.Guard == "" {
-		return scripthost.RunPreparing, scripthost.PhasePrepare
+	if p, ok := l.def.Producers[handler]; ok && p.Guard == "" {
+		return scripthost.RunExecuting, scripthost.PhaseProducer
 	}
 	return "", ""
 }
