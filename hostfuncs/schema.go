@@ -2,9 +2,11 @@ package hostfuncs
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -91,6 +93,13 @@ func validateValue(sch *jsonschema.Schema, v any) ([]string, error) {
 	if sch == nil {
 		return nil, nil
 	}
+	// The validator computes with numbers exactly (math/big): it fails on a number whose
+	// exponent math/big refuses, and one it accepts can take seconds to compare.
+	if hasHugeNumber(v) {
+		out := hugeNumbers(v, nil, nil)
+		sort.Strings(out)
+		return out, nil
+	}
 	err := sch.Validate(v)
 	if err == nil {
 		return nil, nil
@@ -121,6 +130,75 @@ func validateValue(sch *jsonschema.Schema, v any) ([]string, error) {
 }
 
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// maxDecimalExponent bounds the decimal exponent of a number in a validated document
+// (that of 1e300, 0.001 or 12e-5 is 300, -3, -5): far beyond float64's range, and
+// cheap to compute with exactly.
+const maxDecimalExponent = 10000
+
+// hasHugeNumber reports whether v (a value from jsonschema.UnmarshalJSON) holds a
+// number whose decimal exponent is beyond ±maxDecimalExponent.
+func hasHugeNumber(v any) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		for _, e := range t {
+			if hasHugeNumber(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if hasHugeNumber(e) {
+				return true
+			}
+		}
+	case json.Number:
+		return !decimalExponentWithin(string(t), maxDecimalExponent)
+	}
+	return false
+}
+
+// hugeNumbers returns a problem for every number in v that hasHugeNumber finds, at
+// path, appended to out.
+func hugeNumbers(v any, path, out []string) []string {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			out = hugeNumbers(e, append(path[:len(path):len(path)], k), out)
+		}
+	case []any:
+		for i, e := range t {
+			out = hugeNumbers(e, append(path[:len(path):len(path)], strconv.Itoa(i)), out)
+		}
+	case json.Number:
+		if !decimalExponentWithin(string(t), maxDecimalExponent) {
+			out = append(out, fmt.Sprintf("%s: number %.40s is out of range (its decimal exponent is beyond ±%d)",
+				pointer(path), t, maxDecimalExponent))
+		}
+	}
+	return out
+}
+
+// decimalExponentWithin reports whether the JSON number n, written as digits with its
+// decimal point removed times ten to an exponent, has that exponent within ±limit.
+func decimalExponentWithin(n string, limit int) bool {
+	mant, exp := n, ""
+	if i := strings.IndexAny(n, "eE"); i >= 0 {
+		mant, exp = n[:i], n[i+1:]
+	}
+	e := 0
+	if exp != "" {
+		x, err := strconv.Atoi(strings.TrimPrefix(exp, "+"))
+		if err != nil {
+			return false // too many digits for an int: far out of range
+		}
+		e = x
+	}
+	if _, frac, ok := strings.Cut(mant, "."); ok {
+		e -= len(frac)
+	}
+	return e >= -limit && e <= limit
+}
 
 func pointer(tokens []string) string {
 	if len(tokens) == 0 {
