@@ -154,6 +154,12 @@ type NewRun struct {
 	// prepare phase changes nothing outside the ledger, so a crash before this commit
 	// loses only work that the next pass does again.
 	Prepared *PrepareResult
+	// Commit, with Start executing, is the result of the producer phase the caller
+	// already ran for the run: the run is created committed in the same transaction, as
+	// CommitProducer would commit it (state, publications, schedule). A producer phase
+	// changes nothing outside the ledger (its tools only read; it publishes at commit),
+	// so a crash before this commit loses only work that the next pass does again.
+	Commit *Commit
 }
 
 // PrepareResult is what a prepare phase returned; MarkPrepared stores it and reserves

@@ -378,7 +378,7 @@ func (rt *Runtime) reconcile(ctx context.Context, m scripthost.Mutation) (script
 // boolean fails it like a phase would. It reports whether it moved the run.
 func (rt *Runtime) guardRun(ctx context.Context, l *loaded, lc Lifecycle, run scripthost.Run) (bool, error) {
 	ok, err := rt.guard(ctx, l, lc, run)
-	return rt.guarded(ctx, lc, run, ok, err)
+	return rt.guarded(ctx, l, lc, run, ok, err)
 }
 
 // guard runs the handler's guard, if any (true when there is none), and reports
@@ -400,9 +400,11 @@ func (rt *Runtime) guard(ctx context.Context, l *loaded, lc Lifecycle, run scrip
 }
 
 // guarded records what the guard said on the run: nothing when it may go on, the run
-// skipped when the guard said no, or failed like a phase when the guard failed. It
-// reports whether it moved the run.
-func (rt *Runtime) guarded(ctx context.Context, lc Lifecycle, run scripthost.Run, ok bool, err error) (bool, error) {
+// skipped when the guard said no, or failed like a phase when the guard failed. A
+// producer's skipped run takes its scheduled turn: the producer is due again at its
+// next time, as after a commit (without that it was due again at once, and every pass
+// made another skipped run). It reports whether it moved the run.
+func (rt *Runtime) guarded(ctx context.Context, l *loaded, lc Lifecycle, run scripthost.Run, ok bool, err error) (bool, error) {
 	if err != nil {
 		return true, rt.routeError(ctx, run, lc, phaseGuard, err)
 	}
@@ -410,8 +412,16 @@ func (rt *Runtime) guarded(ctx context.Context, lc Lifecycle, run scripthost.Run
 		return false, nil
 	}
 	const reason = "guard returned false"
-	_, err = rt.cfg.Store.SkipRun(with(ctx, ledger.NewLifecycleEvent(run.ID, ledger.EventGuardSkipped,
-		map[string]any{"reason": reason})), run.ID, reason)
+	st := rt.cfg.Store
+	if _, err = st.SkipRun(with(ctx, ledger.NewLifecycleEvent(run.ID, ledger.EventGuardSkipped,
+		map[string]any{"reason": reason})), run.ID, reason); err != nil {
+		return true, err
+	}
+	if p, isProducer := l.def.Producers[run.Handler]; isProducer && run.Kind == scripthost.KindProducer {
+		now := rt.now()
+		err = st.SetSchedule(ctx, ledger.Schedule{Workflow: run.Workflow, Producer: run.Handler,
+			NextRunAt: p.Schedule.NextAfter(now), LastRunAt: now})
+	}
 	return true, err
 }
 

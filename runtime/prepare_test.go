@@ -305,3 +305,106 @@ func TestGuardBeforeTheFirstWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestProducerRunInOneWrite: a producer's guard and phase run before its run is written,
+// and the run is created committed in one write, with the history of a run written
+// step by step; a guard that says no, or a phase that fails, creates the run and
+// records that as before (a skipped run also moves the schedule on); a phase stopped by
+// the host's shutdown leaves no run.
+func TestProducerRunInOneWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name, guard, handler string
+		status               scripthost.RunStatus
+		phase                scripthost.RunPhase
+		events               string
+		writes               int64
+	}{
+		{"committed", `return true;`, `await Clock.tick({}); await Topics.publish({ topic: 'ticks', id: 'a', payload: {} }); return { n: 1 };`,
+			scripthost.StatusCommitted, scripthost.RunCommitted,
+			"phase_started(producer)@0 phase_completed(producer)@1 committed@1", 1},
+		// Created, skipped, and its schedule moved on (a skipped producer was due again
+		// at once, and every pass made another skipped run).
+		{"guard says no", `return false;`, `return { n: 1 };`, scripthost.StatusSkipped, scripthost.RunPending, "guard_skipped@0", 3},
+		{"fails", `return true;`, `await Clock.tick({}); throw new Error('no ticks');`, scripthost.StatusFailedLogic, scripthost.RunExecuting,
+			"phase_started(producer)@0 phase_failed(producer)@1", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			tick := &hostfuncs.Tool{Namespace: "Clock", Method: "tick", ReadOnly: hostfuncs.ReadOnlyAlways,
+				Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+					h.clock.Add(time.Minute)
+					return json.RawMessage(`{}`), nil
+				}}
+			if err := h.reg.Register(tick); err != nil {
+				t.Fatal(err)
+			}
+			h.load("w", `export default { topics: ['ticks'], producers: { p: { schedule: { every: '1h' }, publishes: ['ticks'],
+  guard() { `+tc.guard+` }, async handler() { `+tc.handler+` } } } };`)
+			t0 := h.clock.Now()
+			before := h.store.WriteStats()
+			h.runOnce("w")
+			r := h.onlyRun("w")
+			if r.Status != tc.status || r.Phase != tc.phase {
+				t.Errorf("run: got %s/%s, want %s/%s", r.Phase, r.Status, tc.phase, tc.status)
+			}
+			var got []string
+			for _, e := range h.lifecycle(r.ID) {
+				got = append(got, fmt.Sprintf("%s@%d", e.Label(), int(e.At.Sub(t0)/time.Minute)))
+			}
+			if strings.Join(got, " ") != tc.events {
+				t.Errorf("events (minutes after the start):\n got %s\nwant %s", strings.Join(got, " "), tc.events)
+			}
+			if got := h.store.WriteStats().Writes - before.Writes; got != tc.writes {
+				t.Errorf("got %d writes, want %d", got, tc.writes)
+			}
+			if sc, err := h.store.Schedule(h.ctx, "w", "p"); err != nil || tc.status != scripthost.StatusFailedLogic &&
+				!sc.NextRunAt.Equal(h.clock.Now().Add(time.Hour)) {
+				t.Errorf("schedule: got %+v (%v), want the next run an hour after the run", sc, err)
+			}
+			if tc.status == scripthost.StatusCommitted {
+				if got := h.events("w", "ticks")["a"]; got != scripthost.EventPending {
+					t.Errorf("published event: got %q, want pending", got)
+				}
+				if got := h.state("w", "p"); got != `{"n":1}` {
+					t.Errorf("state: got %s, want {\"n\":1}", got)
+				}
+			}
+		})
+	}
+	t.Run("shutdown", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var calls atomic.Int32
+		stop := &hostfuncs.Tool{Namespace: "Host", Method: "stop", ReadOnly: hostfuncs.ReadOnlyAlways,
+			Execute: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+				if calls.Add(1) == 1 {
+					cancel()
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return json.RawMessage(`{}`), nil
+			}}
+		rt, st, _ := countedRuntime(t, nil, stop)
+		bg := context.Background()
+		src := `export default { topics: ['ticks'], producers: { p: { schedule: { every: '1h' }, publishes: ['ticks'],
+  async handler() { await Host.stop({}); await Topics.publish({ topic: 'ticks', id: 'a', payload: {} }); return {}; } } } };`
+		if _, err := rt.LoadWorkflow(bg, "w", "w.js", []byte(src)); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.RunOnce(ctx, []string{"w"}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("run stopped in the producer: got %v, want context.Canceled", err)
+		}
+		if runs, err := st.Runs(bg, ledger.RunFilter{Workflow: "w"}); err != nil || len(runs) != 0 {
+			t.Fatalf("after the stop: got %d runs (%v), want none", len(runs), err)
+		}
+		if err := rt.RunOnce(bg, []string{"w"}); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := st.Runs(bg, ledger.RunFilter{Workflow: "w"})
+		if err != nil || len(runs) != 1 || runs[0].Status != scripthost.StatusCommitted {
+			t.Fatalf("after the restart: got %+v (%v), want one committed run", runs, err)
+		}
+		if evs, err := st.Events(bg, ledger.EventFilter{Workflow: "w", Topic: "ticks"}); err != nil || len(evs) != 1 {
+			t.Errorf("published: got %+v (%v), want one event", evs, err)
+		}
+	})
+}

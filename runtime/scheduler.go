@@ -12,6 +12,7 @@ import (
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/sandbox"
 )
 
 // Recover picks up what a previous process left: every mutation found in_flight is
@@ -444,33 +445,114 @@ func (rt *Runtime) startRun(ctx context.Context, workflow string, version int, h
 func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version int, handler string, kind scripthost.HandlerKind,
 	hs ledger.HandlerState, peeked *hostfuncs.Peeked) (scripthost.Run, error) {
 	nr := ledger.NewRun{Workflow: workflow, Version: version, Handler: handler, Kind: kind, InputState: hs.State}
-	// Without a guard the first phase starts at once, in the transaction that creates
-	// the run: a run found pending or in its first phase after a restart runs that
-	// phase either way.
-	if kind == scripthost.KindConsumer {
-		if l, err := rt.program(ctx, workflow, version); err == nil {
-			if c, ok := l.def.Consumers[handler]; ok {
-				return rt.startConsumer(ctx, l, c, nr, peeked)
-			}
+	if l, err := rt.program(ctx, workflow, version); err == nil {
+		if c, ok := l.def.Consumers[handler]; ok && kind == scripthost.KindConsumer {
+			return rt.startConsumer(ctx, l, c, nr, peeked)
+		}
+		if p, ok := l.def.Producers[handler]; ok && kind == scripthost.KindProducer {
+			return rt.startProducer(ctx, l, p, nr)
 		}
 	}
-	cctx := ctx
-	start, phase := rt.firstPhase(ctx, workflow, version, handler, kind)
-	if start != "" {
-		nr.Start = start
-		// The store names the run it creates on the event.
-		cctx = with(ctx, phaseEvent(scripthost.Run{Attempt: 1}, ledger.EventPhaseStarted, phase))
-	}
-	run, err := rt.cfg.Store.CreateRun(cctx, nr)
+	// A version that cannot be loaded, or a handler it lacks: the run is created
+	// pending, and driving it reports which.
+	run, err := rt.cfg.Store.CreateRun(ctx, nr)
 	if err != nil {
 		return run, err
 	}
 	rt.failpoint(string(kind) + ":created")
-	if start != "" {
-		rt.failpoint(string(kind) + ":after:" + string(scripthost.RunPending))
-	}
 	run, _, err = rt.driveRun(ctx, run, true, peeked)
 	return run, err
+}
+
+// newRunOf is the run nr will create, before it is written, under a fresh id.
+func (rt *Runtime) newRunOf(nr *ledger.NewRun) scripthost.Run {
+	nr.ID = rt.cfg.Store.NewID()
+	return scripthost.Run{ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Handler: nr.Handler,
+		Kind: nr.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive,
+		Attempt: 1, InputState: nr.InputState}
+}
+
+// guardFirst runs the handler's guard before its run is written. A guard that lets the
+// run go on leaves nothing written (done is false); one that says no or fails creates
+// the run pending and records that on it, as the step of a run created first does, and
+// returns it; one stopped by the host's shutdown leaves no run.
+func (rt *Runtime) guardFirst(ctx context.Context, l *loaded, lc Lifecycle, nr ledger.NewRun,
+	run scripthost.Run) (_ scripthost.Run, done bool, err error) {
+	ok, gerr := rt.guard(ctx, l, lc, run)
+	if gerr == nil && ok {
+		return scripthost.Run{}, false, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return scripthost.Run{}, true, err
+	}
+	st := rt.cfg.Store
+	created, err := st.CreateRun(ctx, nr)
+	if err != nil {
+		return scripthost.Run{}, true, err
+	}
+	rt.failpoint(string(nr.Kind) + ":created")
+	if _, err := rt.guarded(ctx, l, lc, created, ok, gerr); err != nil {
+		return created, true, err
+	}
+	rt.passed(nr.Kind, scripthost.RunPending, scripthost.RunPending)
+	run, err = st.Run(ctx, created.ID)
+	return run, true, err
+}
+
+// startProducer starts a producer run. Its guard and its producer phase run first,
+// under the id the run will have, before anything is written: both may only read, and
+// what the phase publishes is stored at its commit. The run is then created committed,
+// in one transaction (ledger.NewRun.Commit). A guard that says no or fails, or a phase
+// that fails, creates the run where it stopped (pending, executing) and records that on
+// it, as a run created first would have it; a phase stopped by the host's shutdown
+// leaves no run.
+func (rt *Runtime) startProducer(ctx context.Context, l *loaded, p *Producer, nr ledger.NewRun) (run scripthost.Run, err error) {
+	run = rt.newRunOf(&nr)
+	ctx, end := rt.observeRun(ctx, run.ID)
+	defer func() { end(err) }()
+	if guarded, done, err := rt.guardFirst(ctx, l, p.Lifecycle, nr, run); done {
+		return guarded, err
+	}
+	nr.Start, run.Phase = scripthost.RunExecuting, scripthost.RunExecuting
+	started := phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseProducer)
+	started.At = rt.now()
+	w := rt.wrapper(run, nil, p.Publishes)
+	res, failed := rt.invoke(ctx, l, p.Lifecycle, run, w, scripthost.PhaseProducer, p.Handler,
+		sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
+	st := rt.cfg.Store
+	if failed != nil {
+		if err := ctx.Err(); err != nil {
+			return scripthost.Run{}, err
+		}
+		created, err := st.CreateRun(with(ctx, started), nr)
+		if err != nil {
+			return scripthost.Run{}, err
+		}
+		rt.failpoint(string(scripthost.KindProducer) + ":created")
+		rt.passed(scripthost.KindProducer, scripthost.RunPending, scripthost.RunExecuting)
+		if err := rt.routeError(ctx, created, p.Lifecycle, scripthost.PhaseProducer, failed); err != nil {
+			return created, err
+		}
+		rt.passed(scripthost.KindProducer, scripthost.RunExecuting, scripthost.RunExecuting)
+		return st.Run(ctx, created.ID)
+	}
+	nr.Commit = &ledger.Commit{
+		State:     newState(res, run.InputState),
+		Output:    res,
+		Publish:   w.Published(),
+		NextRunAt: p.Schedule.NextAfter(rt.now()),
+	}
+	ended, at := rt.commitEvents(run, scripthost.PhaseProducer, w), rt.now()
+	for i := range ended {
+		ended[i].At = at
+	}
+	committed, err := st.CreateRun(with(ctx, append([]ledger.LifecycleEvent{started}, ended...)...), nr)
+	if err != nil {
+		return scripthost.Run{}, err
+	}
+	rt.failpoint(string(scripthost.KindProducer) + ":created")
+	rt.passed(scripthost.KindProducer, scripthost.RunPending, scripthost.RunCommitted)
+	return committed, nil
 }
 
 // startConsumer starts a consumer run. Its guard, its prepare phase and then its mutate
@@ -486,26 +568,11 @@ func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version in
 func (rt *Runtime) startConsumer(ctx context.Context, l *loaded, c *Consumer, nr ledger.NewRun,
 	peeked *hostfuncs.Peeked) (run scripthost.Run, err error) {
 	st := rt.cfg.Store
-	nr.ID = st.NewID()
-	run = scripthost.Run{ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Handler: nr.Handler,
-		Kind: scripthost.KindConsumer, Phase: scripthost.RunPending, Status: scripthost.StatusActive,
-		Attempt: 1, InputState: nr.InputState}
+	run = rt.newRunOf(&nr)
 	ctx, end := rt.observeRun(ctx, run.ID)
 	defer func() { end(err) }()
-	if ok, gerr := rt.guard(ctx, l, c.Lifecycle, run); gerr != nil || !ok {
-		if err := ctx.Err(); err != nil {
-			return scripthost.Run{}, err
-		}
-		created, err := st.CreateRun(ctx, nr)
-		if err != nil {
-			return scripthost.Run{}, err
-		}
-		rt.failpoint(string(scripthost.KindConsumer) + ":created")
-		if _, err := rt.guarded(ctx, c.Lifecycle, created, ok, gerr); err != nil {
-			return created, err
-		}
-		rt.passed(scripthost.KindConsumer, scripthost.RunPending, scripthost.RunPending)
-		return st.Run(ctx, created.ID)
+	if guarded, done, err := rt.guardFirst(ctx, l, c.Lifecycle, nr, run); done {
+		return guarded, err
 	}
 	nr.Start, run.Phase = scripthost.RunPreparing, scripthost.RunPreparing
 	// The phase events keep the times the phases began and ended (the lifecycle log's
@@ -568,21 +635,6 @@ func (rt *Runtime) prepareFailed(ctx context.Context, c *Consumer, nr ledger.New
 func (rt *Runtime) created(phase scripthost.RunPhase) {
 	rt.failpoint(string(scripthost.KindConsumer) + ":created")
 	rt.passed(scripthost.KindConsumer, scripthost.RunPending, phase)
-}
-
-// firstPhase returns the run phase a new producer run may be created in, and the
-// phase event that starts it, when the producer has no guard to run first; "" when it
-// must be created pending. (A consumer run is started by startConsumer.)
-func (rt *Runtime) firstPhase(ctx context.Context, workflow string, version int, handler string,
-	kind scripthost.HandlerKind) (scripthost.RunPhase, scripthost.Phase) {
-	l, err := rt.program(ctx, workflow, version)
-	if err != nil || kind != scripthost.KindProducer {
-		return "", "" // Drive reports it
-	}
-	if p, ok := l.def.Producers[handler]; ok && p.Guard == "" {
-		return scripthost.RunExecuting, scripthost.PhaseProducer
-	}
-	return "", ""
 }
 
 func (rt *Runtime) workflowLock(name string) *sync.Mutex {

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"FoldedTransitions", testFoldedTransitions},
 		{"CreatedPrepared", testCreatedPrepared},
 		{"MutationCreatesRun", testMutationCreatesRun},
+		{"CreatedCommitted", testCreatedCommitted},
 		{"OutcomeMovesOn", testOutcomeMovesOn},
 		{"DerivedKey", testDerivedKey},
 		{"HandlerStateAndSchedule", testStateAndSchedule},

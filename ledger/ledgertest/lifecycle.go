@@ -575,3 +575,67 @@ func (f *fixture) wantSnapshots(runID string, want ...scripthost.RunPhase) {
 		}
 	}
 }
+
+// testCreatedCommitted: CreateRun with a producer phase's result creates the run
+// committed in one transaction, leaving what CreateRun with Start and CommitProducer
+// leave: state, schedule, publications caused by the run, a snapshot of each state and
+// the events attached. A result without Start executing, or with a bad publication,
+// refuses the whole creation.
+func testCreatedCommitted(f *fixture) {
+	t := f.t
+	id := f.s.NewID()
+	next := time.Date(2030, 1, 2, 3, 4, 5, 987654321, time.UTC)
+	ctx := ledger.WithEvents(f.ctx,
+		ledger.NewLifecycleEvent(id, ledger.EventPhaseStarted, map[string]any{"phase": "producer"}),
+		ledger.NewLifecycleEvent(id, ledger.EventPhaseCompleted, map[string]any{"phase": "producer"}),
+		ledger.NewLifecycleEvent(id, ledger.EventCommitted, map[string]any{"published": 1}))
+	r := must(f.s.CreateRun(ctx, ledger.NewRun{Workflow: wf, Version: 1, Handler: "poll", Kind: scripthost.KindProducer,
+		Start: scripthost.RunExecuting, ID: id, InputState: json.RawMessage(`{"cursor":8}`), Commit: &ledger.Commit{
+			State: json.RawMessage(`{"cursor":9}`), NextRunAt: next,
+			Publish: []ledger.NewEvent{{Topic: "in", MessageID: "cc1", Payload: json.RawMessage(`{}`)}}}}))(t)
+	if r.ID != id || r.Phase != scripthost.RunCommitted || r.Status != scripthost.StatusCommitted ||
+		string(r.OutputState) != `{"cursor":9}` || string(r.InputState) != `{"cursor":8}` {
+		t.Fatalf("created: got %s, want run %s committed with the state", mustJSON(t, r), id)
+	}
+	if got := must(f.s.Run(f.ctx, id))(t); mustJSON(t, got) != mustJSON(t, r) {
+		t.Errorf("read back: got %s, want %s", mustJSON(t, got), mustJSON(t, r))
+	}
+	if sc := must(f.s.Schedule(f.ctx, wf, "poll"))(t); !sc.NextRunAt.Equal(next) || sc.LastRunAt.IsZero() {
+		t.Errorf("schedule: got %+v, want next %v and a last run", sc, next)
+	}
+	if hs := must(f.s.HandlerState(f.ctx, wf, "poll"))(t); string(hs.State) != `{"cursor":9}` {
+		t.Errorf("state: got %s, want the committed state", hs.State)
+	}
+	if evs := must(f.s.PendingEvents(f.ctx, wf, "in", 0))(t); len(evs) != 1 || evs[0].CausedBy != id {
+		t.Errorf("publications: got %+v, want cc1 caused by the run", evs)
+	}
+	f.wantSnapshots(id, scripthost.RunPending, scripthost.RunExecuting, scripthost.RunCommitted)
+	var labels []string
+	for _, e := range must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: id}))(t) {
+		labels = append(labels, e.Label())
+	}
+	if got, want := strings.Join(labels, " "), "phase_started(producer) phase_completed(producer) committed"; got != want {
+		t.Errorf("lifecycle events: got %s, want %s", got, want)
+	}
+
+	before := f.dump()
+	for _, start := range []scripthost.RunPhase{"", scripthost.RunPending} {
+		_, err := f.s.CreateRun(f.ctx, ledger.NewRun{Workflow: wf, Version: 1, Handler: "poll", Kind: scripthost.KindProducer,
+			Start: start, Commit: &ledger.Commit{}})
+		if !ledger.IsIllegalTransition(err) {
+			t.Errorf("commit with start %q: got %v, want an illegal transition", start, err)
+		}
+	}
+	_, err := f.s.CreateRun(f.ctx, ledger.NewRun{Workflow: wf, Version: 1, Handler: "ship", Kind: scripthost.KindConsumer,
+		Start: scripthost.RunPreparing, Commit: &ledger.Commit{}})
+	if !ledger.IsIllegalTransition(err) {
+		t.Errorf("a consumer created committed: got %v, want an illegal transition", err)
+	}
+	_, err = f.s.CreateRun(f.ctx, ledger.NewRun{Workflow: wf, Version: 1, Handler: "poll", Kind: scripthost.KindProducer,
+		Start: scripthost.RunExecuting, Commit: &ledger.Commit{State: json.RawMessage(`{}`),
+			Publish: []ledger.NewEvent{{Topic: "in", MessageID: "ok", Payload: json.RawMessage(`{}`)}, {Topic: "in", MessageID: "bad", Payload: json.RawMessage(`{`)}}}})
+	if err == nil {
+		t.Error("a bad publication: created")
+	}
+	f.unchanged(before)
+}

@@ -81,20 +81,26 @@ func (s *Store) CommitProducer(ctx context.Context, runID string, c ledger.Commi
 	}
 	var out runRec
 	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx Tx) error {
-		now := s.now()
-		rec, err := s.commitRun(ctx, tx, runID, scripthost.KindProducer, scripthost.RunExecuting, c, norm(c.WakeAt), now)
-		if err != nil {
-			return err
-		}
-		if err := s.putSchedule(ctx, tx, ledger.Schedule{
-			Workflow: rec.Workflow, Producer: rec.Handler, NextRunAt: c.NextRunAt, LastRunAt: now,
-		}); err != nil {
-			return err
-		}
-		out = rec
-		return s.saveRun(ctx, tx, rec)
+		var err error
+		out, err = s.commitProducer(ctx, tx, runID, c)
+		return err
 	})
 	return out.Run, err
+}
+
+// commitProducer is CommitProducer's work inside its transaction.
+func (s *Store) commitProducer(ctx context.Context, tx Tx, runID string, c ledger.Commit) (runRec, error) {
+	now := s.now()
+	rec, err := s.commitRun(ctx, tx, runID, scripthost.KindProducer, scripthost.RunExecuting, c, norm(c.WakeAt), now)
+	if err != nil {
+		return rec, err
+	}
+	if err := s.putSchedule(ctx, tx, ledger.Schedule{
+		Workflow: rec.Workflow, Producer: rec.Handler, NextRunAt: c.NextRunAt, LastRunAt: now,
+	}); err != nil {
+		return rec, err
+	}
+	return rec, s.saveRun(ctx, tx, rec)
 }
 
 func (s *Store) putState(ctx context.Context, tx Tx, workflow, handler string, state []byte, wakeAt, now time.Time) error {

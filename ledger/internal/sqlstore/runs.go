@@ -351,11 +351,33 @@ func (s *Store) CreateRun(ctx context.Context, nr ledger.NewRun) (scripthost.Run
 	if err != nil {
 		return scripthost.Run{}, err
 	}
-	err = s.writeRedo(ctx, func(ctx context.Context, tx Tx) error { return s.insertNewRun(ctx, tx, rec, via) })
+	if nr.Commit == nil {
+		err = s.writeRedo(ctx, func(ctx context.Context, tx Tx) error { return s.insertNewRun(ctx, tx, rec, via) })
+		if err != nil {
+			return scripthost.Run{}, err
+		}
+		return rec.Run, nil
+	}
+	if nr.Start != scripthost.RunExecuting {
+		return scripthost.Run{}, refuse("run", rec.ID, rec.Phase, scripthost.RunCommitted,
+			"a run is created committed only when it starts at %s, not %q", scripthost.RunExecuting, nr.Start)
+	}
+	if err := checkCommit(*nr.Commit); err != nil {
+		return scripthost.Run{}, err
+	}
+	var out runRec
+	err = s.writeRedo(ctx, func(ctx context.Context, tx Tx) error {
+		if err := s.insertNewRun(ctx, tx, rec, via); err != nil {
+			return err
+		}
+		var err error
+		out, err = s.commitProducer(ctx, tx, rec.ID, *nr.Commit)
+		return err
+	})
 	if err != nil {
 		return scripthost.Run{}, err
 	}
-	return rec.Run, nil
+	return out.Run, nil
 }
 
 // newRun checks nr and builds the run it creates, with the states it passes through on
