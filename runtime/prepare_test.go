@@ -13,6 +13,7 @@ import (
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/runtime"
 )
 
 // TestPrepareFailureIsRecorded: a consumer run's prepare phase runs before the run is
@@ -65,15 +66,7 @@ func TestShutdownBeforeTheMutationLeavesNoRun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			var calls, applied atomic.Int32
-			stop := &hostfuncs.Tool{Namespace: "Host", Method: "stop", ReadOnly: hostfuncs.ReadOnlyAlways,
-				Execute: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
-					if calls.Add(1) == 1 {
-						cancel()
-						<-ctx.Done()
-						return nil, ctx.Err()
-					}
-					return json.RawMessage(`{}`), nil
-				}}
+			stop := stopTool(&calls, cancel, `{}`)
 			stopSoon := &hostfuncs.Tool{Namespace: "Host", Method: "stopSoon", ReadOnly: hostfuncs.ReadOnlyAlways,
 				Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
 					if calls.Add(1) == 1 {
@@ -189,11 +182,7 @@ func TestPhaseTimesBeforeTheFirstWrite(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			tick := &hostfuncs.Tool{Namespace: "Clock", Method: "tick", ReadOnly: hostfuncs.ReadOnlyAlways,
-				Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
-					h.clock.Add(time.Minute)
-					return json.RawMessage(`{}`), nil
-				}}
+			tick := h.tickTool()
 			apply := &hostfuncs.Tool{Namespace: "Slow", Method: "apply",
 				Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}
 			if err := h.reg.Register(tick, apply); err != nil {
@@ -271,15 +260,7 @@ func TestGuardBeforeTheFirstWrite(t *testing.T) {
 	t.Run("shutdown", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var calls atomic.Int32
-		stop := &hostfuncs.Tool{Namespace: "Host", Method: "stop", ReadOnly: hostfuncs.ReadOnlyAlways,
-			Execute: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
-				if calls.Add(1) == 1 {
-					cancel()
-					<-ctx.Done()
-					return nil, ctx.Err()
-				}
-				return json.RawMessage(`true`), nil
-			}}
+		stop := stopTool(&calls, cancel, `true`)
 		rt, st, _ := countedRuntime(t, nil, stop)
 		src := `export default { topics: ['t'], consumers: { c: { subscribe: ['t'],
   async guard() { return await Host.stop({}); },
@@ -291,18 +272,7 @@ func TestGuardBeforeTheFirstWrite(t *testing.T) {
 		if _, err := st.Publish(bg, ledger.NewEvent{Workflow: "w", Topic: "t", MessageID: "e", Payload: json.RawMessage(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
-		if err := rt.RunOnce(ctx, []string{"w"}); !errors.Is(err, context.Canceled) {
-			t.Fatalf("run stopped in the guard: got %v, want context.Canceled", err)
-		}
-		if runs, err := st.Runs(bg, ledger.RunFilter{Workflow: "w"}); err != nil || len(runs) != 0 {
-			t.Fatalf("after the stop: got %d runs (%v), want none", len(runs), err)
-		}
-		if err := rt.RunOnce(bg, []string{"w"}); err != nil {
-			t.Fatal(err)
-		}
-		if runs, err := st.Runs(bg, ledger.RunFilter{Workflow: "w"}); err != nil || len(runs) != 1 || runs[0].Status != scripthost.StatusCommitted {
-			t.Fatalf("after the restart: got %+v (%v), want one committed run", runs, err)
-		}
+		stopThenRestart(t, ctx, rt, st)
 	})
 }
 
@@ -330,11 +300,7 @@ func TestProducerRunInOneWrite(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			tick := &hostfuncs.Tool{Namespace: "Clock", Method: "tick", ReadOnly: hostfuncs.ReadOnlyAlways,
-				Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
-					h.clock.Add(time.Minute)
-					return json.RawMessage(`{}`), nil
-				}}
+			tick := h.tickTool()
 			if err := h.reg.Register(tick); err != nil {
 				t.Fatal(err)
 			}
@@ -374,15 +340,7 @@ func TestProducerRunInOneWrite(t *testing.T) {
 	t.Run("shutdown", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var calls atomic.Int32
-		stop := &hostfuncs.Tool{Namespace: "Host", Method: "stop", ReadOnly: hostfuncs.ReadOnlyAlways,
-			Execute: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
-				if calls.Add(1) == 1 {
-					cancel()
-					<-ctx.Done()
-					return nil, ctx.Err()
-				}
-				return json.RawMessage(`{}`), nil
-			}}
+		stop := stopTool(&calls, cancel, `{}`)
 		rt, st, _ := countedRuntime(t, nil, stop)
 		bg := context.Background()
 		src := `export default { topics: ['ticks'], producers: { p: { schedule: { every: '1h' }, publishes: ['ticks'],
@@ -390,21 +348,53 @@ func TestProducerRunInOneWrite(t *testing.T) {
 		if _, err := rt.LoadWorkflow(bg, "w", "w.js", []byte(src)); err != nil {
 			t.Fatal(err)
 		}
-		if err := rt.RunOnce(ctx, []string{"w"}); !errors.Is(err, context.Canceled) {
-			t.Fatalf("run stopped in the producer: got %v, want context.Canceled", err)
-		}
-		if runs, err := st.Runs(bg, ledger.RunFilter{Workflow: "w"}); err != nil || len(runs) != 0 {
-			t.Fatalf("after the stop: got %d runs (%v), want none", len(runs), err)
-		}
-		if err := rt.RunOnce(bg, []string{"w"}); err != nil {
-			t.Fatal(err)
-		}
-		runs, err := st.Runs(bg, ledger.RunFilter{Workflow: "w"})
-		if err != nil || len(runs) != 1 || runs[0].Status != scripthost.StatusCommitted {
-			t.Fatalf("after the restart: got %+v (%v), want one committed run", runs, err)
-		}
+		stopThenRestart(t, ctx, rt, st)
 		if evs, err := st.Events(bg, ledger.EventFilter{Workflow: "w", Topic: "ticks"}); err != nil || len(evs) != 1 {
 			t.Errorf("published: got %+v (%v), want one event", evs, err)
 		}
 	})
+}
+
+// stopTool is a read-only tool Host.stop whose first call (counted in calls) stops the
+// host, as a shutdown would: it cancels the run's context and waits for it to end.
+// Later calls answer out.
+func stopTool(calls *atomic.Int32, cancel context.CancelFunc, out string) *hostfuncs.Tool {
+	return &hostfuncs.Tool{Namespace: "Host", Method: "stop", ReadOnly: hostfuncs.ReadOnlyAlways,
+		Execute: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+			if calls.Add(1) == 1 {
+				cancel()
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return json.RawMessage(out), nil
+		}}
+}
+
+// stopThenRestart runs workflow w with ctx, which a tool of its cancels (a shutdown):
+// the pass ends with context.Canceled and leaves no run; a second pass, as a restarted
+// host's, commits one run.
+func stopThenRestart(t *testing.T, ctx context.Context, rt *runtime.Runtime, st ledger.Store) {
+	t.Helper()
+	bg := context.Background()
+	if err := rt.RunOnce(ctx, []string{"w"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("run stopped: got %v, want context.Canceled", err)
+	}
+	if runs, err := st.Runs(bg, ledger.RunFilter{Workflow: "w"}); err != nil || len(runs) != 0 {
+		t.Fatalf("after the stop: got %d runs (%v), want none", len(runs), err)
+	}
+	if err := rt.RunOnce(bg, []string{"w"}); err != nil {
+		t.Fatal(err)
+	}
+	if runs, err := st.Runs(bg, ledger.RunFilter{Workflow: "w"}); err != nil || len(runs) != 1 || runs[0].Status != scripthost.StatusCommitted {
+		t.Fatalf("after the restart: got %+v (%v), want one committed run", runs, err)
+	}
+}
+
+// tickTool is a read-only tool Clock.tick that moves the harness's clock a minute on.
+func (h *harness) tickTool() *hostfuncs.Tool {
+	return &hostfuncs.Tool{Namespace: "Clock", Method: "tick", ReadOnly: hostfuncs.ReadOnlyAlways,
+		Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			h.clock.Add(time.Minute)
+			return json.RawMessage(`{}`), nil
+		}}
 }
