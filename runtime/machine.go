@@ -128,22 +128,31 @@ func (rt *Runtime) stepProducer(ctx context.Context, l *loaded, p *Producer, run
 			run.ID, scripthost.RunPending, scripthost.RunExecuting)
 		return next, true, err
 	case scripthost.RunExecuting:
-		w := rt.wrapper(run, nil, p.Publishes)
-		res, err := rt.invoke(ctx, l, p.Lifecycle, run, w, scripthost.PhaseProducer, p.Handler,
-			sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
+		commit, ended, err := rt.produce(ctx, l, p, run)
 		if err != nil {
 			return scripthost.Run{}, true, rt.routeError(ctx, run, p.Lifecycle, scripthost.PhaseProducer, err)
 		}
-		state := newState(res, run.InputState)
-		next, err := st.CommitProducer(with(ctx, rt.commitEvents(run, scripthost.PhaseProducer, w)...), run.ID, ledger.Commit{
-			State:     state,
-			Output:    res,
-			Publish:   w.Published(),
-			NextRunAt: p.Schedule.NextAfter(rt.now()),
-		})
+		next, err := st.CommitProducer(with(ctx, ended...), run.ID, commit)
 		return next, true, err
 	}
 	return scripthost.Run{}, false, fmt.Errorf("runtime: run %s: producer in unexpected phase %s", run.ID, run.Phase)
+}
+
+// produce runs a producer run's phase and returns its commit and the events of the
+// transition that stores it (the phase completed, the commit), or the phase's failure.
+func (rt *Runtime) produce(ctx context.Context, l *loaded, p *Producer, run scripthost.Run) (ledger.Commit, []ledger.LifecycleEvent, error) {
+	w := rt.wrapper(run, nil, p.Publishes)
+	res, err := rt.invoke(ctx, l, p.Lifecycle, run, w, scripthost.PhaseProducer, p.Handler,
+		sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
+	if err != nil {
+		return ledger.Commit{}, nil, err
+	}
+	return ledger.Commit{
+		State:     newState(res, run.InputState),
+		Output:    res,
+		Publish:   w.Published(),
+		NextRunAt: p.Schedule.NextAfter(rt.now()),
+	}, rt.commitEvents(run, scripthost.PhaseProducer, w), nil
 }
 
 func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run scripthost.Run, fresh bool,
@@ -234,11 +243,17 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 	return scripthost.Run{}, false, fmt.Errorf("runtime: run %s: consumer in unexpected phase %s", run.ID, run.Phase)
 }
 
-// creation is a run not yet in the ledger, with the lifecycle events of its creation,
-// phase_started(prepare) first.
+// creation is a run not yet in the ledger, with the lifecycle events of its creation:
+// its first phase started, and the events of the steps it passed since.
 type creation struct {
-	run    ledger.NewRun
-	events []ledger.LifecycleEvent
+	run     ledger.NewRun
+	started ledger.LifecycleEvent
+	passed  []ledger.LifecycleEvent
+}
+
+// events are the creation's lifecycle events in order.
+func (c *creation) events() []ledger.LifecycleEvent {
+	return append([]ledger.LifecycleEvent{c.started}, c.passed...)
 }
 
 // mutate runs the mutate phase of a run in phase mutating that has no mutation. create,
@@ -256,7 +271,7 @@ func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, run scrip
 			sandbox.Globals{State: stateOrNull(run.InputState), Prepared: stateOrNull(run.Prepared)}, stateOrNull(run.Prepared))
 		if m, made := w.Mutation(); made {
 			if create != nil {
-				rt.created(scripthost.RunMutating)
+				rt.created(scripthost.KindConsumer, scripthost.RunMutating)
 			}
 			// The ledger already holds the outcome (applied, failed or unknown); an
 			// error the script raised after it does not change what happened. The
@@ -286,16 +301,16 @@ func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, run scrip
 		if ierr != nil && ctx.Err() != nil {
 			return scripthost.Run{}, false, ctx.Err()
 		}
-		created, err := st.CreateRun(with(ctx, create.events...), create.run)
+		created, err := st.CreateRun(with(ctx, create.events()...), create.run)
 		if errors.Is(err, ledger.ErrEventUnavailable) {
 			// The events were taken since prepare looked: its result is refused, as
 			// storing it would have been.
-			return rt.prepareFailed(ctx, c, create.run, create.events[0], reservationError(err))
+			return rt.prepareFailed(ctx, c, create.run, create.started, reservationError(err))
 		}
 		if err != nil {
 			return scripthost.Run{}, false, err
 		}
-		rt.created(created.Phase)
+		rt.created(scripthost.KindConsumer, created.Phase)
 	}
 	if ierr != nil {
 		return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseMutate, ierr)
@@ -501,7 +516,7 @@ func (rt *Runtime) wrapperFor(run scripthost.Run, subscribe, publishes []string,
 		ReleaseOnFailure: failure.Release,
 	}
 	if create != nil {
-		info.Create, info.CreateEvents = &create.run, create.events
+		info.Create, info.CreateEvents = &create.run, create.events()
 	}
 	for _, r := range run.Reservations {
 		for _, id := range r.IDs {

@@ -12,7 +12,6 @@ import (
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/ledger"
-	"github.com/scripthost/scripthost/sandbox"
 )
 
 // Recover picks up what a previous process left: every mutation found in_flight is
@@ -514,44 +513,30 @@ func (rt *Runtime) startProducer(ctx context.Context, l *loaded, p *Producer, nr
 		return guarded, err
 	}
 	nr.Start, run.Phase = scripthost.RunExecuting, scripthost.RunExecuting
-	started := phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseProducer)
-	started.At = rt.now()
-	w := rt.wrapper(run, nil, p.Publishes)
-	res, failed := rt.invoke(ctx, l, p.Lifecycle, run, w, scripthost.PhaseProducer, p.Handler,
-		sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
+	started := stamped(rt.now(), phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseProducer))
+	commit, ended, failed := rt.produce(ctx, l, p, run)
 	st := rt.cfg.Store
 	if failed != nil {
 		if err := ctx.Err(); err != nil {
 			return scripthost.Run{}, err
 		}
-		created, err := st.CreateRun(with(ctx, started), nr)
+		created, err := st.CreateRun(with(ctx, started...), nr)
 		if err != nil {
 			return scripthost.Run{}, err
 		}
-		rt.failpoint(string(scripthost.KindProducer) + ":created")
-		rt.passed(scripthost.KindProducer, scripthost.RunPending, scripthost.RunExecuting)
+		rt.created(scripthost.KindProducer, scripthost.RunExecuting)
 		if err := rt.routeError(ctx, created, p.Lifecycle, scripthost.PhaseProducer, failed); err != nil {
 			return created, err
 		}
 		rt.passed(scripthost.KindProducer, scripthost.RunExecuting, scripthost.RunExecuting)
 		return st.Run(ctx, created.ID)
 	}
-	nr.Commit = &ledger.Commit{
-		State:     newState(res, run.InputState),
-		Output:    res,
-		Publish:   w.Published(),
-		NextRunAt: p.Schedule.NextAfter(rt.now()),
-	}
-	ended, at := rt.commitEvents(run, scripthost.PhaseProducer, w), rt.now()
-	for i := range ended {
-		ended[i].At = at
-	}
-	committed, err := st.CreateRun(with(ctx, append([]ledger.LifecycleEvent{started}, ended...)...), nr)
+	nr.Commit = &commit
+	committed, err := st.CreateRun(with(ctx, append(started, stamped(rt.now(), ended...)...)...), nr)
 	if err != nil {
 		return scripthost.Run{}, err
 	}
-	rt.failpoint(string(scripthost.KindProducer) + ":created")
-	rt.passed(scripthost.KindProducer, scripthost.RunPending, scripthost.RunCommitted)
+	rt.created(scripthost.KindProducer, scripthost.RunCommitted)
 	return committed, nil
 }
 
@@ -575,10 +560,7 @@ func (rt *Runtime) startConsumer(ctx context.Context, l *loaded, c *Consumer, nr
 		return guarded, err
 	}
 	nr.Start, run.Phase = scripthost.RunPreparing, scripthost.RunPreparing
-	// The phase events keep the times the phases began and ended (the lifecycle log's
-	// timeline), not that of the write that records them.
-	started := phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhasePrepare)
-	started.At = rt.now()
+	started := stamped(rt.now(), phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhasePrepare))[0]
 	pr, failed := rt.prepare(ctx, l, c, run, peeked)
 	var next scripthost.Run
 	if failed != nil {
@@ -588,11 +570,7 @@ func (rt *Runtime) startConsumer(ctx context.Context, l *loaded, c *Consumer, nr
 		next, _, err = rt.prepareFailed(ctx, c, nr, started, failed)
 	} else {
 		nr.Prepared = &pr
-		ended, at := prepareEnded(run), rt.now()
-		for i := range ended {
-			ended[i].At = at
-		}
-		create := &creation{run: nr, events: append([]ledger.LifecycleEvent{started}, ended...)}
+		create := &creation{run: nr, started: started, passed: stamped(rt.now(), prepareEnded(run)...)}
 		run.Phase, run.Prepared, run.Reservations = scripthost.RunMutating, pr.Data, pr.Reservations
 		next, _, err = rt.mutate(ctx, l, c, run, create)
 	}
@@ -626,15 +604,24 @@ func (rt *Runtime) prepareFailed(ctx context.Context, c *Consumer, nr ledger.New
 	if err != nil {
 		return scripthost.Run{}, false, err
 	}
-	rt.created(created.Phase)
+	rt.created(scripthost.KindConsumer, created.Phase)
 	return scripthost.Run{}, true, rt.routeError(ctx, created, c.Lifecycle, scripthost.PhasePrepare, cause)
 }
 
-// created calls the failpoints of a consumer run just written in phase phase by a
+// created calls the failpoints of a run of kind just written, in phase phase, by a
 // step that passed from its creation up to there.
-func (rt *Runtime) created(phase scripthost.RunPhase) {
-	rt.failpoint(string(scripthost.KindConsumer) + ":created")
-	rt.passed(scripthost.KindConsumer, scripthost.RunPending, phase)
+func (rt *Runtime) created(kind scripthost.HandlerKind, phase scripthost.RunPhase) {
+	rt.failpoint(string(kind) + ":created")
+	rt.passed(kind, scripthost.RunPending, phase)
+}
+
+// stamped returns evs with their time set to at: events a run's first write records
+// keep the times their steps happened (the lifecycle log's timeline), not the write's.
+func stamped(at time.Time, evs ...ledger.LifecycleEvent) []ledger.LifecycleEvent {
+	for i := range evs {
+		evs[i].At = at
+	}
+	return evs
 }
 
 func (rt *Runtime) workflowLock(name string) *sync.Mutex {

@@ -351,23 +351,9 @@ func (s *Store) CreateRun(ctx context.Context, nr ledger.NewRun) (scripthost.Run
 	if err != nil {
 		return scripthost.Run{}, err
 	}
-	if nr.Commit == nil {
-		err = s.writeRedo(ctx, func(ctx context.Context, tx Tx) error { return s.insertNewRun(ctx, tx, rec, via) })
-		if err != nil {
-			return scripthost.Run{}, err
-		}
-		return rec.Run, nil
-	}
-	if nr.Start != scripthost.RunExecuting {
-		return scripthost.Run{}, refuse("run", rec.ID, rec.Phase, scripthost.RunCommitted,
-			"a run is created committed only when it starts at %s, not %q", scripthost.RunExecuting, nr.Start)
-	}
-	if err := checkCommit(*nr.Commit); err != nil {
-		return scripthost.Run{}, err
-	}
-	var out runRec
+	out := rec
 	err = s.writeRedo(ctx, func(ctx context.Context, tx Tx) error {
-		if err := s.insertNewRun(ctx, tx, rec, via); err != nil {
+		if err := s.insertNewRun(ctx, tx, rec, via); err != nil || nr.Commit == nil {
 			return err
 		}
 		var err error
@@ -412,6 +398,15 @@ func (s *Store) newRun(nr ledger.NewRun) (runRec, []scripthost.Run, error) {
 		}
 		via = []scripthost.Run{rec.Run}
 		rec.Phase = nr.Start
+	}
+	if nr.Commit != nil {
+		if nr.Start != scripthost.RunExecuting {
+			return runRec{}, nil, refuse("run", rec.ID, rec.Phase, scripthost.RunCommitted,
+				"a run is created committed only when it starts at %s, not %q", scripthost.RunExecuting, nr.Start)
+		}
+		if err := checkCommit(*nr.Commit); err != nil {
+			return runRec{}, nil, err
+		}
 	}
 	if nr.Prepared != nil {
 		if nr.Start != scripthost.RunPreparing {
