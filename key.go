@@ -81,6 +81,13 @@ func CanonicalJSON(raw []byte) ([]byte, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("scripthost: canonical json: trailing data after value")
 	}
+	return CanonicalValue(v)
+}
+
+// CanonicalValue is CanonicalJSON of a value already decoded as encoding/json decodes
+// with UseNumber (maps, slices, strings, json.Number, bools, nil): the same bytes as
+// CanonicalJSON of its text, without decoding it again.
+func CanonicalValue(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := writeCanonical(&buf, v); err != nil {
 		return nil, err

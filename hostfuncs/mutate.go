@@ -15,7 +15,7 @@ import (
 
 // mutate runs an admitted mutation: record in_flight durably, call the tool with the
 // idempotency key, record the outcome. Only an applied outcome returns normally.
-func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage, secrets []string) (json.RawMessage, error) {
+func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage, value any, secrets []string) (json.RawMessage, error) {
 	name := t.Name()
 	end := func(err error) (json.RawMessage, error) {
 		return nil, sandbox.Terminate(w.scrub(withOp(err, name), secrets))
@@ -23,11 +23,12 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 	if w.store == nil {
 		return end(scripthost.Errorf(scripthost.ClassInternal, CodeLedger, "no ledger to record the mutation in"))
 	}
-	canonical, err := scripthost.CanonicalJSON(input)
+	canonical, err := scripthost.CanonicalValue(value)
 	if err != nil {
 		return end(scripthost.Errorf(scripthost.ClassLogic, scripthost.CodeInvalidInput, "%v", err))
 	}
-	stored, err := scripthost.CanonicalJSON(w.redactor.redactJSON(canonical, t.SecretFields))
+	// The value is the input validation decoded; from here it is redacted in place.
+	stored, err := scripthost.CanonicalValue(w.redactor.redactValue(value, t.SecretFields))
 	if err != nil {
 		return end(scripthost.Errorf(scripthost.ClassInternal, "", "redacting params: %v", err))
 	}

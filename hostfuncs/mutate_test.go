@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -426,5 +427,53 @@ func TestMutationWithoutStore(t *testing.T) {
 	w.SetPhase(scripthost.PhaseMutate)
 	if _, err := w.Call(context.Background(), "Svc", "do", nil); !isTerminate(err) || errCode(err) != hostfuncs.CodeLedger {
 		t.Errorf("got %v, want a terminating ledger error", err)
+	}
+}
+
+// TestInputHashOfTheRealInput checks that a mutation's input hash is taken of its
+// canonical input with its secrets, while its stored params have them redacted: two
+// calls that differ only in a secret are two mutations, and the tool gets the input
+// as the script sent it.
+func TestInputHashOfTheRealInput(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := context.Background()
+	reg := hostfuncs.NewRegistry()
+	var got []string
+	mustRegister(t, reg, &hostfuncs.Tool{Namespace: "Svc", Method: "login", SecretFields: []string{"pin"},
+		Execute: func(_ context.Context, in json.RawMessage) (json.RawMessage, error) {
+			got = append(got, string(in))
+			return json.RawMessage(`1`), nil
+		}})
+	inputs := []string{`{"user":"a","password":"p1","pin":"0001","n":1.50}`, `{"user":"a","password":"p2","pin":"0001","n":1.50}`}
+	for _, in := range inputs {
+		w := wrapperFor(reg, s, nil, hostfuncs.WrapperOptions{})
+		w.SetPhase(scripthost.PhaseMutate)
+		if _, err := w.Call(ctx, "Svc", "login", json.RawMessage(in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(got, inputs) {
+		t.Errorf("the tool got %q, want %q", got, inputs)
+	}
+	ms, err := s.Mutations(ctx, ledger.MutationFilter{})
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("got %d mutations (%v), want 2", len(ms), err)
+	}
+	for i, m := range ms {
+		canonical, err := scripthost.CanonicalJSON([]byte(inputs[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := scripthost.InputHash(scripthost.KeyInput{Workflow: "wf", Handler: "h", Namespace: "Svc", Method: "login",
+			Params: canonical, Scope: "test-scope"})
+		if m.InputHash != want {
+			t.Errorf("mutation %d: input hash %s, want %s (of %s)", i+1, m.InputHash, want, canonical)
+		}
+		if wantParams := `{"n":1.50,"password":"[REDACTED]","pin":"[REDACTED]","user":"a"}`; string(m.Params) != wantParams {
+			t.Errorf("mutation %d: params %s, want %s", i+1, m.Params, wantParams)
+		}
+	}
+	if ms[0].InputHash == ms[1].InputHash {
+		t.Errorf("two inputs that differ in a secret have one input hash")
 	}
 }

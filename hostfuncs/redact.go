@@ -189,11 +189,7 @@ func (r *Redactor) redactJSON(raw json.RawMessage, fields []string) json.RawMess
 	if err := dec.Decode(&v); err != nil || dec.More() {
 		return json.RawMessage(r.Redact(string(raw)))
 	}
-	extra := map[string]bool{}
-	for _, f := range fields {
-		extra[f] = true
-	}
-	v = r.walk(v, extra)
+	v = r.redactValue(v, fields)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -201,6 +197,17 @@ func (r *Redactor) redactJSON(raw json.RawMessage, fields []string) json.RawMess
 		return json.RawMessage(r.Redact(string(raw)))
 	}
 	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n"))
+}
+
+// redactValue is redactJSON of a decoded value, which it changes in place: the values
+// of secret-looking keys and of the extra fields are replaced, and every string is
+// redacted.
+func (r *Redactor) redactValue(v any, fields []string) any {
+	extra := make(map[string]bool, len(fields))
+	for _, f := range fields {
+		extra[f] = true
+	}
+	return r.walk(v, extra)
 }
 
 func (r *Redactor) walk(v any, extra map[string]bool) any {

@@ -219,8 +219,8 @@ func (w *ToolWrapper) checkLocked(op scripthost.Operation) error {
 
 // List names every tool of the registry plus the built-in topic tools, sorted.
 func (w *ToolWrapper) List() []sandbox.ToolName {
-	_, names := w.reg.snapshot()
-	return slices.Clone(names)
+	_, names := w.reg.snapshot() // never changed once built (see Registry.snapshot)
+	return names
 }
 
 func (w *ToolWrapper) lookup(namespace, method string) *Tool {
@@ -305,7 +305,7 @@ func (w *ToolWrapper) Call(ctx context.Context, namespace, method string, input 
 	}
 
 	if op == scripthost.OpMutate {
-		return w.mutate(ctx, tool, input, secrets)
+		return w.mutate(ctx, tool, input, value, secrets)
 	}
 	out, err := w.execute(ctx, tool, input)
 	if err != nil {

@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/scripthost/scripthost"
@@ -24,5 +26,27 @@ func OutcomeRecorded(run scripthost.Run, o scripthost.Outcome, at time.Time) scr
 // NewPhaseEvent is the lifecycle event of type t (phase_started, phase_completed)
 // about a phase of run: {phase, attempt}.
 func NewPhaseEvent(run scripthost.Run, t EventType, phase string) LifecycleEvent {
-	return NewLifecycleEvent(run.ID, t, map[string]any{"phase": phase, "attempt": run.Attempt})
+	// The bytes json.Marshal gives the map {phase, attempt} (keys sorted), built
+	// directly: a run logs several of these.
+	b := make([]byte, 0, len(`{"attempt":,"phase":""}`)+20+len(phase))
+	b = append(b, `{"attempt":`...)
+	b = strconv.AppendInt(b, int64(run.Attempt), 10)
+	b = append(b, `,"phase":`...)
+	b = appendJSONString(b, phase)
+	return LifecycleEvent{RunID: run.ID, Type: t, Data: append(b, '}')}
+}
+
+// appendJSONString appends s as json.Marshal encodes a string: directly when it is
+// printable ASCII that needs no escape (a phase's name), through json.Marshal
+// otherwise.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

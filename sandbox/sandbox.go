@@ -81,7 +81,8 @@ type ToolName struct {
 
 // Tools is what a script can reach. The host's ToolWrapper implements it.
 type Tools interface {
-	// List names the tools to expose; a script sees them as Namespace.method.
+	// List names the tools to expose; a script sees them as Namespace.method. The
+	// slice may be shared with other invocations: callers read it and never change it.
 	List() []ToolName
 	// Call runs one tool with JSON input. An error that wraps ErrTerminate ends the
 	// invocation without the script being able to catch it.

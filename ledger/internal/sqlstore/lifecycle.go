@@ -78,11 +78,18 @@ func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, snaps, evs,
 	for _, sn := range snaps { // made by snapshot: a run, a type, valid JSON
 		args = append(args, sn.RunID, string(sn.Type), sn.MutationID, rawJSON(sn.Data), nanos(sn.At))
 	}
-	for i, ev := range append(evs[:len(evs):len(evs)], own...) {
-		if i < len(evs) && ev.RunID == "" {
+	for i := range len(evs) + len(own) {
+		caller := i < len(evs) // else one of the transition's own
+		var ev ledger.LifecycleEvent
+		if caller {
+			ev = evs[i]
+		} else {
+			ev = own[i-len(evs)]
+		}
+		if caller && ev.RunID == "" {
 			ev.RunID = t.run()
 		}
-		if i < len(evs) && ev.MutationID == "" {
+		if caller && ev.MutationID == "" {
 			ev.MutationID = t.mutation
 		}
 		if ev.RunID == "" {
@@ -95,7 +102,7 @@ func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, snaps, evs,
 			return err
 		}
 		at := now
-		if i < len(evs) && !ev.At.IsZero() {
+		if caller && !ev.At.IsZero() {
 			at = nanos(ev.At) // a caller's event that happened before its write
 		}
 		args = append(args, ev.RunID, string(ev.Type), ev.MutationID, rawJSON(ev.Data), at)
