@@ -160,6 +160,21 @@ type NewRun struct {
 	// changes nothing outside the ledger (its tools only read; it publishes at commit),
 	// so a crash before this commit loses only work that the next pass does again.
 	Commit *Commit
+	// Skipped, with no Start, is why the run's guard said no: the caller ran the guard
+	// before creating the run, and the run is created skipped in the same transaction,
+	// as SkipRun would record it (a snapshot of each state), with Skip.Schedule (a
+	// producer's next turn) stored as SetSchedule would. A guard changes nothing
+	// outside the ledger, so a crash before this commit loses only work that the next
+	// pass does again.
+	Skipped *Skip
+}
+
+// Skip is a run whose guard said no, for NewRun.Skipped.
+type Skip struct {
+	// Reason is the run's error text, as SkipRun's reason.
+	Reason string
+	// Schedule, when set, is the producer's schedule to store with the run.
+	Schedule *Schedule
 }
 
 // PrepareResult is what a prepare phase returned; MarkPrepared stores it and reserves

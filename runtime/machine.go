@@ -426,18 +426,35 @@ func (rt *Runtime) guarded(ctx context.Context, l *loaded, lc Lifecycle, run scr
 	if ok {
 		return false, nil
 	}
-	const reason = "guard returned false"
 	st := rt.cfg.Store
-	if _, err = st.SkipRun(with(ctx, ledger.NewLifecycleEvent(run.ID, ledger.EventGuardSkipped,
-		map[string]any{"reason": reason})), run.ID, reason); err != nil {
+	sk := rt.skip(l, run)
+	if _, err = st.SkipRun(with(ctx, skippedEvent(run.ID)), run.ID, sk.Reason); err != nil {
 		return true, err
 	}
-	if p, isProducer := l.def.Producers[run.Handler]; isProducer && run.Kind == scripthost.KindProducer {
-		now := rt.now()
-		err = st.SetSchedule(ctx, ledger.Schedule{Workflow: run.Workflow, Producer: run.Handler,
-			NextRunAt: p.Schedule.NextAfter(now), LastRunAt: now})
+	if sk.Schedule != nil {
+		err = st.SetSchedule(ctx, *sk.Schedule)
 	}
 	return true, err
+}
+
+// skipReason is the error text of a run whose guard said no.
+const skipReason = "guard returned false"
+
+// skip is what recording run as skipped by its guard takes: the reason and, for a
+// producer, its next turn (see guarded).
+func (rt *Runtime) skip(l *loaded, run scripthost.Run) *ledger.Skip {
+	sk := &ledger.Skip{Reason: skipReason}
+	if p, isProducer := l.def.Producers[run.Handler]; isProducer && run.Kind == scripthost.KindProducer {
+		now := rt.now()
+		sk.Schedule = &ledger.Schedule{Workflow: run.Workflow, Producer: run.Handler,
+			NextRunAt: p.Schedule.NextAfter(now), LastRunAt: now}
+	}
+	return sk
+}
+
+// skippedEvent is the lifecycle event of a run whose guard said no.
+func skippedEvent(runID string) ledger.LifecycleEvent {
+	return ledger.NewLifecycleEvent(runID, ledger.EventGuardSkipped, map[string]any{"reason": skipReason})
 }
 
 // commitEvents are the events of a run's commit: its last phase completed, then the

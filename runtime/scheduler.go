@@ -472,9 +472,11 @@ func (rt *Runtime) newRunOf(nr *ledger.NewRun) scripthost.Run {
 }
 
 // guardFirst runs the handler's guard before its run is written. A guard that lets the
-// run go on leaves nothing written (done is false); one that says no or fails creates
-// the run pending and records that on it, as the step of a run created first does, and
-// returns it; one stopped by the host's shutdown leaves no run.
+// run go on leaves nothing written (done is false); one that says no creates the run
+// skipped (and moves a producer's schedule) in one write (ledger.NewRun.Skipped); one
+// that fails creates the run pending and records the failure on it, as the step of a
+// run created first does. Either returns the run; a guard stopped by the host's
+// shutdown leaves no run.
 func (rt *Runtime) guardFirst(ctx context.Context, l *loaded, lc Lifecycle, nr ledger.NewRun,
 	run scripthost.Run) (_ scripthost.Run, done bool, err error) {
 	ok, gerr := rt.guard(ctx, l, lc, run)
@@ -485,9 +487,17 @@ func (rt *Runtime) guardFirst(ctx context.Context, l *loaded, lc Lifecycle, nr l
 		return scripthost.Run{}, true, err
 	}
 	st := rt.cfg.Store
+	if gerr == nil { // the guard said no: the run is created skipped, in one write
+		nr.Skipped = rt.skip(l, run)
+		ctx = with(ctx, skippedEvent(run.ID))
+	}
 	created, err := st.CreateRun(ctx, nr)
 	if err != nil {
 		return scripthost.Run{}, true, err
+	}
+	if nr.Skipped != nil {
+		rt.created(nr.Kind, scripthost.RunPending)
+		return created, true, nil
 	}
 	rt.failpoint(string(nr.Kind) + ":created")
 	if _, err := rt.guarded(ctx, l, lc, created, ok, gerr); err != nil {

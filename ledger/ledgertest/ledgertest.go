@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"CreatedPrepared", testCreatedPrepared},
 		{"MutationCreatesRun", testMutationCreatesRun},
 		{"CreatedCommitted", testCreatedCommitted},
+		{"CreatedSkipped", testCreatedSkipped},
 		{"OutcomeMovesOn", testOutcomeMovesOn},
 		{"DerivedKey", testDerivedKey},
 		{"HandlerStateAndSchedule", testStateAndSchedule},

@@ -639,3 +639,63 @@ func testCreatedCommitted(f *fixture) {
 	}
 	f.unchanged(before)
 }
+
+// testCreatedSkipped: CreateRun with a guard's no creates the run skipped in one
+// transaction, leaving what CreateRun and SkipRun (and SetSchedule for a producer)
+// leave: the run pending and skipped with the reason, a snapshot of each state, the
+// events attached, and the producer's schedule. Skipped with a start, with a commit, or
+// with a schedule not the run's own producer's refuses the whole creation.
+func testCreatedSkipped(f *fixture) {
+	t := f.t
+	next := time.Date(2030, 1, 2, 3, 4, 5, 987654321, time.UTC)
+	for _, kind := range []scripthost.HandlerKind{scripthost.KindConsumer, scripthost.KindProducer} {
+		id := f.s.NewID()
+		ctx := ledger.WithEvents(f.ctx, ledger.NewLifecycleEvent(id, ledger.EventGuardSkipped, map[string]any{"reason": "no"}))
+		nr := ledger.NewRun{Workflow: wf, Version: 1, Handler: "ship", Kind: kind, ID: id,
+			InputState: json.RawMessage(`{"n":1}`), Skipped: &ledger.Skip{Reason: "guard said no"}}
+		if kind == scripthost.KindProducer {
+			nr.Handler = "poll"
+			nr.Skipped.Schedule = &ledger.Schedule{Workflow: wf, Producer: "poll", NextRunAt: next, LastRunAt: next.Add(-time.Hour)}
+		}
+		r := must(f.s.CreateRun(ctx, nr))(t)
+		if r.ID != id || r.Phase != scripthost.RunPending || r.Status != scripthost.StatusSkipped ||
+			r.Error != "guard said no" || string(r.InputState) != `{"n":1}` {
+			t.Fatalf("%s: got %s, want run %s pending, skipped with the reason", kind, mustJSON(t, r), id)
+		}
+		if got := must(f.s.Run(f.ctx, id))(t); mustJSON(t, got) != mustJSON(t, r) {
+			t.Errorf("%s: read back: got %s, want %s", kind, mustJSON(t, got), mustJSON(t, r))
+		}
+		snaps := must(f.s.Snapshots(f.ctx, id))(t)
+		if len(snaps) != 2 || snaps[0].Status != scripthost.StatusActive || snaps[1].Status != scripthost.StatusSkipped ||
+			snaps[0].Phase != scripthost.RunPending || snaps[1].Phase != scripthost.RunPending {
+			t.Errorf("%s: got %d snapshots (%s), want two: active, then skipped", kind, len(snaps), mustJSON(t, snaps))
+		}
+		var labels []string
+		for _, e := range must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: id}))(t) {
+			labels = append(labels, e.Label())
+		}
+		if got := strings.Join(labels, " "); got != "guard_skipped" {
+			t.Errorf("%s: lifecycle events: got %s, want guard_skipped", kind, got)
+		}
+		if kind == scripthost.KindProducer {
+			if sc := must(f.s.Schedule(f.ctx, wf, "poll"))(t); !sc.NextRunAt.Equal(next) || !sc.LastRunAt.Equal(next.Add(-time.Hour)) {
+				t.Errorf("schedule: got %+v, want next %v", sc, next)
+			}
+		}
+	}
+
+	before := f.dump()
+	skip := func() *ledger.Skip { return &ledger.Skip{Reason: "no"} }
+	other := &ledger.Skip{Reason: "no", Schedule: &ledger.Schedule{Workflow: wf, Producer: "other", NextRunAt: next}}
+	for name, nr := range map[string]ledger.NewRun{
+		"started":               {Workflow: wf, Version: 1, Handler: "ship", Kind: scripthost.KindConsumer, Start: scripthost.RunPreparing, Skipped: skip()},
+		"committed":             {Workflow: wf, Version: 1, Handler: "poll", Kind: scripthost.KindProducer, Start: scripthost.RunExecuting, Commit: &ledger.Commit{}, Skipped: skip()},
+		"another producer's":    {Workflow: wf, Version: 1, Handler: "poll", Kind: scripthost.KindProducer, Skipped: other},
+		"a consumer's schedule": {Workflow: wf, Version: 1, Handler: "other", Kind: scripthost.KindConsumer, Skipped: other},
+	} {
+		if _, err := f.s.CreateRun(f.ctx, nr); err == nil {
+			t.Errorf("skipped, %s: created", name)
+		}
+	}
+	f.unchanged(before)
+}

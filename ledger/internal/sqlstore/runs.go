@@ -353,12 +353,18 @@ func (s *Store) CreateRun(ctx context.Context, nr ledger.NewRun) (scripthost.Run
 	}
 	out := rec
 	err = s.writeRedo(ctx, func(ctx context.Context, tx Tx) error {
-		if err := s.insertNewRun(ctx, tx, rec, via); err != nil || nr.Commit == nil {
+		if err := s.insertNewRun(ctx, tx, rec, via); err != nil {
 			return err
 		}
-		var err error
-		out, err = s.commitProducer(ctx, tx, rec.ID, *nr.Commit)
-		return err
+		switch {
+		case nr.Commit != nil:
+			var err error
+			out, err = s.commitProducer(ctx, tx, rec.ID, *nr.Commit)
+			return err
+		case nr.Skipped != nil && nr.Skipped.Schedule != nil:
+			return s.putSchedule(ctx, tx, *nr.Skipped.Schedule)
+		}
+		return nil
 	})
 	if err != nil {
 		return scripthost.Run{}, err
@@ -422,6 +428,18 @@ func (s *Store) newRun(nr ledger.NewRun) (runRec, []scripthost.Run, error) {
 			via = append(via, rec.Run)
 			rec.Phase = scripthost.RunMutating
 		}
+	}
+	if sk := nr.Skipped; sk != nil {
+		if rec.Phase != scripthost.RunPending || nr.Commit != nil {
+			return runRec{}, nil, refuse("run", rec.ID, rec.Phase, scripthost.StatusSkipped,
+				"a run is created skipped only in phase %s, before it starts", scripthost.RunPending)
+		}
+		if sc := sk.Schedule; sc != nil && (sc.Workflow != nr.Workflow || sc.Producer != nr.Handler || nr.Kind != scripthost.KindProducer) {
+			return runRec{}, nil, fmt.Errorf("%s: create run: a skipped run's schedule is its own producer's (%s/%s), not %s/%s",
+				s.name, nr.Workflow, nr.Handler, sc.Workflow, sc.Producer)
+		}
+		via = append(via, rec.Run)
+		rec.Status, rec.Error = scripthost.StatusSkipped, sk.Reason
 	}
 	return rec, via, nil
 }
