@@ -24,6 +24,7 @@ type metrics struct {
 	runsCommitted *prometheus.CounterVec
 	runsFailed    *prometheus.CounterVec
 	phaseSeconds  *prometheus.HistogramVec
+	phasesRunning *prometheus.GaugeVec
 	toolSeconds   *prometheus.HistogramVec
 	mutations     *prometheus.CounterVec
 	reconciles    *prometheus.CounterVec
@@ -45,6 +46,9 @@ func newMetrics(reg *prometheus.Registry, indeterminate func() float64) *metrics
 		phaseSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "scripthost_phase_duration_seconds",
 			Help: "Time spent in one invocation of a phase or hook function.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)},
 			append(wh, "phase")),
+		phasesRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "scripthost_phases_running",
+			Help: "Invocations of a phase or hook function running now, including those of runs not yet in the ledger " +
+				"(a consumer run is first written at its mutation's in-flight record)."}, append(wh, "phase")),
 		toolSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "scripthost_tool_call_duration_seconds",
 			Help: "Time spent in one tool call.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)}, []string{"tool", "outcome"}),
 		mutations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "scripthost_mutations_total",
@@ -62,7 +66,7 @@ func newMetrics(reg *prometheus.Registry, indeterminate func() float64) *metrics
 	}
 	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scripthost_mutations_indeterminate",
 		Help: "Mutations whose outcome is unknown and that wait for a person."}, indeterminate)
-	reg.MustRegister(m.runsStarted, m.runsCommitted, m.runsFailed, m.phaseSeconds, m.toolSeconds, m.mutations,
+	reg.MustRegister(m.runsStarted, m.runsCommitted, m.runsFailed, m.phaseSeconds, m.phasesRunning, m.toolSeconds, m.mutations,
 		m.reconciles, m.commitSeconds, m.commitBatch, m.syncSeconds, m.syncCommits, gauge,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -120,8 +120,11 @@ func (o *Observer) Phase(ctx context.Context, run scripthost.Run, phase scriptho
 	trace.SpanFromContext(ctx).SetAttributes(attrs...)
 	ctx, span := o.tracer.Start(ctx, "phase "+string(phase),
 		trace.WithAttributes(append(attrs, attribute.String("scripthost.phase", string(phase)))...))
+	running := o.m.phasesRunning.WithLabelValues(run.Workflow, run.Handler, string(phase))
+	running.Inc()
 	start := time.Now()
 	return ctx, func(err error) {
+		running.Dec()
 		o.m.phaseSeconds.WithLabelValues(run.Workflow, run.Handler, string(phase)).Observe(time.Since(start).Seconds())
 		end(span, err)
 	}
