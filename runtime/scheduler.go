@@ -446,10 +446,14 @@ func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version in
 	nr := ledger.NewRun{Workflow: workflow, Version: version, Handler: handler, Kind: kind, InputState: hs.State}
 	if l, err := rt.program(ctx, workflow, version); err == nil {
 		if c, ok := l.def.Consumers[handler]; ok && kind == scripthost.KindConsumer {
-			return rt.startConsumer(ctx, l, c, nr, peeked)
+			return rt.startUnwritten(ctx, l, c.Lifecycle, nr, func(ctx context.Context, nr ledger.NewRun, run scripthost.Run) (scripthost.Run, error) {
+				return rt.startConsumer(ctx, l, c, nr, run, peeked)
+			})
 		}
 		if p, ok := l.def.Producers[handler]; ok && kind == scripthost.KindProducer {
-			return rt.startProducer(ctx, l, p, nr)
+			return rt.startUnwritten(ctx, l, p.Lifecycle, nr, func(ctx context.Context, nr ledger.NewRun, run scripthost.Run) (scripthost.Run, error) {
+				return rt.startProducer(ctx, l, p, nr, run)
+			})
 		}
 	}
 	// A version that cannot be loaded, or a handler it lacks: the run is created
@@ -469,6 +473,21 @@ func (rt *Runtime) newRunOf(nr *ledger.NewRun) scripthost.Run {
 	return scripthost.Run{ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Handler: nr.Handler,
 		Kind: nr.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive,
 		Attempt: 1, InputState: nr.InputState}
+}
+
+// startUnwritten starts the run nr creates without writing it first: under the id it
+// will have and the run's observation, it runs the handler's guard (guardFirst), then,
+// when the guard lets the run go on, the handler's first phases (phases, which writes
+// the run where it first matters).
+func (rt *Runtime) startUnwritten(ctx context.Context, l *loaded, lc Lifecycle, nr ledger.NewRun,
+	phases func(ctx context.Context, nr ledger.NewRun, run scripthost.Run) (scripthost.Run, error)) (run scripthost.Run, err error) {
+	run = rt.newRunOf(&nr)
+	ctx, end := rt.observeRun(ctx, run.ID)
+	defer func() { end(err) }()
+	if guarded, done, err := rt.guardFirst(ctx, l, lc, nr, run); done {
+		return guarded, err
+	}
+	return phases(ctx, nr, run)
 }
 
 // guardFirst runs the handler's guard before its run is written. A guard that lets the
@@ -500,7 +519,7 @@ func (rt *Runtime) guardFirst(ctx context.Context, l *loaded, lc Lifecycle, nr l
 		return created, true, nil
 	}
 	rt.failpoint(string(nr.Kind) + ":created")
-	if _, err := rt.guarded(ctx, l, lc, created, ok, gerr); err != nil {
+	if err := rt.routeError(ctx, created, lc, phaseGuard, gerr); err != nil {
 		return created, true, err
 	}
 	rt.passed(nr.Kind, scripthost.RunPending, scripthost.RunPending)
@@ -508,20 +527,13 @@ func (rt *Runtime) guardFirst(ctx context.Context, l *loaded, lc Lifecycle, nr l
 	return run, true, err
 }
 
-// startProducer starts a producer run. Its guard and its producer phase run first,
-// under the id the run will have, before anything is written: both may only read, and
-// what the phase publishes is stored at its commit. The run is then created committed,
-// in one transaction (ledger.NewRun.Commit). A guard that says no or fails, or a phase
-// that fails, creates the run where it stopped (pending, executing) and records that on
-// it, as a run created first would have it; a phase stopped by the host's shutdown
-// leaves no run.
-func (rt *Runtime) startProducer(ctx context.Context, l *loaded, p *Producer, nr ledger.NewRun) (run scripthost.Run, err error) {
-	run = rt.newRunOf(&nr)
-	ctx, end := rt.observeRun(ctx, run.ID)
-	defer func() { end(err) }()
-	if guarded, done, err := rt.guardFirst(ctx, l, p.Lifecycle, nr, run); done {
-		return guarded, err
-	}
+// startProducer starts a producer run whose guard let it go on (see startUnwritten).
+// Its producer phase runs before anything is written: it may only read, and what it
+// publishes is stored at its commit. The run is then created committed, in one
+// transaction (ledger.NewRun.Commit). A phase that fails creates the run in executing
+// and records that on it, as a run created first would have it; a phase stopped by the
+// host's shutdown leaves no run.
+func (rt *Runtime) startProducer(ctx context.Context, l *loaded, p *Producer, nr ledger.NewRun, run scripthost.Run) (scripthost.Run, error) {
 	nr.Start, run.Phase = scripthost.RunExecuting, scripthost.RunExecuting
 	started := stamped(rt.now(), phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseProducer))
 	commit, ended, failed := rt.produce(ctx, l, p, run)
@@ -550,29 +562,23 @@ func (rt *Runtime) startProducer(ctx context.Context, l *loaded, p *Producer, nr
 	return committed, nil
 }
 
-// startConsumer starts a consumer run. Its guard, its prepare phase and then its mutate
-// phase run first, under the id the run will have, before anything is written: the
-// guard and prepare may only read, and no tool of mutate's has been called before its
-// in-flight record. That record creates the run too, prepared and moved on to mutating,
-// in its one durable transaction (ledger.NewMutation.Run); a run whose mutate phase
-// makes no mutation is created when the phase ends. A process that stops before then
-// leaves nothing to recover, and the next pass starts again. A guard that says no or
-// fails, or a prepare phase that fails (or whose events were taken meanwhile), creates
-// the run where it stopped (pending, preparing) and records that on it, as a run
+// startConsumer starts a consumer run whose guard let it go on (see startUnwritten).
+// Its prepare phase and then its mutate phase run before anything is written: prepare
+// may only read, and no tool of mutate's has been called before its in-flight record.
+// That record creates the run, prepared and moved on to mutating, in its one durable
+// transaction (ledger.NewMutation.Run); a run whose mutate phase makes no mutation is
+// created when the phase ends. A process that stops before then leaves nothing to
+// recover, and the next pass starts again. A prepare phase that fails (or whose events
+// were taken meanwhile) creates the run in preparing and records that on it, as a run
 // created first would have it; a phase stopped by the host's shutdown leaves no run.
-func (rt *Runtime) startConsumer(ctx context.Context, l *loaded, c *Consumer, nr ledger.NewRun,
-	peeked *hostfuncs.Peeked) (run scripthost.Run, err error) {
+func (rt *Runtime) startConsumer(ctx context.Context, l *loaded, c *Consumer, nr ledger.NewRun, run scripthost.Run,
+	peeked *hostfuncs.Peeked) (scripthost.Run, error) {
 	st := rt.cfg.Store
-	run = rt.newRunOf(&nr)
-	ctx, end := rt.observeRun(ctx, run.ID)
-	defer func() { end(err) }()
-	if guarded, done, err := rt.guardFirst(ctx, l, c.Lifecycle, nr, run); done {
-		return guarded, err
-	}
 	nr.Start, run.Phase = scripthost.RunPreparing, scripthost.RunPreparing
 	started := stamped(rt.now(), phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhasePrepare))[0]
 	pr, failed := rt.prepare(ctx, l, c, run, peeked)
 	var next scripthost.Run
+	var err error
 	if failed != nil {
 		if err := ctx.Err(); err != nil {
 			return scripthost.Run{}, err

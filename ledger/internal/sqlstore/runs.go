@@ -430,7 +430,7 @@ func (s *Store) newRun(nr ledger.NewRun) (runRec, []scripthost.Run, error) {
 		}
 	}
 	if sk := nr.Skipped; sk != nil {
-		if rec.Phase != scripthost.RunPending || nr.Commit != nil {
+		if rec.Phase != scripthost.RunPending { // a run created prepared or committed has started
 			return runRec{}, nil, refuse("run", rec.ID, rec.Phase, scripthost.StatusSkipped,
 				"a run is created skipped only in phase %s, before it starts", scripthost.RunPending)
 		}
