@@ -219,6 +219,13 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	stderr := &capped{max: r.cfg.MaxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 
+	if r.bwrap != "" {
+		done, err := attachSeccomp(cmd)
+		if err != nil {
+			return Result{}, err
+		}
+		defer done()
+	}
 	runErr := cmd.Run()
 	// Whatever happened, leave no member of the group behind.
 	if cmd.Process != nil {
