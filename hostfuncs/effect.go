@@ -171,7 +171,19 @@ func (e Effect) Run(ctx context.Context) (EffectOutcome, error) {
 	o.Cause = c
 	var rec scripthost.Mutation
 	var busy *RetryAfterError
-	if errors.As(callErr, &busy) && busy.Wait > 0 && e.Tool.Reconcile != nil {
+	if IsNotSent(callErr) {
+		// Nothing reached the service: the mutation did not happen, and the service never
+		// saw its key. It is sent again under the same key after a backoff (a failure
+		// recorded now would change the key and restart the run for nothing), and no
+		// person is asked about an outcome that is known.
+		next := clock().Add(e.Policy.Backoff(1))
+		reason := notSentReason(c.Message, next)
+		if e.Policy.Redactor != nil {
+			reason = e.Policy.Redactor.Redact(reason)
+		}
+		evs := waitingEvents(m, scripthost.MutationNeedsReconcile, reason, next)
+		rec, err = e.Store.MarkNeedsReconcile(ledger.WithEvents(wctx, evs...), m.ID, 0, next, reason)
+	} else if errors.As(callErr, &busy) && busy.Wait > 0 && e.Tool.Reconcile != nil {
 		// The service asked to be left alone: the first reconcile attempt waits too.
 		reason := fmt.Sprintf("first reconcile after %s, as the service asked: %s", busy.Wait, c.Message)
 		if e.Policy.Redactor != nil {
@@ -191,6 +203,41 @@ func (e Effect) Run(ctx context.Context) (EffectOutcome, error) {
 		o.Result = rec.Result
 	}
 	return o, nil
+}
+
+// NotSentError is the cause of a tool error from a call that certainly never reached
+// the service: the connection was never made (the name did not resolve, the
+// connection was refused or had no route, the TLS handshake or a proxy's CONNECT
+// failed) or not one byte of the request was written on it. A mutation whose call
+// failed so did not happen, and its idempotency key was never seen: the effect path
+// sends it again under the same key after a backoff (Reconcile), rather than asking
+// the service or a person what became of it. A tool returns it only when it knows; a
+// failure after any byte of the request was written stays an uncertain outcome.
+type NotSentError struct {
+	Err error
+}
+
+func (e *NotSentError) Error() string { return "the request was never sent: " + e.Err.Error() }
+
+// Unwrap returns the transport's error.
+func (e *NotSentError) Unwrap() error { return e.Err }
+
+// IsNotSent reports whether err's chain holds a NotSentError: the call never reached
+// the service.
+func IsNotSent(err error) bool {
+	var ns *NotSentError
+	return errors.As(err, &ns)
+}
+
+// NotSent starts the reason stored on a mutation whose request never reached the
+// service; Reconcile sends such a mutation again under its key instead of asking the
+// tool what became of it.
+const NotSent = "not sent"
+
+// notSentReason is the reason stored on a mutation whose call never reached the
+// service, sent again at next.
+func notSentReason(cause string, next time.Time) string {
+	return fmt.Sprintf("%s: %s; sent again under the same key at %s", NotSent, cause, next.UTC().Format(time.RFC3339Nano))
 }
 
 // CallTool calls t.Execute, turning a panic into an internal error (code tool_panic).

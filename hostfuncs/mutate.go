@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
@@ -106,6 +107,12 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 		return o.Result, nil
 	case scripthost.MutationFailed:
 		return end(&scripthost.Error{Class: scripthost.ClassLogic, Code: cause.Code, Message: rec.Error})
+	case scripthost.MutationNeedsReconcile:
+		if IsNotSent(o.CallErr) {
+			return end(&scripthost.Error{Class: cause.Class, Code: CodeNotSent,
+				Message: fmt.Sprintf("the request never reached the service; mutation %s is sent again under the same key at %s: %s",
+					rec.ID, rec.NextReconcileAt.UTC().Format(time.RFC3339), cause.Message)})
+		}
 	}
 	return end(&scripthost.Error{
 		Class:   cause.Class,

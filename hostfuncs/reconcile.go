@@ -1,9 +1,11 @@
 package hostfuncs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/scripthost/scripthost"
@@ -103,7 +105,22 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 		redactor.AddSecret(tool.Secrets...)
 	}
 	redact := redactor.Redact
-	if tool == nil || tool.Reconcile == nil {
+	// A mutation whose request never reached the service is sent again, under its key,
+	// when it can be: the stored params are its input unless they hold a redacted value.
+	notSent := m.Status == scripthost.MutationNeedsReconcile && strings.HasPrefix(m.Error, NotSent+":")
+	resend := notSent && tool != nil && !bytes.Contains(m.Params, []byte(Redacted))
+	failed := func(attempt, reason string) (scripthost.Mutation, error) {
+		cause := scripthost.LogicError("%s: %s", ReconciledFailed, redact(reason))
+		cause.Op = m.Tool()
+		evs := append([]ledger.LifecycleEvent{attemptEvent(m, m.ReconcileAttempts+1, attempt, cause.Message, nil)}, failedEvents(m, cause)...)
+		return wrapLedger(store.FailMutation(ledger.WithEvents(wctx, evs...), m.ID, cause))
+	}
+	if notSent && !resend {
+		// Known not to have happened, and not to be sent again from the ledger: a
+		// failure, which prepares the run again; the service never saw the key.
+		return failed("failed", fmt.Sprintf("%s: the request never reached the service, and the stored params cannot be sent again (they hold redacted values, or the tool is not registered)", NotSent))
+	}
+	if !resend && (tool == nil || tool.Reconcile == nil) {
 		reason := fmt.Sprintf("no reconciler for %s: the outcome must be resolved by a person", m.Tool())
 		evs := waitingEvents(m, scripthost.MutationIndeterminate, reason, nil)
 		return wrapLedger(store.MarkIndeterminate(ledger.WithEvents(wctx, evs...), m.ID, reason))
@@ -117,7 +134,13 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 		}
 		return ledger.WithEvents(wctx, evs...)
 	}
-	rec, err := callReconcile(WithIdempotencyKey(ctx, m.IdempotencyKey), tool, m)
+	var rec scripthost.Reconciliation
+	var err error
+	if resend {
+		rec, err = sendAgain(WithIdempotencyKey(ctx, m.IdempotencyKey), tool, m)
+	} else {
+		rec, err = callReconcile(WithIdempotencyKey(ctx, m.IdempotencyKey), tool, m)
+	}
 	var wait time.Duration
 	if err == nil {
 		switch rec.Outcome {
@@ -134,10 +157,7 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 			evs := append([]ledger.LifecycleEvent{attemptEvent(m, attempts, "applied", "", nil)}, appliedEvents(m)...)
 			return wrapLedger(store.ApplyMutation(decided(evs...), m.ID, result))
 		case scripthost.ReconcileFailed:
-			cause := scripthost.LogicError("%s: %s", ReconciledFailed, redact(rec.Reason))
-			cause.Op = m.Tool()
-			evs := append([]ledger.LifecycleEvent{attemptEvent(m, attempts, "failed", cause.Message, nil)}, failedEvents(m, cause)...)
-			return wrapLedger(store.FailMutation(ledger.WithEvents(wctx, evs...), m.ID, cause))
+			return failed("failed", rec.Reason)
 		case scripthost.ReconcileIndeterminate:
 			reason := redact(fmt.Sprintf("%s cannot tell what became of the mutation: %s", m.Tool(), rec.Reason))
 			evs := append([]ledger.LifecycleEvent{attemptEvent(m, attempts, "indeterminate", reason, nil)},
@@ -149,6 +169,17 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 		default:
 			err = fmt.Errorf("unknown reconcile outcome %q", rec.Outcome)
 		}
+	}
+	if resend && IsNotSent(err) {
+		// Still nothing reached the service. Once the attempts are used up the mutation
+		// is known not to have happened: a failure, not a question for a person.
+		if attempts >= p.MaxAttempts {
+			return failed("not_sent", fmt.Sprintf("%s: sent again %d times, never reached the service: %v", NotSent, attempts, err))
+		}
+		next := now.Add(p.Backoff(attempts + 1))
+		reason := redact(notSentReason(fmt.Sprintf("attempt %d of %d: %v", attempts, p.MaxAttempts, err), next))
+		evs := []ledger.LifecycleEvent{attemptEvent(m, attempts, "not_sent", reason, next)}
+		return wrapLedger(store.MarkNeedsReconcile(ledger.WithEvents(wctx, evs...), m.ID, attempts, next, reason))
 	}
 	reason := redact(fmt.Sprintf("reconcile attempt %d of %d: %v", attempts, p.MaxAttempts, err))
 	if attempts >= p.MaxAttempts {
@@ -162,6 +193,22 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 		evs = append(evs, waitingEvents(m, scripthost.MutationNeedsReconcile, reason, next)...)
 	}
 	return wrapLedger(store.MarkNeedsReconcile(ledger.WithEvents(wctx, evs...), m.ID, attempts, next, reason))
+}
+
+// sendAgain calls the tool again with m's stored params under m's key (in ctx), for a
+// mutation whose request never reached the service: an answer is applied, a definite
+// failure failed; an error that leaves the outcome unknown (or the request unsent
+// again) is returned. A panic is an error.
+func sendAgain(ctx context.Context, t *Tool, m scripthost.Mutation) (rec scripthost.Reconciliation, err error) {
+	out, err := CallTool(ctx, t, m.Params)
+	switch {
+	case err == nil:
+		return scripthost.Reconciliation{Outcome: scripthost.ReconcileApplied, Result: out}, nil
+	case scripthost.IsDefinite(err):
+		return scripthost.Reconciliation{Outcome: scripthost.ReconcileFailed,
+			Reason: fmt.Sprintf("sent again under the same key: %v", err)}, nil
+	}
+	return rec, fmt.Errorf("sent again under the same key: %w", err)
 }
 
 // RetryAfterError is the cause of a tool error from a service that asked to be left

@@ -25,6 +25,9 @@ const (
 	CodeInvalidSchema = "invalid_schema"
 	// CodeLedger: the ledger refused or failed a write around a mutation.
 	CodeLedger = "ledger_error"
+	// CodeNotSent: a mutation's request never reached the service; it is sent again
+	// under the same idempotency key.
+	CodeNotSent = "not_sent"
 )
 
 // reconcileTimeout bounds the immediate reconcile after an uncertain call. It runs on

@@ -3,14 +3,19 @@ package httptool
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/scripthost/scripthost"
@@ -38,7 +43,74 @@ var mutateClient = &http.Client{CheckRedirect: noRedirect, Transport: noKeepAliv
 func noKeepAlive() http.RoundTripper {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DisableKeepAlives = true
+	dial := t.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &countingConn{Conn: c}, nil
+	}
 	return t
+}
+
+// countingConn counts the bytes written on a connection, so that a failed request can
+// tell whether any byte of it left the host (sendTrace).
+type countingConn struct {
+	net.Conn
+	n atomic.Int64
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// sendTrace follows one request's connections: what had been written on each when the
+// request was given it (the TLS handshake and a proxy's CONNECT come before). A request
+// was sent, as far as the service can know, once a byte was written after that; until
+// a connection is given it, nothing was (the name did not resolve, the dial was
+// refused or timed out, the handshake failed).
+type sendTrace struct {
+	mu    sync.Mutex
+	marks []connMark
+}
+
+// connMark is a connection given to the request; c is nil when its writes cannot be
+// counted, which counts as sent.
+type connMark struct {
+	c  *countingConn
+	at int64
+}
+
+func (s *sendTrace) gotConn(info httptrace.GotConnInfo) {
+	conn := info.Conn
+	if tc, ok := conn.(*tls.Conn); ok {
+		conn = tc.NetConn()
+	}
+	m := connMark{}
+	if cc, ok := conn.(*countingConn); ok {
+		m = connMark{c: cc, at: cc.n.Load()}
+	}
+	s.mu.Lock()
+	s.marks = append(s.marks, m)
+	s.mu.Unlock()
+}
+
+// sent reports whether any byte of the request may have been written.
+func (s *sendTrace) sent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.marks {
+		if m.c == nil || m.c.n.Load() > m.at {
+			return true
+		}
+	}
+	return false
 }
 
 type httpTool struct {
@@ -148,6 +220,8 @@ type response struct {
 func (h *httpTool) do(ctx context.Context, o outgoing, key string) (response, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
+	trace := &sendTrace{}
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: trace.gotConn})
 	var rd io.Reader
 	if o.body != nil {
 		rd = bytes.NewReader(o.body)
@@ -186,8 +260,15 @@ func (h *httpTool) do(ctx context.Context, o outgoing, key string) (response, er
 		if errors.As(err, &ue) {
 			cause = ue.Err
 		}
-		return response{}, &scripthost.Error{Class: scripthost.ClassNetwork, Code: code, Op: h.name,
-			Message: fmt.Sprintf("%s %s: %v", o.method, redactURL(o.url), cause), Err: cause}
+		msg := fmt.Sprintf("%s %s: %v", o.method, redactURL(o.url), cause)
+		if !trace.sent() {
+			// Nothing of the request left the host: a mutation definitely did not
+			// happen, and is sent again under its key. After any byte was written the
+			// service may have read it all and acted: that stays unknown.
+			cause = &hostfuncs.NotSentError{Err: cause}
+			msg += " (the request was never sent)"
+		}
+		return response{}, &scripthost.Error{Class: scripthost.ClassNetwork, Code: code, Op: h.name, Message: msg, Err: cause}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -286,7 +367,7 @@ func inputFields(input json.RawMessage) (map[string]any, error) {
 // field, path-escaped before the query and query-escaped in it. A query parameter whose
 // field is absent (or null) is left out; a path field must be present.
 func (t template) expand(fields map[string]any, key string) (string, error) {
-	path, err := fill(placeholderRE, t.raw[:t.query], "the URL", fields, key, url.PathEscape)
+	path, err := fill(placeholderRE, t.raw[:t.query], "the URL", fields, key, url.PathEscape, onePathSegment)
 	if err != nil {
 		return "", err
 	}
@@ -295,7 +376,7 @@ func (t template) expand(fields map[string]any, key string) (string, error) {
 	}
 	var kept []string
 	for _, part := range strings.Split(t.raw[t.query+1:], "&") {
-		v, err := fill(placeholderRE, part, "the URL", fields, key, url.QueryEscape)
+		v, err := fill(placeholderRE, part, "the URL", fields, key, url.QueryEscape, nil)
 		if errors.Is(err, errMissing) {
 			continue
 		}
@@ -312,9 +393,49 @@ func (t template) expand(fields map[string]any, key string) (string, error) {
 
 var errMissing = errors.New("missing field")
 
+// onePathSegment refuses a URL path value that is, or holds, a dot segment once
+// decoded: PathEscape keeps "." and ".." as they are, and a value such as %2e%2e or
+// ..%2f is escaped once but decoded again by many servers and proxies, so either would
+// move the request off the templated path (/v1/customers/{id} with id ".." is
+// /v1/). An empty value is refused too: it drops the segment, naming the collection
+// instead of one of its members.
+func onePathSegment(name, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return fmt.Errorf("input field %q is empty, and the URL path needs a segment from it", name)
+	}
+	for range 4 {
+		if dotSegment(v) {
+			return fmt.Errorf("input field %q is a dot segment (%q) once decoded, which would move the request off the URL's path", name, v)
+		}
+		d, err := url.PathUnescape(v)
+		if err != nil || d == v {
+			return nil
+		}
+		v = d
+	}
+	if dotSegment(v) {
+		return fmt.Errorf("input field %q is a dot segment (%q) once decoded, which would move the request off the URL's path", name, v)
+	}
+	return nil
+}
+
+// dotSegment reports whether v, split at slashes and backslashes, has a segment that
+// is "." or ".." (ignoring a ;parameter, which some servers strip before resolving).
+func dotSegment(v string) bool {
+	for _, seg := range strings.FieldsFunc(v, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if i := strings.IndexByte(seg, ';'); i >= 0 {
+			seg = seg[:i]
+		}
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
 // fill replaces the placeholders re finds in s ({key} and {field}) for what ("the URL",
-// "header X"), escaping each value.
-func fill(re *regexp.Regexp, s, what string, fields map[string]any, key string, escape func(string) string) (string, error) {
+// "header X"), escaping each value; check, when set, may refuse a field's value first.
+func fill(re *regexp.Regexp, s, what string, fields map[string]any, key string, escape func(string) string, check func(name, v string) error) (string, error) {
 	var err error
 	out := re.ReplaceAllStringFunc(s, func(m string) string {
 		name := m[1 : len(m)-1]
@@ -331,14 +452,20 @@ func fill(re *regexp.Regexp, s, what string, fields map[string]any, key string, 
 			}
 			return ""
 		}
+		var text string
 		switch x := v.(type) {
 		case string:
-			return escape(x)
+			text = x
 		case json.Number:
-			return escape(x.String())
+			text = x.String()
+		default:
+			b, _ := json.Marshal(v)
+			text = string(b)
 		}
-		b, _ := json.Marshal(v)
-		return escape(string(b))
+		if check != nil && err == nil {
+			err = check(name, text)
+		}
+		return escape(text)
 	})
 	return out, err
 }

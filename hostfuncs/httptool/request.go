@@ -49,7 +49,7 @@ func (h *httpTool) request(input json.RawMessage, key string) (outgoing, error) 
 	}
 	o := outgoing{method: h.method, url: u, contentType: h.contentType}
 	for name, tmpl := range h.headerTmpl {
-		v, err := fill(headerFieldRE, tmpl, "header "+name, fields, key, func(s string) string { return s })
+		v, err := fill(headerFieldRE, tmpl, "header "+name, fields, key, func(s string) string { return s }, nil)
 		if err != nil {
 			return outgoing{}, err
 		}
