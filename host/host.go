@@ -38,6 +38,11 @@ type Options struct {
 	// "sqlite3" database/sql driver, which the program registers by importing
 	// github.com/mattn/go-sqlite3 or ledger/sqlite).
 	Workspace string
+	// LedgerFiles are the ledger's files on disk (see LedgerFiles). New refuses a
+	// Workspace that contains any of them (see CheckWorkspace). Nil takes the files of
+	// the store's own file when it has one (a Path method, as ledger/sqlite's store
+	// has); a store without files (PostgreSQL) has none to keep out.
+	LedgerFiles []string
 	// Commands, with a Workspace, registers plan.run_command allowing only these
 	// programs (looked up in PATH now), run without a shell inside the workspace.
 	Commands []command.Program
@@ -101,6 +106,9 @@ func New(ctx context.Context, store ledger.Store, opts Options) (*Host, error) {
 func (h *Host) build(ctx context.Context, opts Options) error {
 	reg := h.tools
 	if opts.Workspace != "" {
+		if err := CheckWorkspace(opts.Workspace, ledgerFilesOf(opts, h.store)); err != nil {
+			return err
+		}
 		ws, err := workspace.New(opts.Workspace)
 		if err != nil {
 			return fmt.Errorf("host: workspace: %w", err)
