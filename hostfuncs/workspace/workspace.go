@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/scripthost/scripthost"
 )
@@ -186,15 +187,66 @@ func classify(op, rel string, err error) error {
 	if strings.Contains(msg, "escapes from parent") || strings.Contains(msg, "path escapes") {
 		return Violation(op, rel, "resolves outside the workspace")
 	}
+	// The system's error names the host path (open /srv/ws/a.txt: …), which is no
+	// business of a script, a model or a plan: what is handed on names the path as the
+	// caller gave it, with the system's reason, and keeps that reason as its cause so
+	// that errors.Is still tells a missing file from a full disk.
+	reason := sysReason(err)
+	cause := &fs.PathError{Op: pathOp(err), Path: rel, Err: reason}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return &scripthost.Error{Class: scripthost.ClassLogic, Code: CodeNotFound, Op: op, Message: fmt.Sprintf("%s: no such file or directory", rel), Err: err}
+		return &scripthost.Error{Class: scripthost.ClassLogic, Code: CodeNotFound, Op: op, Message: fmt.Sprintf("%s: no such file or directory", rel), Err: cause}
 	case errors.Is(err, fs.ErrExist):
-		return &scripthost.Error{Class: scripthost.ClassLogic, Code: CodeExists, Op: op, Message: fmt.Sprintf("%s: already exists", rel), Err: err}
+		return &scripthost.Error{Class: scripthost.ClassLogic, Code: CodeExists, Op: op, Message: fmt.Sprintf("%s: already exists", rel), Err: cause}
 	case errors.Is(err, fs.ErrPermission):
-		return &scripthost.Error{Class: scripthost.ClassPermission, Code: "permission_denied", Op: op, Message: fmt.Sprintf("%s: permission denied", rel), Err: err}
+		return &scripthost.Error{Class: scripthost.ClassPermission, Code: "permission_denied", Op: op, Message: fmt.Sprintf("%s: permission denied", rel), Err: cause}
 	}
-	return &scripthost.Error{Class: scripthost.ClassInternal, Code: "io_error", Op: op, Message: msg, Err: err}
+	return &scripthost.Error{Class: scripthost.ClassInternal, Code: "io_error", Op: op, Message: fmt.Sprintf("%s: %v", rel, reason), Err: cause}
+}
+
+// sysReason is the system's reason for a file error without the paths around it: the
+// errno of a *fs.PathError, *os.LinkError or *os.SyscallError (not a directory, no
+// space left on device). A reason whose text may still hold a path is replaced by a
+// plain one.
+func sysReason(err error) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	for {
+		switch e := err.(type) {
+		case *fs.PathError:
+			err = e.Err
+			continue
+		case *os.LinkError:
+			err = e.Err
+			continue
+		case *os.SyscallError:
+			err = e.Err
+			continue
+		}
+		break
+	}
+	if err == nil || strings.ContainsAny(err.Error(), `/\`) {
+		return errIO
+	}
+	return err
+}
+
+// errIO stands for a file system failure whose own text may name host paths.
+var errIO = errors.New("input/output error")
+
+// pathOp is the operation the system's error names (open, rename, readdirent), or "".
+func pathOp(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Op
+	}
+	return "file"
 }
 
 // Codes of the file tools' logic errors, besides scripthost.CodeSandboxViolation.
