@@ -157,7 +157,7 @@ func (t *Tools) exec(ctx context.Context, op, abs, dir, checker, prog string, ar
 	case errors.As(runErr, &exitErr):
 		res.ExitCode = exitErr.ExitCode()
 	case runErr != nil:
-		return nil, logicErr(op, CodeCheckerUnavailable, "%s cannot run: %v", checker, runErr)
+		return nil, logicErr(op, CodeCheckerUnavailable, "%s cannot run: %s", checker, t.hidePaths(runErr.Error()))
 	}
 	rel := func(f string) string { return t.relFile(abs, dir, f) }
 	switch checker {
@@ -170,7 +170,9 @@ func (t *Tools) exec(ctx context.Context, op, abs, dir, checker, prog string, ar
 	default:
 		res.Diagnostics = tscDiagnostics(stdout.Bytes(), rel)
 	}
-	for _, d := range res.Diagnostics {
+	for i, d := range res.Diagnostics {
+		// A checker's message may name a file by its place on the host.
+		res.Diagnostics[i].Message = t.hidePaths(d.Message)
 		switch d.Level {
 		case "error":
 			res.Errors++
@@ -184,6 +186,7 @@ func (t *Tools) exec(ctx context.Context, op, abs, dir, checker, prog string, ar
 		if len(out) > 4096 {
 			out = out[:4096] + "…"
 		}
+		out = t.hidePaths(out)
 		res.Stderr = out
 		if checker == "cargo check" && strings.Contains(out, "could not find") {
 			return nil, logicErr(op, CodeCheckerUnavailable, "%s cannot run: %s", checker, firstLine(out))

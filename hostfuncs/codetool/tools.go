@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -157,9 +159,26 @@ func (t *Tools) source(op, p string) (string, error) {
 	return clean, nil
 }
 
-// internal wraps an index failure: not a definite answer about the caller's input.
-func internal(op string, err error) error {
-	return &scripthost.Error{Class: scripthost.ClassInternal, Code: "index_failed", Op: op, Message: err.Error(), Err: err}
+// internal wraps an index failure: not a definite answer about the caller's input. The
+// index names files by their place on the host, which a plan or a model is not told:
+// the message names them relative to the workspace, and the cause, whose text is the
+// index's own, is left out.
+func (t *Tools) internal(op string, err error) error {
+	return &scripthost.Error{Class: scripthost.ClassInternal, Code: "index_failed", Op: op, Message: t.hidePaths(err.Error())}
+}
+
+// hidePaths rewrites the workspace's host path in s as the workspace-relative one
+// ("/srv/ws/sub/a.go" becomes "sub/a.go", "/srv/ws" becomes ".").
+func (t *Tools) hidePaths(s string) string {
+	return hideDir(s, t.cfg.Workspace.Dir())
+}
+
+func hideDir(s, dir string) string {
+	if dir == "" || dir == string(filepath.Separator) {
+		return s
+	}
+	s = strings.ReplaceAll(s, dir+string(filepath.Separator), "")
+	return strings.ReplaceAll(s, dir, ".")
 }
 
 func (t *Tools) symbolsTool(ns, method string) *hostfuncs.Tool {
@@ -190,14 +209,14 @@ func (t *Tools) symbolsTool(ns, method string) *hostfuncs.Tool {
 		}
 		g, err := t.graph(ctx)
 		if err != nil {
-			return nil, internal(tool.Name(), err)
+			return nil, t.internal(tool.Name(), err)
 		}
 		if _, err := g.Refresh(ctx, p); err != nil {
-			return nil, internal(tool.Name(), err)
+			return nil, t.internal(tool.Name(), err)
 		}
 		syms, err := g.Symbols(ctx, p)
 		if err != nil {
-			return nil, internal(tool.Name(), err)
+			return nil, t.internal(tool.Name(), err)
 		}
 		return encode(map[string]any{"path": p, "symbols": syms})
 	}
@@ -221,14 +240,14 @@ func (t *Tools) refsToTool(ns, method string) *hostfuncs.Tool {
 		}
 		g, err := t.graph(ctx)
 		if err != nil {
-			return nil, internal(tool.Name(), err)
+			return nil, t.internal(tool.Name(), err)
 		}
 		if _, err := g.Index(ctx); err != nil {
-			return nil, internal(tool.Name(), err)
+			return nil, t.internal(tool.Name(), err)
 		}
 		refs, err := g.References(ctx, in.Name)
 		if err != nil {
-			return nil, internal(tool.Name(), err)
+			return nil, t.internal(tool.Name(), err)
 		}
 		return encode(map[string]any{"name": in.Name, "references": refs})
 	}
@@ -257,14 +276,14 @@ func (t *Tools) refsFromTool(ns, method string) *hostfuncs.Tool {
 		}
 		g, err := t.graph(ctx)
 		if err != nil {
-			return nil, internal(tool.Name(), err)
+			return nil, t.internal(tool.Name(), err)
 		}
 		if _, err := g.Refresh(ctx, p); err != nil {
-			return nil, internal(tool.Name(), err)
+			return nil, t.internal(tool.Name(), err)
 		}
 		refs, err := g.ReferencesFrom(ctx, p, in.Name)
 		if err != nil {
-			return nil, internal(tool.Name(), err)
+			return nil, t.internal(tool.Name(), err)
 		}
 		return encode(map[string]any{"path": p, "name": in.Name, "references": refs})
 	}
@@ -287,12 +306,12 @@ func (t *Tools) Defined(ctx context.Context, file, symbol string) (bool, error) 
 	const op = "symbol_exists"
 	g, err := t.graph(ctx)
 	if err != nil {
-		return false, internal(op, err)
+		return false, t.internal(op, err)
 	}
 	var syms []codegraph.Symbol
 	if file == "" {
 		if _, err := g.Index(ctx); err != nil {
-			return false, internal(op, err)
+			return false, t.internal(op, err)
 		}
 		syms, err = g.Definitions(ctx, symbol)
 	} else {
@@ -301,12 +320,12 @@ func (t *Tools) Defined(ctx context.Context, file, symbol string) (bool, error) 
 			return false, err
 		}
 		if _, err := g.Refresh(ctx, p); err != nil {
-			return false, internal(op, err)
+			return false, t.internal(op, err)
 		}
 		syms, err = g.DefinitionsIn(ctx, p, symbol)
 	}
 	if err != nil {
-		return false, internal(op, err)
+		return false, t.internal(op, err)
 	}
 	return len(syms) > 0, nil
 }
