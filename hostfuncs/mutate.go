@@ -35,8 +35,13 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 	}
 	for _, s := range secrets {
 		// A secret field's value may also appear under an innocent key.
-		stored = []byte(strings.ReplaceAll(string(stored), jsonEscaped(s), Redacted))
+		if len(s) >= minSubstring {
+			stored = []byte(strings.ReplaceAll(string(stored), jsonEscaped(s), Redacted))
+		}
 	}
+	// A short one only where it is a whole value: inside other text it cannot be told
+	// from that text.
+	stored = NewRedactor(secrets...).RedactSecrets(stored)
 	hash := scripthost.InputHash(scripthost.KeyInput{
 		Workflow:  w.info.Workflow,
 		Handler:   w.info.Handler,
@@ -155,11 +160,9 @@ func (w *ToolWrapper) scrub(err error, secrets []string) error {
 	if err == nil {
 		return nil
 	}
+	call := NewRedactor(secrets...)
 	clean := func(s string) string {
-		for _, v := range secrets {
-			s = strings.ReplaceAll(s, v, Redacted)
-		}
-		return w.redactor.Redact(s)
+		return w.redactor.Redact(call.Redact(s))
 	}
 	e, ok := err.(*scripthost.Error)
 	if !ok {
@@ -182,10 +185,6 @@ func (w *ToolWrapper) scrub(err error, secrets []string) error {
 	return &c
 }
 
-// minCallSecret is the shortest secret field value removed from error messages and
-// results; the same bound as for registered secrets.
-const minCallSecret = MinSecretLen
-
 // callSecrets collects the string values of the input's secret fields: those the tool
 // names and those whose key looks secret.
 func callSecrets(v any, fields []string) []string {
@@ -202,7 +201,8 @@ func callSecrets(v any, fields []string) []string {
 				walk(e, secret)
 			}
 		case string:
-			if secret && len(t) >= minCallSecret {
+			// However short: a Redactor replaces a short one where it stands alone.
+			if secret && strings.TrimSpace(t) != "" {
 				out = append(out, t)
 			}
 		}

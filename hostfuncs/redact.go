@@ -3,6 +3,7 @@ package hostfuncs
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"regexp"
 	"sort"
@@ -13,9 +14,25 @@ import (
 // Redacted is the text that replaces a secret.
 const Redacted = "[REDACTED]"
 
-// MinSecretLen is the shortest value AddSecret registers. Shorter values cannot be
-// secrets worth the name, and redacting them would blank out ordinary text.
-const MinSecretLen = 4
+// MinSecretLen is the shortest secret a tool declaration accepts (CheckSecret): a
+// shorter value is too easily ordinary text, so it can be neither found reliably in
+// what is stored and shown nor replaced there without mangling it.
+const MinSecretLen = 8
+
+// minSubstring is the shortest registered secret replaced wherever it occurs. A shorter
+// one (which reaches a Redactor from a call's secret fields, or a caller that does not
+// check) is replaced only where it stands alone: a whole JSON string value, or a word
+// of text; replacing every "ab" inside other words would blank out ordinary text.
+const minSubstring = 4
+
+// CheckSecret refuses a secret shorter than MinSecretLen (after trimming white space),
+// with an error that gives its length, never the value.
+func CheckSecret(v string) error {
+	if n := len(strings.TrimSpace(v)); n < MinSecretLen {
+		return fmt.Errorf("hostfuncs: a secret of %d characters is shorter than %d: it cannot be told apart from ordinary text, so it could not be kept out of what is logged, stored and shown", n, MinSecretLen)
+	}
+	return nil
+}
 
 // Redactor removes secrets from text and JSON before it is logged, stored or shown. It
 // knows three kinds of secret: values registered with AddSecret (an API key read from
@@ -28,6 +45,10 @@ type Redactor struct {
 	mu       sync.RWMutex
 	secrets  map[string]struct{}
 	replacer *strings.Replacer // rebuilt when secrets change; nil when there are none
+	// short are the secrets shorter than minSubstring, replaced where they stand
+	// alone: word matches them as a word of text (nil when there are none).
+	short map[string]struct{}
+	word  *regexp.Regexp
 }
 
 // NewRedactor returns a Redactor that knows the given secret values.
@@ -38,8 +59,9 @@ func NewRedactor(secrets ...string) *Redactor {
 }
 
 // AddSecret registers secret values. Each is also registered in its URL-escaped forms,
-// so that a secret placed in a URL is found too. Values shorter than MinSecretLen
-// (after trimming white space) are ignored.
+// so that a secret placed in a URL is found too. A value shorter than minSubstring
+// (after trimming white space) is replaced only where it stands alone (a whole string
+// value, a word of text); an empty one is ignored.
 func (r *Redactor) AddSecret(values ...string) {
 	if r == nil {
 		return
@@ -51,7 +73,16 @@ func (r *Redactor) AddSecret(values ...string) {
 	}
 	changed := false
 	for _, v := range values {
-		if len(strings.TrimSpace(v)) < MinSecretLen {
+		if n := len(strings.TrimSpace(v)); n == 0 {
+			continue
+		} else if n < minSubstring {
+			if r.short == nil {
+				r.short = map[string]struct{}{}
+			}
+			if _, ok := r.short[v]; !ok {
+				r.short[v] = struct{}{}
+				changed = true
+			}
 			continue
 		}
 		for _, form := range []string{v, url.QueryEscape(v), url.PathEscape(v), jsonEscaped(v)} {
@@ -89,7 +120,32 @@ func (r *Redactor) rebuild() {
 	for _, s := range list {
 		pairs = append(pairs, s, Redacted)
 	}
-	r.replacer = strings.NewReplacer(pairs...)
+	r.replacer = nil
+	if len(pairs) > 0 {
+		r.replacer = strings.NewReplacer(pairs...)
+	}
+	r.word = nil
+	if len(r.short) > 0 {
+		alts := make([]string, 0, len(r.short))
+		for v := range r.short {
+			alts = append(alts, regexp.QuoteMeta(v))
+		}
+		sort.Sort(sort.Reverse(sort.StringSlice(alts)))
+		r.word = regexp.MustCompile(`(^|[^\pL\pN_])(?:` + strings.Join(alts, "|") + `)([^\pL\pN_]|$)`)
+	}
+}
+
+// replaceWords replaces the short secrets standing as words of s. Adjacent matches
+// share a boundary character, so the replacement runs until nothing changes.
+func replaceWords(re *regexp.Regexp, s string) string {
+	for range 4 {
+		out := re.ReplaceAllString(s, "${1}"+Redacted+"${2}")
+		if out == s {
+			break
+		}
+		s = out
+	}
+	return s
 }
 
 // pattern is one credential format and its replacement (which may keep a prefix).
@@ -152,10 +208,13 @@ func (r *Redactor) Redact(s string) string {
 	}
 	if r != nil {
 		r.mu.RLock()
-		rep := r.replacer
+		rep, word := r.replacer, r.word
 		r.mu.RUnlock()
 		if rep != nil {
 			s = rep.Replace(s)
+		}
+		if word != nil {
+			s = replaceWords(word, s)
 		}
 	}
 	lower := strings.ToLower(s)
@@ -261,12 +320,15 @@ func (r *Redactor) RedactSecrets(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	r.mu.RLock()
-	rep := r.replacer
+	rep, short := r.replacer, r.short
 	r.mu.RUnlock()
-	if rep == nil {
+	if rep == nil && len(short) == 0 {
 		return raw
 	}
-	if text := rep.Replace(string(raw)); text == string(raw) {
+	if rep == nil {
+		rep = strings.NewReplacer()
+	}
+	if text := rep.Replace(string(raw)); text == string(raw) && len(short) == 0 {
 		return raw
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -290,6 +352,9 @@ func (r *Redactor) RedactSecrets(raw json.RawMessage) json.RawMessage {
 			}
 			return t
 		case string:
+			if _, ok := short[t]; ok {
+				return Redacted
+			}
 			return rep.Replace(t)
 		}
 		return v

@@ -19,7 +19,8 @@ func TestRedact(t *testing.T) {
 		{"registered secret twice", "s3cr3t-values3cr3t-value", "[REDACTED][REDACTED]"},
 		{"query-escaped secret", "https://x/?q=p%40ss+word%2F1", "https://x/?q=[REDACTED]"},
 		{"path-escaped secret", "https://x/p@ss%20word%2F1/y", "https://x/[REDACTED]/y"},
-		{"short value not registered", "tin tin", "tin tin"},
+		{"short value as a word", "tin tin", "[REDACTED] [REDACTED]"},
+		{"short value inside a word kept", "tinted latin tins", "tinted latin tins"},
 		{"bearer", "Bearer abc.def-ghi_jkl", "Bearer [REDACTED]"},
 		{"bearer lower case", "sent bearer XYZ123== ok", "sent bearer [REDACTED] ok"},
 		{"authorization header", "Authorization: Basic dXNlcjpwYXNz", "Authorization: [REDACTED]"},
@@ -168,5 +169,55 @@ func TestRedactSecrets(t *testing.T) {
 	var nilR *Redactor
 	if got := string(nilR.RedactSecrets(json.RawMessage(`{"a":1}`))); got != `{"a":1}` {
 		t.Errorf("nil redactor: got %s", got)
+	}
+}
+
+// TestShortSecrets: a secret shorter than the substring bound is still kept out of
+// what is stored and shown where it stands alone (a whole string value, a word of
+// text), without blanking it out of other words.
+func TestShortSecrets(t *testing.T) {
+	r := NewRedactor("7", "pi", "x.y")
+	text := []struct{ in, want string }{
+		{"pin 7 accepted", "pin [REDACTED] accepted"},
+		{"7", "[REDACTED]"},
+		{"code=pi;", "code=[REDACTED];"},
+		{"pi pi", "[REDACTED] [REDACTED]"},
+		{"pipe 77 17 x.yz", "pipe 77 17 x.yz"},
+		{"host x.y down", "host [REDACTED] down"},
+		{"", ""},
+	}
+	for _, tt := range text {
+		if got := r.Redact(tt.in); got != tt.want {
+			t.Errorf("Redact(%q): got %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	values := []struct{ in, want string }{
+		{`{"pin":"7","id":"ch_7","n":7}`, `{"id":"ch_7","n":7,"pin":"[REDACTED]"}`},
+		{`["pi","pipe"]`, `["[REDACTED]","pipe"]`},
+		{`{"note":"no secret here"}`, `{"note":"no secret here"}`},
+	}
+	for _, tt := range values {
+		if got := string(r.RedactSecrets(json.RawMessage(tt.in))); got != tt.want {
+			t.Errorf("RedactSecrets(%s): got %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestCheckSecret(t *testing.T) {
+	tests := []struct {
+		v    string
+		fail bool
+	}{
+		{"", true}, {"a", true}, {"abc", true}, {"1234567", true}, {"  abcdefg  ", true},
+		{"12345678", false}, {"sk_live_0123456789", false},
+	}
+	for _, tt := range tests {
+		err := CheckSecret(tt.v)
+		if got := err != nil; got != tt.fail {
+			t.Errorf("CheckSecret(%q): got error %v, want error %v", tt.v, err, tt.fail)
+		}
+		if v := strings.TrimSpace(tt.v); err != nil && len(v) >= 3 && strings.Contains(err.Error(), v) {
+			t.Errorf("CheckSecret(%q): error %q holds the value", tt.v, err)
+		}
 	}
 }

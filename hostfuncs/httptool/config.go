@@ -258,6 +258,11 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 				secrets = append(secrets, v[i+1:])
 			}
 		}
+		for _, s := range secrets {
+			if err := hostfuncs.CheckSecret(s); err != nil {
+				return nil, fmt.Errorf("header %s: %w", name, err)
+			}
+		}
 		h.header.Set(name, v)
 	}
 	if err := h.placeFields(c.RepeatInBody); err != nil {
