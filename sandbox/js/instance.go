@@ -177,6 +177,13 @@ func (in *instance) setLimits() {
 		MaxJSONNesting:     maxJSONNesting,
 		RegexTimeout:       min(in.lim.RegexTimeout, regexHardTimeout),
 		DisableDynamicCode: "dynamic code evaluation (eval, new Function) is disabled in workflows",
+		Allocate: func(n int64) string {
+			if in.mem == nil { // the host's own values, parsed before the script runs
+				return ""
+			}
+			return in.mem.reserve(n)
+		},
+		AllocStep: max(mem/allocStep, minAllocStep),
 		Exceeded: func(kind, detail string) {
 			in.stop(&sandbox.LimitError{Limit: kind, Detail: detail})
 		},

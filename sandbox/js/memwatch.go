@@ -269,6 +269,64 @@ func killer(e *memEntry) func() {
 	return func() { abort(err) }
 }
 
+// allocStep is the share of the budget the built-ins of goja may allocate in bulk
+// (see goja.Limits.Allocate) between two looks at the heap by reserve: the most by
+// which such allocations can pass the budget unseen.
+const allocStep = 16
+
+// minAllocStep is the smallest step, for small budgets: a look costs a read of the
+// runtime's metrics, about a microsecond.
+const minAllocStep = 256 << 10
+
+// reserve is called on the runtime's goroutine, through goja.Limits.Allocate, before
+// a built-in allocates n bytes at once, or before the allocation that brings what the
+// runtime's built-ins allocated since the last call to the step (allocStep): typed
+// arrays and ArrayBuffers, an array's elements as it grows, what JSON.parse builds,
+// Map and Set entries. The watcher's periodic sample sees such growth only after the
+// fact, and a built-in that never returns to the VM loop sees its interrupt only when
+// it checks; reserve takes the same sample synchronously, before the allocation, so
+// that one loop or one call cannot run far past the budget between two samples. It
+// returns "" to let the allocation go ahead, or why it is refused: e's charge,
+// brought up to date, leaves less than n bytes of its budget. A collection is forced
+// first only when the growth since the last one is more than the room left (or the
+// step) and could therefore hide an overrun, or when the charge already says no: a
+// refusal is only made on the live heap, so garbage never counts against a script.
+func (e *memEntry) reserve(n int64) string {
+	watcher.mu.Lock()
+	charge, killed := e.charge, e.killed
+	watcher.mu.Unlock()
+	if killed {
+		return ""
+	}
+	step := max(e.budget/allocStep, minAllocStep)
+	s := []metrics.Sample{{Name: heapObjects}, {Name: heapLive}}
+	metrics.Read(s)
+	unseen := int64(s[0].Value.Uint64()) - int64(s[1].Value.Uint64())
+	if charge+n <= e.budget && unseen <= max(e.budget-charge-n, step) {
+		return ""
+	}
+	cur, cycles := liveHeap(-1)
+	now := time.Now()
+	watcher.mu.Lock()
+	top := chargeLocked(cur, now)
+	departLocked(cycles)
+	detail := ""
+	switch {
+	case top == e:
+		detail = e.detail
+		top = nil // stopped by the refusal, on its own goroutine
+	case !e.killed && e.charge+n > e.budget:
+		e.killed = true
+		detail = fmt.Sprintf("heap grew by about %d MiB while the script ran, and %d MiB more would pass the budget of %d MiB",
+			max(e.charge, 0)>>20, n>>20, e.budget>>20)
+		e.detail = detail
+	}
+	interrupt := killer(top)
+	watcher.mu.Unlock()
+	interrupt()
+	return detail
+}
+
 // limitStrings refuses, before it allocates, a string built by +, += or a template
 // literal that is longer than a quarter of the budget in UTF-16 code units (half the
 // budget in bytes for a string outside Latin-1, a quarter for ASCII): the invocation

@@ -202,5 +202,6 @@ func (p *platform) bytesOf(v goja.Value) []byte {
 
 // buffer returns b as a new ArrayBuffer.
 func (p *platform) buffer(b []byte) goja.Value {
+	p.in.vm.Charge(int64(len(b))) // the bytes count against the budget as goja's own buffers do
 	return p.in.vm.ToValue(p.in.vm.NewArrayBuffer(b))
 }

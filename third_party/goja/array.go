@@ -379,7 +379,11 @@ func (a *arrayObject) expand(idx uint32) bool {
 					}
 				}
 				tl := int(targetLen)
-				newValues := make([]Value, tl, growCap(tl, len(a.values), cap(a.values)))
+				newCap := growCap(tl, len(a.values), cap(a.values))
+				// scripthost patch: a growing array reallocates its elements in one
+				// step (see Limits.Allocate).
+				a.val.runtime.charge(int64(newCap) * 16)
+				newValues := make([]Value, tl, newCap)
 				copy(newValues, a.values)
 				a.values = newValues
 			}

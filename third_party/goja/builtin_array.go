@@ -223,6 +223,7 @@ func (r *Runtime) arrayproto_join(call FunctionCall) Value {
 	}
 
 	for i := 1; i < l; i++ {
+		r.tick(i) // scripthost patch: a long join never returns to the VM
 		buf.WriteString(sep)
 		element := o.self.getIdx(valueInt(int64(i)), nil)
 		if element != nil && element != _undefined && element != _null {
@@ -413,6 +414,7 @@ func (r *Runtime) arrayproto_sort(call FunctionCall) Value {
 		ctx := arraySortCtx{
 			obj:     s,
 			compare: compareFn,
+			r:       r, // scripthost patch
 		}
 
 		sort.Stable(&ctx)
@@ -430,6 +432,7 @@ func (r *Runtime) arrayproto_sort(call FunctionCall) Value {
 		ctx := arraySortCtx{
 			obj:     ar.self,
 			compare: compareFn,
+			r:       r, // scripthost patch
 		}
 
 		sort.Stable(&ctx)
@@ -1150,6 +1153,9 @@ func (r *Runtime) arrayproto_fill(call FunctionCall) Value {
 		}
 	} else {
 		for ; k < final; k++ {
+			// scripthost patch: an array-like gets a property per element, in one call
+			r.checkInterrupt()
+			r.charge(jsonPropertyBytes)
 			o.self.setOwnIdx(valueInt(k), value, true)
 		}
 	}
@@ -1411,6 +1417,7 @@ func (r *Runtime) arrayproto_toSorted(call FunctionCall) Value {
 	ctx := arraySortCtx{
 		obj:     ar.self,
 		compare: compareFn,
+		r:       r, // scripthost patch
 	}
 
 	sort.Stable(&ctx)
@@ -1836,6 +1843,9 @@ type sortable interface {
 type arraySortCtx struct {
 	obj     sortable
 	compare func(FunctionCall) Value
+	// r, when set, is checked for interrupts at every comparison: a sort with the
+	// default comparison never returns to the VM (scripthost patch).
+	r *Runtime
 }
 
 func (a *arraySortCtx) sortCompare(x, y Value) int {
@@ -1889,6 +1899,9 @@ func (a *arraySortCtx) Len() int {
 }
 
 func (a *arraySortCtx) Less(j, k int) bool {
+	if a.r != nil { // scripthost patch: see arraySortCtx.r
+		a.r.checkInterrupt()
+	}
 	return a.sortCompare(a.obj.sortGet(j), a.obj.sortGet(k)) < 0
 }
 

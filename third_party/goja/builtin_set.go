@@ -43,6 +43,7 @@ func (o *setIterObject) next() Value {
 func (so *setObject) init() {
 	so.baseObject.init()
 	so.m = newOrderedMap(so.val.runtime.getHash())
+	so.m.r = so.val.runtime // scripthost patch: see orderedMap.r
 }
 
 func (so *setObject) exportType() reflect.Type {

@@ -33,6 +33,7 @@ func (ctx *typedArraySortCtx) checkDetached() {
 }
 
 func (ctx *typedArraySortCtx) Less(i, j int) bool {
+	ctx.ta.val.runtime.checkInterrupt() // scripthost patch: a sort never returns to the VM
 	ctx.checkDetached()
 	if ctx.detached {
 		return false
@@ -530,6 +531,7 @@ func (r *Runtime) typedArrayProto_fill(call FunctionCall) Value {
 		value := ta.typedArray.toRaw(call.Argument(0))
 		ta.viewedArrayBuf.ensureNotDetached(true)
 		for ; k < final; k++ {
+			r.tick(k) // scripthost patch: a long fill never returns to the VM
 			ta.typedArray.setRaw(ta.offset+k, value)
 		}
 		return call.This
@@ -546,6 +548,7 @@ func (r *Runtime) typedArrayProto_filter(call FunctionCall) Value {
 			This:      call.Argument(1),
 			Arguments: []Value{nil, nil, call.This},
 		}
+		r.charge(int64(ta.length * ta.elemSize)) // scripthost patch: see Limits.Allocate
 		buf := make([]byte, 0, ta.length*ta.elemSize)
 		captured := 0
 		rawVal := make([]byte, ta.elemSize)
@@ -1064,6 +1067,7 @@ func (r *Runtime) typedArrayProto_set(call FunctionCall) Value {
 				panic(r.newError(r.getRangeError(), "Source is too large"))
 			}
 			for i := 0; i < srcLen; i++ {
+				r.tick(i) // scripthost patch: an array-like is read natively
 				val := nilSafe(srcObj.self.getIdx(valueInt(i), nil))
 				if ta.isValidIntegerIndex(targetOffset + i) {
 					ta.typedArray.set(ta.offset+targetOffset+i, val)
@@ -1329,6 +1333,7 @@ func (r *Runtime) typedArray_from(call FunctionCall) Value {
 		ta := r.typedArrayCreate(c, intToValue(int64(len(values))))
 		if mapFc == nil {
 			for idx, val := range values {
+				r.tick(idx) // scripthost patch: a long list is copied natively
 				ta.typedArray.set(idx, val)
 			}
 		} else {
@@ -1348,6 +1353,7 @@ func (r *Runtime) typedArray_from(call FunctionCall) Value {
 	ta := r.typedArrayCreate(c, intToValue(int64(length)))
 	if mapFc == nil {
 		for i := 0; i < length; i++ {
+			r.tick(i) // scripthost patch: an array-like is read natively
 			ta.typedArray.set(i, nilSafe(source.self.getIdx(valueInt(i), nil)))
 		}
 	} else {
@@ -1416,6 +1422,7 @@ func (r *Runtime) typedArrayFrom(ctor, items *Object, mapFn, thisValue Value, ta
 		ta := r.allocateTypedArray(ctor, len(values), taCtor, proto)
 		if mapFc == nil {
 			for idx, val := range values {
+				r.tick(idx) // scripthost patch: a long list is copied natively
 				ta.typedArray.set(idx, val)
 			}
 		} else {
@@ -1435,6 +1442,7 @@ func (r *Runtime) typedArrayFrom(ctor, items *Object, mapFn, thisValue Value, ta
 	ta := r.allocateTypedArray(ctor, length, taCtor, proto)
 	if mapFc == nil {
 		for i := 0; i < length; i++ {
+			r.tick(i) // scripthost patch: an array-like is read natively
 			ta.typedArray.set(i, nilSafe(items.self.getIdx(valueInt(i), nil)))
 		}
 	} else {
@@ -1517,6 +1525,7 @@ func (r *Runtime) _newTypedArrayFromTypedArray(src *typedArrayObject, newTarget 
 // Caller must not retain or modify it, because the underlying ArrayBuffer takes ownership of it.
 // len(data) must be a multiple of the element size.
 func (r *Runtime) newTypedArrayWithData(data []byte, newTarget *Object, taCtor typedArrayObjectCtor, proto *Object) *typedArrayObject {
+	r.charge(int64(len(data))) // scripthost patch: see Limits.Allocate
 	ab := r._newArrayBuffer(r.getArrayBufferPrototype(), nil)
 	ab.data = data
 	ta := taCtor(ab, 0, 0, r.getPrototypeFromCtor(newTarget, nil, proto))

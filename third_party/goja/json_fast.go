@@ -41,6 +41,7 @@ func (p *jsonParser) space() {
 }
 
 func (p *jsonParser) value() (Value, bool) {
+	p.r.jsonValue() // scripthost patch: see jsonValue
 	p.space()
 	if p.pos >= len(p.s) {
 		return nil, false
@@ -55,6 +56,7 @@ func (p *jsonParser) value() (Value, bool) {
 		if !ok {
 			return nil, false
 		}
+		p.r.charge(jsonValueBytes + int64(len(s))) // scripthost patch: see jsonValue
 		return newStringValue(s), true
 	case c == 't':
 		return valueTrue, p.literal("true")
@@ -77,6 +79,8 @@ func (p *jsonParser) literal(lit string) bool {
 }
 
 func (p *jsonParser) object() (Value, bool) {
+	// scripthost patch: see jsonValue
+	p.r.charge(jsonObjectBytes)
 	p.pos++ // {
 	obj := p.r.NewObject()
 	p.space()
@@ -93,6 +97,7 @@ func (p *jsonParser) object() (Value, bool) {
 		if !ok {
 			return nil, false
 		}
+		p.r.charge(jsonPropertyBytes + int64(len(key))) // scripthost patch: see jsonValue
 		p.space()
 		if p.pos >= len(p.s) || p.s[p.pos] != ':' {
 			return nil, false
@@ -120,6 +125,8 @@ func (p *jsonParser) object() (Value, bool) {
 }
 
 func (p *jsonParser) array() (Value, bool) {
+	// scripthost patch: see jsonValue
+	p.r.charge(jsonArrayBytes)
 	p.pos++ // [
 	var values []Value
 	p.space()

@@ -34,6 +34,20 @@ type Limits struct {
 	// DisableDynamicCode makes eval, indirect eval and the Function, AsyncFunction and
 	// GeneratorFunction constructors throw an EvalError with this message.
 	DisableDynamicCode string
+	// Allocate, when set, meters what built-ins allocate in bulk (scripthost patch):
+	// ArrayBuffer and typed array backing stores (new, slice, from, filter, the
+	// host's NewArrayBuffer), an array's element storage as it grows past a slice's
+	// capacity, and the values JSON.parse builds (estimated per value). Each is
+	// counted before it is allocated; when the bytes counted since the last call
+	// reach AllocStep, or one allocation alone does, Allocate is called with the size
+	// of the allocation about to be made (the ones counted before it are made
+	// already). It returns "" to let the allocation go ahead; anything else is a
+	// refusal, reported through Exceeded as a "memory" limit and thrown. An embedder
+	// that watches the heap after the fact uses it to look before a built-in grows
+	// the heap by a budget in one call, or by many in a loop that never returns to
+	// the VM's instruction loop.
+	Allocate  func(n int64) string
+	AllocStep int64
 	// Exceeded is called before a refused call throws, with the kind of limit
 	// ("memory" or "stack") and what was refused; an embedder typically interrupts the
 	// runtime from it. The call then throws an Error ("memory limit", "stack limit").
@@ -79,11 +93,14 @@ func (r *Runtime) limitLength(method string, n int64) {
 	}
 }
 
-// limitBytes refuses an ArrayBuffer or typed array of n bytes over MemoryBytes.
+// limitBytes refuses an ArrayBuffer or typed array of n bytes over MemoryBytes, and
+// charges the bytes to the allocation meter (see Limits.Allocate): it is called
+// just before the backing store is allocated.
 func (r *Runtime) limitBytes(what string, n int64) {
 	if l := r.limits; l != nil && l.MemoryBytes > 0 && n > l.MemoryBytes {
 		r.refuseMemory(what, n)
 	}
+	r.charge(n)
 }
 
 // checkDynamicCode throws when dynamic code is disabled.
@@ -118,6 +135,51 @@ func (r *Runtime) limitRegex(p *regexpPattern, start time.Time) {
 	if took, max := time.Since(start), r.limits.RegexTimeout; took >= max {
 		r.refuse("regex", fmt.Sprintf("a regular expression match took %dms, over the %dms limit",
 			took.Round(time.Millisecond).Milliseconds(), max.Milliseconds()))
+	}
+}
+
+// charge counts n bytes a built-in is about to allocate (scripthost patch: see
+// Limits.Allocate) and throws if the embedder refuses them.
+func (r *Runtime) charge(n int64) {
+	l := r.limits
+	if l == nil || l.Allocate == nil || n <= 0 {
+		return
+	}
+	r.allocated += n
+	if r.allocated < l.AllocStep {
+		return
+	}
+	r.allocated = 0
+	if detail := l.Allocate(n); detail != "" {
+		r.refuse("memory", detail)
+	}
+}
+
+// Charge counts n bytes an embedder's own built-in is about to allocate for the
+// script, as goja's built-ins count theirs (scripthost patch: see Limits.Allocate).
+// It must be called on the runtime's goroutine, from a function the script called;
+// a refusal throws.
+func (r *Runtime) Charge(n int64) {
+	r.charge(n)
+}
+
+// CheckInterrupt lets an embedder's own long native loop be interrupted as goja's
+// are (scripthost patch): called from a function the script called, on the
+// runtime's goroutine, it throws the interruption once Interrupt was called. It is
+// one atomic load.
+func (r *Runtime) CheckInterrupt() {
+	r.checkInterrupt()
+}
+
+// interruptEvery is how many iterations a native loop too cheap per iteration to
+// check for an interrupt each time goes between checks (scripthost patch).
+const interruptEvery = 1 << 12
+
+// tick checks for an interrupt every interruptEvery values of i, the index of a
+// native loop (scripthost patch).
+func (r *Runtime) tick(i int) {
+	if i&(interruptEvery-1) == 0 {
+		r.checkInterrupt()
 	}
 }
 

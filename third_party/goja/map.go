@@ -16,7 +16,16 @@ type orderedMap struct {
 	hashTable           map[uint64]*mapEntry
 	iterFirst, iterLast *mapEntry
 	size                int
+	// r, when set, is the runtime of the Map or Set whose entries these are: each new
+	// entry is charged to its allocation meter, and a native loop that adds many
+	// (the Map and Set constructors, union, copying) checks for interrupts (scripthost
+	// patch: see Limits.Allocate).
+	r *Runtime
 }
+
+// mapEntryBytes estimates the heap bytes of one new entry: the entry and its hash
+// table slot (scripthost patch).
+const mapEntryBytes = 96
 
 type orderedMapIter struct {
 	m   *orderedMap
@@ -40,6 +49,10 @@ func (m *orderedMap) set(key, value Value) {
 	} else {
 		if key == _negativeZero {
 			key = intToValue(0)
+		}
+		if m.r != nil { // scripthost patch: see orderedMap.r
+			m.r.checkInterrupt()
+			m.r.charge(mapEntryBytes)
 		}
 		entry = &mapEntry{key: key, value: value}
 		if hPrev == nil {

@@ -192,6 +192,9 @@ type Runtime struct {
 
 	// limits bound what one built-in call may allocate (scripthost patch: see SetLimits).
 	limits *Limits
+	// allocated counts the bytes built-ins charged since the last Limits.Allocate call
+	// (scripthost patch: see Limits.Allocate).
+	allocated int64
 	// buildGlobal and building serve SetLazyGlobals (scripthost patch).
 	buildGlobal func(name string) Value
 	building    map[unistring.String]bool
