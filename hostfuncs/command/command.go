@@ -1,7 +1,8 @@
 // Package command owns the run_command tool: it runs programs from an allowlist, with
 // arguments passed as given (no shell, no interpolation), inside an OS sandbox
 // (bubblewrap) where the workspace is the only writable place and nothing else of the
-// host's files, home directories or network is reachable, with a working directory
+// host's files, home directories or network is reachable, as an unprivileged user
+// without capabilities whoever starts the host (see sandbox.go), with a working directory
 // confined to the workspace, a timeout that kills the whole process group, and
 // captured, capped stdout and stderr.
 package command
