@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/scripthost/scripthost/codegraph"
 )
 
 // noHostPath fails when s holds the workspace's place on the host.
@@ -20,10 +22,25 @@ func noHostPath(t *testing.T, what, s, dir string) {
 	}
 }
 
-// TestIndexErrorsHoldNoHostPath: a query the index fails on (a source name that is a
-// directory, a file gone unreadable) reports the file relative to the workspace.
+// TestIndexErrorsHoldNoHostPath: a query the index fails on (its database cannot be
+// opened, a source name that is a directory, a link to nothing) reports files relative
+// to the workspace.
 func TestIndexErrorsHoldNoHostPath(t *testing.T) {
 	tools, dir := fixture(t, "go")
+	// The index's database cannot be opened: a directory has its name.
+	if err := os.MkdirAll(filepath.Join(dir, codegraph.DefaultFile, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := call(t, tool(t, tools.PlanTools(), "symbols_in_file"), `{"path":"shapes/shapes.go"}`)
+	if err == nil {
+		t.Fatal("got no error from an index that cannot be opened")
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		noHostPath(t, "error", e.Error(), dir)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, codegraph.DefaultFile)); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "trap.go"), 0o755); err != nil {
 		t.Fatal(err)
 	}
