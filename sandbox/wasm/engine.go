@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
@@ -48,6 +49,15 @@ type Options struct {
 	// also the engine-wide ceiling: an invocation may lower it, never raise it, and a
 	// module declaring a larger maximum memory is refused at Load.
 	Limits sandbox.Limits
+	// MaxTableElements caps every table of a module; 0 means 65,536. A module
+	// declaring a table larger (initially or at most) or an element segment longer is
+	// refused at Load; a table declared without a maximum gets this one, so that a
+	// table.grow past it returns -1. A module's tables count against the memory cap,
+	// 16 bytes an element (at their maximum when the module has a table.grow), and
+	// leave that much less for its linear memory.
+	MaxTableElements uint32
+	// Compile bounds what Load compiles and how long it waits for it.
+	Compile CompileLimits
 	// WASI configures what the WASI imports expose outside deterministic mode.
 	WASI WASIConfig
 	// CompileWorkers is how many goroutines compile one module; 0 means GOMAXPROCS.
@@ -79,6 +89,7 @@ type WASIConfig struct {
 type Engine struct {
 	opts    Options
 	limits  sandbox.Limits // opts.Limits with defaults
+	budgets budgets        // opts.Compile and opts.MaxTableElements with defaults
 	cache   wazero.CompilationCache
 	runtime wazero.Runtime
 
@@ -88,6 +99,14 @@ type Engine struct {
 	// trackMin is the smallest memory whose written pages are tracked for its
 	// resets (trackMinBytes; tests lower it, and a negative value maps no memory).
 	trackMin int
+	// compiles are the compilations running (a timed-out one runs on to the end of
+	// the function it compiles), which Close cancels and waits for: wazero's runtime
+	// crashes a compilation it was closed under. closed, guarded by mu, refuses new
+	// ones.
+	compiles      sync.WaitGroup
+	stopCompiles  context.Context
+	closeCompiles context.CancelFunc
+	closed        bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -98,8 +117,10 @@ var _ sandbox.Engine = (*Engine)(nil)
 // New returns an Engine with one wazero runtime whose memory limit is the default
 // MaxMemoryPages, with the host module "scripthost" and WASI preview 1 instantiated.
 func New(ctx context.Context, opts Options) (*Engine, error) {
-	e := &Engine{opts: opts, limits: mergeLimits(sandbox.Limits{}, opts.Limits), modules: map[[32]byte]*module{}}
+	e := &Engine{opts: opts, limits: mergeLimits(sandbox.Limits{}, opts.Limits), modules: map[[32]byte]*module{},
+		budgets: newBudgets(opts.Compile, opts.MaxTableElements)}
 	e.trackMin = trackMinBytes
+	e.stopCompiles, e.closeCompiles = context.WithCancel(context.Background())
 	e.idle.max = opts.MaxIdleBytes
 	if e.idle.max <= 0 {
 		e.idle.max = defaultMaxIdleBytes
@@ -154,6 +175,11 @@ func (e *Engine) Limits() sandbox.Limits { return e.limits }
 // disk cache stays.
 func (e *Engine) Close(ctx context.Context) error {
 	e.closeOnce.Do(func() {
+		e.mu.Lock()
+		e.closed = true
+		e.mu.Unlock()
+		e.closeCompiles()
+		e.compiles.Wait()
 		var errs []error
 		if e.runtime != nil {
 			errs = append(errs, e.runtime.Close(ctx))
@@ -179,6 +205,10 @@ func (e *Engine) load(ctx context.Context, src sandbox.Source) (*Program, error)
 	if name == "" {
 		name = "module.wasm"
 	}
+	if len(src.Code) > e.budgets.moduleBytes {
+		// Refused before it is hashed, let alone read.
+		return nil, loadError(name, "module of %d bytes, above the limit of %d bytes", len(src.Code), e.budgets.moduleBytes)
+	}
 	key := sha256.Sum256(src.Code)
 	e.mu.Lock()
 	if m, ok := e.modules[key]; ok {
@@ -188,27 +218,27 @@ func (e *Engine) load(ctx context.Context, src sandbox.Source) (*Program, error)
 	}
 	e.mu.Unlock()
 
-	info, err := inspect(src.Code)
+	info, err := inspect(src.Code, e.budgets)
 	if err != nil {
 		return nil, loadError(name, "%v", err)
 	}
-	if err := info.checkMemory(e.limits.MaxMemoryPages); err != nil {
-		return nil, loadError(name, "%v", err)
-	}
-	workers := e.opts.CompileWorkers
-	if workers <= 0 {
-		workers = goruntime.GOMAXPROCS(0)
-	}
-	code, rw, err := instrument(src.Code)
+	code, rw, err := instrument(src.Code, e.budgets)
 	if err != nil {
 		return nil, loadError(name, "%v", err)
 	}
-	compiled, err := e.runtime.CompileModule(experimental.WithCompilationWorkers(ctx, workers), code)
+	tablePages := info.tablePages(rw.growsTables)
+	if err := info.checkMemory(e.limits.MaxMemoryPages, tablePages); err != nil {
+		return nil, loadError(name, "%v", err)
+	}
+	compiled, err := e.compile(ctx, code, e.budgets.compileTimeout(len(src.Code)))
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("wasm: load %s: %w", name, err)
+		}
 		return nil, loadError(name, "compile: %v", err)
 	}
 	p := &Program{eng: e, name: name, module: &module{key: key, compiled: compiled, info: info, rewrite: rw,
-		pool: pool{budget: &e.idle}}}
+		tablePages: tablePages, pool: pool{budget: &e.idle}}}
 	if err := p.checkImports(); err != nil {
 		_ = compiled.Close(ctx)
 		return nil, loadError(name, "%v", err)
@@ -234,6 +264,60 @@ func (e *Engine) load(ctx context.Context, src sandbox.Source) (*Program, error)
 	}
 	p.refs++
 	return p, nil
+}
+
+// errCompileTimeout is a compilation that took longer than the compile timeout.
+var errCompileTimeout = errors.New("compile timeout")
+
+// compile compiles code, for at most timeout. wazero's compiler stops at a cancelled
+// context between two functions only, and only with more than one worker, so it
+// always gets two at least, and it runs in a goroutine of its own: past the timeout
+// compile returns at once, the compilation ends after the function it is compiling,
+// and its module, should it finish, is closed. No lock of the engine is held, so
+// other modules load and run meanwhile.
+func (e *Engine) compile(ctx context.Context, code []byte, timeout time.Duration) (wazero.CompiledModule, error) {
+	workers := e.opts.CompileWorkers
+	if workers <= 0 {
+		workers = goruntime.GOMAXPROCS(0)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCompileTimeout)
+	defer cancel()
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, errors.New("engine closed")
+	}
+	e.compiles.Add(1)
+	e.mu.Unlock()
+	stop := context.AfterFunc(e.stopCompiles, cancel)
+	type result struct {
+		m   wazero.CompiledModule
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer e.compiles.Done()
+		defer stop()
+		m, err := e.runtime.CompileModule(experimental.WithCompilationWorkers(ctx, max(workers, 2)), code)
+		done <- result{m, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil && context.Cause(ctx) == errCompileTimeout {
+			return nil, fmt.Errorf("took longer than %s, the limit", timeout)
+		}
+		return r.m, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.m != nil {
+				_ = r.m.Close(context.Background())
+			}
+		}()
+		if context.Cause(ctx) == errCompileTimeout {
+			return nil, fmt.Errorf("took longer than %s, the limit", timeout)
+		}
+		return nil, context.Cause(ctx)
+	}
 }
 
 // release drops one reference to m and closes it with the last one.

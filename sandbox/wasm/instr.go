@@ -15,7 +15,11 @@ type instr struct {
 
 // Opcodes the engine looks for when it rewrites or inspects a body.
 const (
+	opBlock      = 0x02
 	opLoop       = 0x03
+	opElse       = 0x05
+	opBr         = 0x0c
+	opBrTable    = 0x0e
 	opCall       = 0x10
 	opMemoryGrow = 0x40
 	opTableSet   = 0x26

@@ -43,9 +43,12 @@ type module struct {
 	compiled wazero.CompiledModule
 	info     moduleInfo
 	rewrite  rewriteInfo
-	handlers map[string]bool // exported functions () -> ()
-	def      json.RawMessage
-	refs     int // guarded by Engine.mu
+	// tablePages is what the module's tables count for against an invocation's
+	// memory cap (moduleInfo.tablePages): its linear memory gets the rest.
+	tablePages uint32
+	handlers   map[string]bool // exported functions () -> ()
+	def        json.RawMessage
+	refs       int // guarded by Engine.mu
 
 	// reusable: instances of this module can be reset and reused (warm.go); pool
 	// keeps them. created and reused count instances made and invocations that
@@ -251,7 +254,7 @@ func (p *Program) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.R
 	if lim.MaxMemoryPages > p.eng.limits.MaxMemoryPages {
 		lim.MaxMemoryPages = p.eng.limits.MaxMemoryPages
 	}
-	if err := p.info.checkMemory(lim.MaxMemoryPages); err != nil {
+	if err := p.info.checkMemory(lim.MaxMemoryPages, p.tablePages); err != nil {
 		return sandbox.Result{}, (&sandbox.LimitError{Limit: "memory", Detail: err.Error()}).AsError()
 	}
 	c := &call{prog: p, fn: inv.Function, inv: inv, limits: lim}

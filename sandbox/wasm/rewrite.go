@@ -11,11 +11,14 @@ const (
 	sectionType     = 1
 	sectionImport   = 2
 	sectionFunction = 3
+	sectionTable    = 4
 	sectionMemory   = 5
 	sectionGlobal   = 6
 	sectionExport   = 7
 	sectionStart    = 8
+	sectionElement  = 9
 	sectionCode     = 10
+	sectionData     = 11
 )
 
 // sectionRank orders the non-custom sections as the binary format requires (the tag
@@ -41,10 +44,6 @@ const (
 // allocates what a count says before it reads the entries, so such a count in a few
 // bytes could cost the host gigabytes: the binary is refused first.
 var errPastEnd = errors.New("count past the end")
-
-// maxLocals bounds the locals of one function (V8's limit): wazero allocates a
-// function's locals from the declared counts.
-const maxLocals = 50000
 
 // refusal is a module the host refuses by policy rather than because its binary is
 // malformed.
@@ -72,6 +71,8 @@ type rewriteInfo struct {
 	// mutatesTables: some instruction changes a table (table.set, table.grow,
 	// table.fill, table.init, table.copy) or drops an element segment.
 	mutatesTables bool
+	// growsTables: some instruction is a table.grow.
+	growsTables bool
 	// dropsData: some instruction drops a data segment (data.drop).
 	dropsData bool
 	// opaqueGlobals: a mutable global holds a v128 or a reference, which wazero's
@@ -137,6 +138,13 @@ func splitSections(code []byte) ([]section, error) {
 // 45ns each: a guest's loops ran several times slower than their code. Once in
 // checkEvery costs a few instructions per iteration.
 //
+// Every table without a declared maximum gets one, b.tableElements, so that wazero
+// refuses a table.grow past it (the instruction returns -1, as it may) rather than
+// allocating what it asks for.
+//
+// The function bodies are held to b as they are read: their size, locals, and
+// blocks and branches (see CompileLimits).
+//
 // A start section goes: its function, which wazero would run inside
 // InstantiateModule where nothing can stop it, is exported as exportStartFn, and the
 // host calls it after instantiation, before _initialize.
@@ -147,13 +155,15 @@ func splitSections(code []byte) ([]section, error) {
 // a declared maximum, past 4 GiB) without asking the engine's allocator; the recorder
 // sees them all, so a guest that dies after a refused growth is reported as a memory
 // limit whoever refused it.
-func instrument(code []byte) ([]byte, rewriteInfo, error) {
+func instrument(code []byte, b budgets) ([]byte, rewriteInfo, error) {
 	var info rewriteInfo
 	secs, err := splitSections(code)
 	if err != nil {
 		return nil, info, err
 	}
 	var imp imports
+	var tables []tableInfo
+	var tableSec section
 	var types, funcs, globals, mems, start uint32
 	for _, sec := range secs {
 		r := &reader{b: code[:sec.end], off: sec.off}
@@ -167,6 +177,9 @@ func instrument(code []byte) ([]byte, rewriteInfo, error) {
 			funcs, err = r.u32()
 		case sectionMemory:
 			mems, err = r.u32()
+		case sectionTable:
+			tables, err = readTables(r, b.tableElements)
+			tableSec = sec
 		case sectionStart:
 			start, err = r.u32()
 			info.start = err == nil
@@ -193,8 +206,11 @@ func instrument(code []byte) ([]byte, rewriteInfo, error) {
 	var codeSec []byte
 	for _, sec := range secs {
 		if sec.id == sectionCode {
-			body, err := instrumentCode(&reader{b: code[:sec.end], off: sec.off}, prologue(counter, check), recorder, &info)
+			body, err := instrumentCode(&reader{b: code[:sec.end], off: sec.off}, prologue(counter, check), recorder, imp.funcs, b, &info)
 			if err != nil {
+				if _, ok := err.(refusal); ok {
+					return nil, info, err
+				}
 				return nil, info, fmt.Errorf("code section: %w", err)
 			}
 			codeSec = body
@@ -224,6 +240,9 @@ func instrument(code []byte) ([]byte, rewriteInfo, error) {
 	}
 	if info.start {
 		edits[sectionStart] = func([]byte) []byte { return nil } // removed
+	}
+	if len(tables) > 0 {
+		edits[sectionTable] = func([]byte) []byte { return rewriteTables(code, tableSec, tables) }
 	}
 	newTypes, newFuncs := []byte{0x60, 0x00, 0x00}, appendU32(nil, checkType) // () -> ()
 	if info.grows {
@@ -297,6 +316,29 @@ func applyEdits(code []byte, secs []section, edits map[byte]func(old []byte) []b
 		out = append(out, code[sec.start:sec.end]...)
 	}
 	return addMissing(out, len(sectionRank)+1)
+}
+
+// rewriteTables returns the contents of the table section sec of code with each
+// table's limits replaced by its min and max, so that a table declared without a
+// maximum has the cap (see readTables).
+func rewriteTables(code []byte, sec section, tables []tableInfo) []byte {
+	out := appendU32(nil, uint32(len(tables)))
+	r := &reader{b: code[:sec.end], off: sec.off}
+	_, _ = r.u32()
+	from := r.off // the first table's entry
+	for _, t := range tables {
+		out = append(out, code[from:t.limits]...)
+		out = append(out, 0x01)
+		out = appendU32(appendU32(out, t.min), t.max)
+		r := &reader{b: code[:t.end], off: t.limits + 1}
+		_, _ = r.u32() // min
+		if code[t.limits] == 1 {
+			_, _ = r.u32() // max
+		}
+		out = append(out, code[r.off:t.end]...)
+		from = t.end
+	}
+	return out
 }
 
 // appendToVector returns a vector section's contents (old, nil for none, holding n
@@ -559,8 +601,10 @@ func readGlobals(r *reader) (n uint32, mutable []uint32, opaque bool, err error)
 
 // instrumentCode adds pro to the start of every function body and replaces every
 // memory.grow with a call to function recorder. It records in info whether it
-// replaced any and which instructions change tables or drop segments.
-func instrumentCode(r *reader, pro []byte, recorder uint32, info *rewriteInfo) ([]byte, error) {
+// replaced any and which instructions change tables or drop segments. It refuses a
+// body past the budgets b, naming the function by its index (imported functions,
+// imports of them, come first).
+func instrumentCode(r *reader, pro []byte, recorder, imports uint32, b budgets, info *rewriteInfo) ([]byte, error) {
 	n, err := r.u32()
 	if err != nil {
 		return nil, err
@@ -571,6 +615,7 @@ func instrumentCode(r *reader, pro []byte, recorder uint32, info *rewriteInfo) (
 	call := appendU32([]byte{opCall}, recorder)
 	out := appendU32(make([]byte, 0, len(r.b)-r.off+int(n)*(len(pro)+2)), n)
 	var body []byte
+	var moduleLocals uint64
 	for i := uint32(0); i < n; i++ {
 		size, err := r.u32()
 		if err != nil {
@@ -579,6 +624,10 @@ func instrumentCode(r *reader, pro []byte, recorder uint32, info *rewriteInfo) (
 		end := r.off + int(size)
 		if end > len(r.b) || end < r.off {
 			return nil, fmt.Errorf("function %d: size %d past the end of the section", i, size)
+		}
+		fn := imports + i
+		if int64(size) > int64(b.functionBytes) {
+			return nil, refusal(fmt.Sprintf("function %d has a body of %d bytes, above the limit of %d bytes", fn, size, b.functionBytes))
 		}
 		fr := &reader{b: r.b[:end], off: r.off}
 		groups, err := fr.u32()
@@ -594,8 +643,11 @@ func instrumentCode(r *reader, pro []byte, recorder uint32, info *rewriteInfo) (
 			if err != nil {
 				return nil, err
 			}
-			if locals += uint64(count); locals > maxLocals {
-				return nil, refusal(fmt.Sprintf("function %d declares more than %d locals", i, maxLocals))
+			if locals += uint64(count); locals > uint64(b.locals) {
+				return nil, refusal(fmt.Sprintf("function %d declares more than %d locals, the limit", fn, b.locals))
+			}
+			if moduleLocals += uint64(count); moduleLocals > uint64(b.moduleLocals) {
+				return nil, refusal(fmt.Sprintf("function %d brings the module's locals past %d, the limit", fn, b.moduleLocals))
 			}
 			t, err := fr.byte()
 			if err != nil {
@@ -608,10 +660,17 @@ func instrumentCode(r *reader, pro []byte, recorder uint32, info *rewriteInfo) (
 		body = append(body[:0], r.b[r.off:fr.off]...)
 		body = append(body, pro...)
 		copied := fr.off
+		blocks := 0
 		err = decodeBody(r.b[:end], fr.off, func(in instr) error {
 			switch {
+			case in.op >= opBlock && in.op <= opElse || in.op >= opBr && in.op <= opBrTable:
+				// wazero's compile time grows with the square of these.
+				if blocks++; blocks > b.blocks {
+					return refusal(fmt.Sprintf("function %d has more than %d blocks and branches, the limit", fn, b.blocks))
+				}
 			case in.op == opTableSet || in.op == prefixMisc && (in.sub >= miscTableInit && in.sub <= miscTableGrow || in.sub == miscTableFill):
 				info.mutatesTables = true
+				info.growsTables = info.growsTables || in.op == prefixMisc && in.sub == miscTableGrow
 			case in.op == prefixMisc && in.sub == miscDataDrop:
 				info.dropsData = true
 			}
@@ -633,6 +692,9 @@ func instrumentCode(r *reader, pro []byte, recorder uint32, info *rewriteInfo) (
 			return nil
 		})
 		if err != nil {
+			if _, ok := err.(refusal); ok {
+				return nil, err
+			}
 			return nil, fmt.Errorf("function %d: %w", i, err)
 		}
 		body = append(body, r.b[copied:end]...)

@@ -88,7 +88,7 @@ func FuzzInstrument(f *testing.F) {
 	}
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, code []byte) {
-		out, info, err := instrument(code)
+		out, info, err := instrument(code, defaultBudgets)
 		if err != nil {
 			return
 		}
@@ -138,7 +138,7 @@ func TestInstrumentAcceptsSeeds(t *testing.T) {
 		if _, err := r.CompileModule(ctx, code); err != nil {
 			continue
 		}
-		if _, _, err := instrument(code); err != nil && !errors.As(err, new(refusal)) {
+		if _, _, err := instrument(code, defaultBudgets); err != nil && !errors.As(err, new(refusal)) {
 			t.Errorf("%s: wazero compiles it, instrument refuses it: %v", path, err)
 		}
 	}
@@ -171,7 +171,7 @@ func TestInstrumentGuests(t *testing.T) {
 		"go":             buildGuest(t, conformanceDir),
 	} {
 		t.Run(name, func(t *testing.T) {
-			out, info, err := instrument(code)
+			out, info, err := instrument(code, defaultBudgets)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +205,7 @@ func TestInstrumentAddsSections(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, info, err := instrument(code)
+			out, info, err := instrument(code, defaultBudgets)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -42,17 +42,17 @@ func (p *Program) run(ctx context.Context, c *call, before func(context.Context,
 	if before == nil && p.reusable && !p.eng.opts.FreshInstances {
 		// In deterministic mode an instance whose initialization drew random
 		// numbers is not reused: its state depends on another seed.
-		in = p.pool.take(c.limits.MaxMemoryPages, c.clock.det)
+		in = p.pool.take(c.memoryPages(), c.clock.det)
 	}
 	if in != nil {
-		in.io.c, in.mem.limit, c.mem = c, uint64(c.limits.MaxMemoryPages)<<16, in.mem
+		in.io.c, in.mem.limit, c.mem = c, uint64(c.memoryPages())<<16, in.mem
 		if err := in.resume(c); err != nil {
 			in.close()
 			return result(), err
 		}
 		p.reused.Add(1)
 	} else {
-		c.mem = p.newMemory(c.limits.MaxMemoryPages)
+		c.mem = p.newMemory(c.memoryPages())
 		var err error
 		if in, err = p.instantiate(ctx, c); err != nil {
 			return result(), err
@@ -203,8 +203,17 @@ func (p *Program) memoryLimit(c *call, where, how string) error {
 			asked, maxPages, capPages, pagesString(capPages))
 	default:
 		detail = fmt.Sprintf("%s; the cap is %d pages (%s)", asked, capPages, pagesString(capPages))
+		if p.tablePages > 0 {
+			detail += fmt.Sprintf(", %d of them counted for the module's tables", p.tablePages)
+		}
 	}
 	return (&sandbox.LimitError{Limit: "memory", Detail: detail}).AsError()
+}
+
+// memoryPages is the most pages the invocation's linear memory may hold: its cap
+// less what the module's tables count for (checkMemory made sure it is no less).
+func (c *call) memoryPages() uint32 {
+	return c.limits.MaxMemoryPages - c.prog.tablePages
 }
 
 func firstLine(s string) string {
