@@ -1,9 +1,13 @@
 package plan
 
 import (
+	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
+
+	"github.com/scripthost/scripthost"
 )
 
 // FuzzParse: a plan document is a plan or an invalid-plan error, never a panic; a plan
@@ -63,6 +67,65 @@ func FuzzParseAuthorization(f *testing.F) {
 		want := a.Status == StatusApproved && a.PlanID == p.PlanID && a.PlanHash == p.Hash()
 		if ok != want {
 			t.Fatalf("authorization %s: got authorized %v, want %v", raw, ok, want)
+		}
+	})
+}
+
+// FuzzApprovalHash: an approval hash pins down one plan. Two documents that parse to
+// one hash parse to equal plans; a document that parses is the same plan under the
+// same hash as its canonical form (the bytes hashed); and the plan's own encoding
+// parses back to a plan with the same encoding, hashed as the plan built in code is.
+func FuzzApprovalHash(f *testing.F) {
+	const (
+		benign = `[{"step_id":"a","tool":"file_read","arguments":{"path":"notes.txt"}}]`
+		evil   = `[{"step_id":"a","tool":"file_write","arguments":{"path":"notes.txt","content":"gone"}}]`
+	)
+	doc := func(members string) []byte { return []byte(`{"plan_id":"p","intent":"x",` + members + `}`) }
+	f.Add(doc(`"Steps":`+evil+`,"steps":`+benign), doc(`"steps":`+benign+`,"Steps":`+evil))
+	f.Add(doc(`"steps":`+evil+`,"STEPS":`+benign), doc(`"STEPS":`+benign+`,"steps":`+evil))
+	f.Add(doc(`"steps":`+benign+`,"\u0073teps":`+evil), doc(`"\u0073teps":`+evil+`,"steps":`+benign))
+	f.Add(doc(`"steps":[{"step_id":"a","tool":"file_write","Tool":"file_read"}]`), doc(`"steps":[{"step_id":"a","Tool":"file_read","tool":"file_write"}]`))
+	f.Add(doc(`"steps":[{"step_id":"a","tool":"file_read","arguments":{"path":"a","path":"b"}}]`), doc(`"steps":[{"step_id":"a","tool":"file_read","arguments":{"path":"b"}}]`))
+	f.Add(doc(`"steps":[{"step_id":"a","tool":"file_read","arguments":{"path":"\ud800"}}]`), doc(`"steps":[{"step_id":"a","tool":"file_read","arguments":{"path":"\udfff"}}]`))
+	f.Add(doc("\"steps\":[{\"step_id\":\"a\",\"tool\":\"file_read\",\"arguments\":{\"path\":\"\xff\"}}]"), doc("\"steps\":[{\"step_id\":\"a\",\"tool\":\"file_read\",\"arguments\":{\"path\":\"\xfe\"}}]"))
+	f.Add(doc(`"steps":`+benign), []byte(` {"steps":[{"arguments":{"path":"notes.txt"},"step_id":"a","tool":"file\u005fread"}],"plan_id":"p","intent":"x"} `))
+	f.Add(doc(`"steps":[{"step_id":"a","tool":"t","retry":{"max_attempts":2,"multiplier":2.0}}]`), doc(`"steps":[{"step_id":"a","tool":"t","retry":{"max_attempts":2,"multiplier":2}}]`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		pa, errA := Parse(a)
+		pb, errB := Parse(b)
+		if errA == nil && errB == nil && pa.Hash() == pb.Hash() && !reflect.DeepEqual(pa, pb) {
+			t.Fatalf("one hash %s, two plans:\n%s\n%s", pa.Hash(), a, b)
+		}
+		if errA != nil {
+			return
+		}
+		canon, err := scripthost.CanonicalJSON(a)
+		if err != nil {
+			t.Fatalf("a plan whose document has no canonical form: %v", err)
+		}
+		pc, err := Parse(canon)
+		if err != nil {
+			t.Fatalf("the canonical form %s of a plan: %v", canon, err)
+		}
+		if pc.Hash() != pa.Hash() || !reflect.DeepEqual(pc, pa) {
+			t.Fatalf("the canonical form %s: got hash %s, plan %+v; want %s, %+v", canon, pc.Hash(), pc, pa.Hash(), pa)
+		}
+		enc, err := json.Marshal(pa)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pe, err := Parse(enc)
+		if err != nil {
+			t.Fatalf("the plan's encoding %s: %v", enc, err)
+		}
+		again, err := json.Marshal(pe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		built := *pa
+		built.hash = ""
+		if !bytes.Equal(again, enc) || pe.Hash() != built.Hash() {
+			t.Fatalf("the plan's encoding %s: got %s, hash %s; want the same, hash %s", enc, again, pe.Hash(), built.Hash())
 		}
 	})
 }

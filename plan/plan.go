@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/internal/document"
 )
 
 // Plan is a list of tool steps to run in order.
@@ -121,18 +122,28 @@ func Approve(p *Plan, who string, at time.Time) Authorization {
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
-// Parse decodes and validates a plan document. Unknown fields are refused. The plan's
-// hash is taken over the canonical form of the document as written.
-func Parse(raw []byte) (*Plan, error) {
+// Parse is ParseFile of a document without a name.
+func Parse(raw []byte) (*Plan, error) { return ParseFile("", raw) }
+
+// ParseFile decodes and validates the plan document raw; name (which may be empty)
+// names it in errors. The document is decoded strictly (internal/document): a key
+// twice in an object, a key that is not exactly a field (Steps for steps), a key with
+// NUL, text that is not UTF-8, a lone surrogate or anything after the document refuses
+// it, with the line and column. The hash is taken over the canonical form of the
+// document and the plan is decoded from that canonical form, so that what an approval
+// of the hash covers is what runs.
+func ParseFile(name string, raw []byte) (*Plan, error) {
+	// The first decode finds every refusal, placed in the text as written.
+	if err := document.JSON(name, raw, new(Plan)); err != nil {
+		return nil, &Error{Code: CodeInvalidPlan, Message: err.Error(), Err: err}
+	}
 	canon, err := scripthost.CanonicalJSON(raw)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidPlan, Message: "not JSON", Err: err}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	var p Plan
-	if err := dec.Decode(&p); err != nil {
-		return nil, &Error{Code: CodeInvalidPlan, Message: err.Error(), Err: err}
+	if err := document.JSON(name, canon, &p); err != nil {
+		return nil, &Error{Code: CodeInvalidPlan, Message: "canonical form: " + err.Error(), Err: err}
 	}
 	p.hash = hashOf(canon)
 	if err := p.Validate(); err != nil {
@@ -141,12 +152,16 @@ func Parse(raw []byte) (*Plan, error) {
 	return &p, nil
 }
 
-// ParseAuthorization decodes an authorization record. Unknown fields are refused.
+// ParseAuthorization is ParseAuthorizationFile of a record without a name.
 func ParseAuthorization(raw []byte) (Authorization, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
+	return ParseAuthorizationFile("", raw)
+}
+
+// ParseAuthorizationFile decodes an authorization record as strictly as ParseFile
+// decodes a plan; name (which may be empty) names it in errors.
+func ParseAuthorizationFile(name string, raw []byte) (Authorization, error) {
 	var a Authorization
-	if err := dec.Decode(&a); err != nil {
+	if err := document.JSON(name, raw, &a); err != nil {
 		return Authorization{}, &Error{Code: CodeNotApproved, Message: "authorization: " + err.Error(), Err: err}
 	}
 	return a, nil
