@@ -54,6 +54,14 @@ func FuzzLoad(f *testing.F) {
 		f.Add(readFixture(f, name).Code)
 	}
 	f.Add([]byte("\x00asm\x01\x00\x00\x00\x05\x04\x01\x01\x01\x02"))
+	// The compilation budgets' attacks too large for a corpus file (testdata/fuzz
+	// holds the tables'): 100,000 nested blocks, and one function past the limit.
+	f.Add(genGuest(genNested(100_000)).bytes())
+	m := genGuest(nil)
+	for range defaultMaxFunctions {
+		m.addFunc(0, "", []byte{0x00, 0x0b})
+	}
+	f.Add(m.bytes())
 	e := newEngine(f, Options{})
 	f.Fuzz(func(t *testing.T, code []byte) {
 		p, err := e.load(context.Background(), sandbox.Source{Name: "fuzz.wasm", Code: code})
