@@ -83,20 +83,24 @@ func (a Approvals) For(class string) string {
 	return a.Terminal
 }
 
-// Config is .scripthost/agent.yaml.
+// Config is the operator's agent config file: $XDG_CONFIG_HOME/scripthost/agent.yaml
+// (else ~/.config/scripthost/agent.yaml) or --config, never a file in the workspace,
+// which the agent itself can write.
 type Config struct {
 	Approvals Approvals `yaml:"approvals"`
 	Model     struct {
-		BaseURL      string   `yaml:"base_url"`
-		Name         string   `yaml:"name"`
+		BaseURL string `yaml:"base_url"`
+		Name    string `yaml:"name"`
+		// APIKeyEnv names the variable holding the model server's key.
 		APIKeyEnv    string   `yaml:"api_key_env"`
 		AllowedHosts []string `yaml:"allowed_hosts"`
+		// MaxResponseBytes and MaxArgumentBytes cap one answer and one tool call's
+		// arguments (default 1 MiB each).
+		MaxResponseBytes int64 `yaml:"max_response_bytes"`
+		MaxArgumentBytes int64 `yaml:"max_argument_bytes"`
 	} `yaml:"model"`
 	// Programs are the commands run_terminal may run.
-	Programs []struct {
-		Name     string `yaml:"name"`
-		ReadOnly bool   `yaml:"read_only"`
-	} `yaml:"programs"`
+	Programs []Program `yaml:"programs"`
 }
 
 // LoadConfig reads an agent config file; a missing file is the zero config.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/scripthost/scripthost/hostfuncs"
@@ -86,6 +87,16 @@ type Options struct {
 	// MaxResultBytes caps a tool result sent to the model (default 64 KiB); the
 	// ledger keeps it whole.
 	MaxResultBytes int
+	// MaxResponseBytes caps one model answer (its content and tool call arguments
+	// together) and MaxArgumentBytes one tool call's arguments, default
+	// DefaultMaxResponseBytes and DefaultMaxArgumentBytes: a larger answer fails the
+	// step and is not stored. NewOpenAI enforces its own cap while reading.
+	MaxResponseBytes int64
+	MaxArgumentBytes int64
+	// Settings, when set, are stored with a new session, and a resume is refused
+	// unless the session's stored settings permit them (Settings.Permits). They also
+	// supply Approvals and the caps.
+	Settings *Settings
 	// Clock and Sleep are injected for tests.
 	Clock func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -109,8 +120,18 @@ func New(o Options) (*Executor, error) {
 	if !ok {
 		return nil, fmt.Errorf("agent: store %T cannot record agent sessions", o.Store)
 	}
+	if o.Settings != nil {
+		o.Approvals = o.Settings.Approvals
+		o.MaxResponseBytes, o.MaxArgumentBytes = o.Settings.MaxResponseBytes, o.Settings.MaxArgumentBytes
+	}
 	if err := o.Approvals.Validate(); err != nil {
 		return nil, err
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if o.MaxArgumentBytes <= 0 {
+		o.MaxArgumentBytes = DefaultMaxArgumentBytes
 	}
 	o.Approvals = o.Approvals.withDefaults()
 	if o.Bindings == nil {
@@ -190,9 +211,15 @@ type state struct {
 // Run starts a new session for t (name is its file or label) and runs it.
 func (e *Executor) Run(ctx context.Context, name string, t *Task) (Result, error) {
 	id := e.o.NewID()
-	spec, err := json.Marshal(t)
+	taskJSON, err := json.Marshal(t)
 	if err != nil {
 		return Result{}, fmt.Errorf("agent: encode task: %w", err)
+	}
+	// The settings are not redacted: they hold names and paths, never a secret's
+	// value, and a resume needs them as they are.
+	spec, err := encodeSpec(e.o.Redactor.RedactJSON(taskJSON), e.o.Settings)
+	if err != nil {
+		return Result{}, err
 	}
 	st := &state{Steps: map[string]*StepResult{}}
 	for _, s := range t.Steps {
@@ -200,10 +227,11 @@ func (e *Executor) Run(ctx context.Context, name string, t *Task) (Result, error
 	}
 	b, _ := json.Marshal(st)
 	if err := e.sessions.CreateAgentSession(ctx, ledger.AgentSession{ID: id, Task: name,
-		Spec: e.o.Redactor.RedactJSON(spec), Status: StatusRunning, State: b}); err != nil {
+		Spec: spec, Status: StatusRunning, State: b}); err != nil {
 		return Result{}, fmt.Errorf("agent: %w", err)
 	}
 	e.sink.emit(Event{Type: EventSessionStart, Time: e.o.Clock(), Session: id, Message: t.Goal})
+	e.removeTemps(id)
 	e.sink.emit(Event{Type: EventStage, Time: e.o.Clock(), Session: id, Status: "enter", Message: fmt.Sprintf("task %s validated: %d steps", name, len(t.Steps))})
 	return e.execute(ctx, id, t, st)
 }
@@ -215,9 +243,17 @@ func (e *Executor) Resume(ctx context.Context, id string) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("agent: resume: %w", err)
 	}
-	var t Task
-	if err := json.Unmarshal(sess.Spec, &t); err != nil {
-		return Result{}, fmt.Errorf("agent: resume %s: stored task: %w", id, err)
+	t, stored, err := SessionSpec(sess)
+	if err != nil {
+		return Result{}, err
+	}
+	switch {
+	case stored != nil && e.o.Settings == nil:
+		return Result{}, fmt.Errorf("agent: resume %s: the session was started with settings (workspace, model, programs, approvals); give them in Options.Settings", id)
+	case stored != nil:
+		if err := stored.Permits(*e.o.Settings); err != nil {
+			return Result{}, fmt.Errorf("agent: resume %s: %w", id, err)
+		}
 	}
 	st := &state{}
 	if err := json.Unmarshal(sess.State, st); err != nil || st.Steps == nil {
@@ -225,7 +261,25 @@ func (e *Executor) Resume(ctx context.Context, id string) (Result, error) {
 	}
 	e.sink.emit(Event{Type: EventSessionStart, Time: e.o.Clock(), Session: id, Status: "resumed", Message: t.Goal})
 	e.sink.emit(Event{Type: EventStage, Time: e.o.Clock(), Session: id, Status: "enter", Message: fmt.Sprintf("task %s loaded from the ledger: %d steps", sess.Task, len(t.Steps))})
-	return e.execute(ctx, id, &t, st)
+	e.removeTemps(id)
+	return e.execute(ctx, id, t, st)
+}
+
+// removeTemps removes the temporary files a file write killed midway left in the
+// workspace (only names of the writer's own pattern), and says so.
+func (e *Executor) removeTemps(id string) {
+	if e.o.Workspace == nil {
+		return
+	}
+	removed, err := e.o.Workspace.RemoveTemps()
+	if len(removed) > 0 {
+		e.sink.emit(Event{Type: EventStage, Time: e.o.Clock(), Session: id, Status: "enter",
+			Message: fmt.Sprintf("removed %d temporary files an interrupted write left: %s", len(removed), strings.Join(removed, ", "))})
+	}
+	if err != nil {
+		e.sink.emit(Event{Type: EventStage, Time: e.o.Clock(), Session: id, Status: "enter",
+			Message: "temporary files of interrupted writes not all removed: " + e.o.Redactor.Redact(err.Error())})
+	}
 }
 
 func (e *Executor) save(ctx context.Context, id, status string, st *state) error {

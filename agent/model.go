@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -122,6 +124,59 @@ type OpenAIConfig struct {
 	Timeout time.Duration
 	// AllowedHosts are non-loopback hosts the operator allows.
 	AllowedHosts []string
+	// MaxResponseBytes caps the body of one answer, default DefaultMaxResponseBytes.
+	// It is enforced while reading: a larger body is refused after the cap, never
+	// read whole, and the call fails with a *ResponseTooLargeError.
+	MaxResponseBytes int64
+}
+
+// ResponseTooLargeError is a model server's answer that was larger than the cap; the
+// part read is dropped.
+type ResponseTooLargeError struct{ Limit int64 }
+
+func (e *ResponseTooLargeError) Error() string {
+	return fmt.Sprintf("agent: the model server's answer is larger than the %d-byte cap (max_response_bytes); refused without reading the rest", e.Limit)
+}
+
+// cappedBody reads at most limit bytes of a response body, then fails.
+type cappedBody struct {
+	rc    io.ReadCloser
+	left  int64
+	limit int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, &ResponseTooLargeError{Limit: b.limit}
+	}
+	// Read one byte past the cap so a body of exactly the cap is allowed.
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, &ResponseTooLargeError{Limit: b.limit}
+	}
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
+
+// capResponses is client middleware that caps every response body.
+func capResponses(limit int64) option.Middleware {
+	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		res, err := next(req)
+		if err != nil || res == nil || res.Body == nil {
+			return res, err
+		}
+		if res.ContentLength > limit {
+			res.Body.Close()
+			return nil, &ResponseTooLargeError{Limit: limit}
+		}
+		res.Body = &cappedBody{rc: res.Body, left: limit, limit: limit}
+		return res, nil
+	}
 }
 
 type openAIDriver struct {
@@ -143,7 +198,11 @@ func NewOpenAI(cfg OpenAIConfig) (Driver, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Minute
 	}
-	c := openai.NewClient(option.WithBaseURL(cfg.BaseURL), option.WithAPIKey(key), option.WithMaxRetries(0))
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	c := openai.NewClient(option.WithBaseURL(cfg.BaseURL), option.WithAPIKey(key), option.WithMaxRetries(0),
+		option.WithMiddleware(capResponses(cfg.MaxResponseBytes)))
 	return &openAIDriver{client: c, timeout: cfg.Timeout}, nil
 }
 
@@ -201,6 +260,10 @@ func (d *openAIDriver) Complete(ctx context.Context, req Request) (Response, err
 
 // classifyModelError makes 429, 5xx, timeouts and connection failures transient.
 func classifyModelError(ctx context.Context, err error) error {
+	var big *ResponseTooLargeError
+	if errors.As(err, &big) {
+		return big // the same prompt would most likely bring the same answer
+	}
 	var apiErr *openai.Error
 	if errors.As(err, &apiErr) {
 		code := apiErr.StatusCode

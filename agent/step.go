@@ -131,6 +131,12 @@ func (e *Executor) runStep(ctx context.Context, session string, t *Task, s Step,
 			e.fail(r, code, err.Error())
 			return "", nil
 		}
+		if msg := e.oversized(resp); msg != "" {
+			// Neither stored nor shown: only its size is.
+			r.turn--
+			e.fail(r, CodeModel, msg)
+			return "", nil
+		}
 		if resp.Usage.Total() == 0 {
 			// The server gave no usage: count the estimate.
 			resp.Usage = Usage{PromptTokens: est, CompletionTokens: EstimateTokens([]Message{resp.Message}, nil)}
@@ -151,6 +157,22 @@ func (e *Executor) runStep(ctx context.Context, session string, t *Task, s Step,
 		}
 		pending = callsOf(s.ID, r.turn, resp.Message)
 	}
+}
+
+// oversized says why an answer is larger than the caps allow, or "" when it is not.
+func (e *Executor) oversized(resp Response) string {
+	total := int64(len(resp.Message.Content))
+	for _, c := range resp.Message.ToolCalls {
+		n := int64(len(c.Arguments))
+		if n > e.o.MaxArgumentBytes {
+			return fmt.Sprintf("the model's call of %.64q has %d bytes of arguments, more than the %d-byte cap (max_argument_bytes); refused, not stored", c.Name, n, e.o.MaxArgumentBytes)
+		}
+		total += n + int64(len(c.Name)+len(c.ID))
+	}
+	if total > e.o.MaxResponseBytes {
+		return fmt.Sprintf("the model's answer has %d bytes, more than the %d-byte cap (max_response_bytes); refused, not stored", total, e.o.MaxResponseBytes)
+	}
+	return ""
 }
 
 // nudge answers a turn without tool calls.

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -33,20 +35,23 @@ const (
 
 type agentFlags struct {
 	model, modelName, workspace, config string
+	keyEnv                              string
 	allowHosts, allow, allowReadOnly    []string
 	jsonl, verbose, interactive         bool
 	fileWrite, fileDelete, terminal     string
 	nonInteractive                      string
 	secretEnv                           []string
+	maxResponse, maxArgument            int64
 }
 
 func (f *agentFlags) register(c *cobra.Command) {
 	fl := c.Flags()
-	fl.StringVar(&f.model, "model", "", "model server base URL, e.g. http://127.0.0.1:11434/v1 (default: the task's, $"+modelURLEnv+", .scripthost/agent.yaml)")
-	fl.StringVar(&f.modelName, "model-name", "", "model name (default: the task's, $"+modelNameEnv+")")
+	fl.StringVar(&f.model, "model", "", "model server base URL, e.g. http://127.0.0.1:11434/v1 (default: the task's, $"+modelURLEnv+", the agent config's)")
+	fl.StringVar(&f.modelName, "model-name", "", "model name (default: the task's, $"+modelNameEnv+", the agent config's)")
+	fl.StringVar(&f.keyEnv, "model-key-env", "", "the environment variable holding the model server's key (default: the agent config's api_key_env, else "+modelKeyEnv+")")
 	fl.StringSliceVar(&f.allowHosts, "allow-model-host", nil, "a model server host that is not loopback but allowed")
 	fl.StringVar(&f.workspace, "workspace", ".", "the directory the file tools and commands are confined to")
-	fl.StringVar(&f.config, "config", "", "agent config file (default WORKSPACE/.scripthost/agent.yaml)")
+	fl.StringVar(&f.config, "config", "", "agent config file, outside the workspace (default $XDG_CONFIG_HOME/scripthost/agent.yaml, else ~/.config/scripthost/agent.yaml)")
 	fl.StringSliceVar(&f.allow, "allow", nil, "a program run_terminal may run")
 	fl.StringSliceVar(&f.allowReadOnly, "allow-read-only", nil, "a program run_terminal may run that only reads (no approval, not recorded as a mutation)")
 	fl.BoolVar(&f.jsonl, "jsonl", false, "write JSONL events to stdout instead of progress lines")
@@ -57,6 +62,8 @@ func (f *agentFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.terminal, "terminal", "", "approval of commands: prompt, auto or deny")
 	fl.StringVar(&f.nonInteractive, "non-interactive-policy", "", "when nobody can be asked: auto, skip or fail (pause, exit 33)")
 	fl.StringSliceVar(&f.secretEnv, "secret-env", nil, "an environment variable whose value is redacted everywhere")
+	fl.Int64Var(&f.maxResponse, "max-model-response", 0, "the largest model answer in bytes (default: the agent config's, else 1 MiB)")
+	fl.Int64Var(&f.maxArgument, "max-tool-argument", 0, "the largest tool call arguments in bytes (default: the agent config's, else 1 MiB)")
 }
 
 func agentCmd(g *globals) *cobra.Command {
@@ -73,7 +80,11 @@ func agentCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runAgent(cmd.Context(), g, rf, t, func(x *agent.Executor) (agent.Result, error) {
+			s, err := newAgentSettings(g, rf, t, args[0])
+			if err != nil {
+				return err
+			}
+			return runAgent(cmd.Context(), g, rf, s, func(x *agent.Executor) (agent.Result, error) {
 				return x.Run(cmd.Context(), args[0], t)
 			})
 		},
@@ -81,7 +92,7 @@ func agentCmd(g *globals) *cobra.Command {
 	rf.register(run)
 	var sf agentFlags
 	resume := &cobra.Command{
-		Use: "resume SESSION", Short: "Continue a session after a crash or an approval", Args: cobra.ExactArgs(1),
+		Use: "resume SESSION", Short: "Continue a session after a crash or an approval, with the settings it started with", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			store, err := g.openStore(cmd.Context())
 			if err != nil {
@@ -92,11 +103,21 @@ func agentCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var t agent.Task
-			if err := json.Unmarshal(sess.Spec, &t); err != nil {
-				return fmt.Errorf("agent: session %s: stored task: %w", args[0], err)
+			t, stored, err := agent.SessionSpec(sess)
+			if err != nil {
+				return err
 			}
-			return runAgent(cmd.Context(), g, sf, &t, func(x *agent.Executor) (agent.Result, error) {
+			var s agent.Settings
+			if stored != nil {
+				s, err = resumeAgentSettings(cmd, g, sf, *stored)
+			} else {
+				fmt.Fprintf(g.Stderr, "scripthost: warning: session %s was recorded without its settings; resuming with the flags and agent config given\n", args[0])
+				s, err = newAgentSettings(g, sf, t, "")
+			}
+			if err != nil {
+				return err
+			}
+			return runAgent(cmd.Context(), g, sf, s, func(x *agent.Executor) (agent.Result, error) {
 				return x.Resume(cmd.Context(), args[0])
 			})
 		},
@@ -188,39 +209,21 @@ func (e agentExit) Error() string {
 }
 func (e agentExit) ExitCode() int { return e.res.ExitCode() }
 
-func runAgent(ctx context.Context, g *globals, f agentFlags, t *agent.Task, start func(*agent.Executor) (agent.Result, error)) error {
-	ws, err := workspace.New(f.workspace)
+// runAgent runs a session with settings s.
+func runAgent(ctx context.Context, g *globals, f agentFlags, s agent.Settings, start func(*agent.Executor) (agent.Result, error)) error {
+	ws, err := workspace.New(s.Workspace)
 	if err != nil {
-		return usagef("--workspace: %v", err)
+		return usagef("workspace: %v", err)
 	}
 	defer ws.Close()
-	cfgPath := f.config
-	if cfgPath == "" {
-		cfgPath = filepath.Join(ws.Dir(), ".scripthost", "agent.yaml")
-	}
-	cfg, err := agent.LoadConfig(cfgPath)
-	if err != nil {
+	if err := g.keepLedgerOut(s.Workspace); err != nil {
 		return err
 	}
-	ap := cfg.Approvals
-	ap.FileWrite = first(f.fileWrite, ap.FileWrite)
-	ap.FileDelete = first(f.fileDelete, ap.FileDelete)
-	ap.Terminal = first(f.terminal, ap.Terminal)
-	ap.NonInteractivePolicy = first(f.nonInteractive, ap.NonInteractivePolicy)
-	if err := ap.Validate(); err != nil {
-		return usagef("%v", err)
-	}
 	var progs []command.Program
-	for _, p := range cfg.Programs {
+	for _, p := range s.Programs {
 		progs = append(progs, command.Program{Name: p.Name, ReadOnly: p.ReadOnly})
 	}
-	for _, n := range f.allow {
-		progs = append(progs, command.Program{Name: n})
-	}
-	for _, n := range f.allowReadOnly {
-		progs = append(progs, command.Program{Name: n, ReadOnly: true})
-	}
-	cmds, err := command.New(command.Config{Workspace: ws, Programs: progs, Unsafe: g.UnsafeCommands, Hide: g.ledgerFiles()})
+	cmds, err := command.New(command.Config{Workspace: ws, Programs: progs, Unsafe: s.UnsafeCommands, Hide: g.ledgerFiles()})
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -238,22 +241,15 @@ func runAgent(ctx context.Context, g *globals, f agentFlags, t *agent.Task, star
 	}
 	wrapToolFailpoints(reg)
 
-	model := t.Model
-	if model == nil {
-		model = &agent.ModelConfig{}
-	}
-	url := first(f.model, model.BaseURL, os.Getenv(modelURLEnv), cfg.Model.BaseURL)
-	name := first(f.modelName, model.Name, os.Getenv(modelNameEnv), cfg.Model.Name)
-	if url == "" {
-		return usagef("no model server: give --model URL, the task's model.base_url or $%s", modelURLEnv)
-	}
-	keyEnv := first(model.APIKeyEnv, cfg.Model.APIKeyEnv, modelKeyEnv)
-	key := os.Getenv(keyEnv)
+	// Only the variable the operator named is read: nothing the agent can write
+	// chooses which secret goes to the model server.
+	key := os.Getenv(s.APIKeyEnv)
 	redactor := hostfuncs.NewRedactor(key)
-	for _, n := range f.secretEnv {
+	for _, n := range s.SecretEnv {
 		redactor.AddSecret(os.Getenv(n))
 	}
-	driver, err := agent.NewOpenAI(agent.OpenAIConfig{BaseURL: url, APIKey: key, AllowedHosts: append(f.allowHosts, cfg.Model.AllowedHosts...)})
+	driver, err := agent.NewOpenAI(agent.OpenAIConfig{BaseURL: s.ModelURL, APIKey: key, AllowedHosts: s.AllowedHosts,
+		MaxResponseBytes: s.MaxResponseBytes})
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -262,8 +258,8 @@ func runAgent(ctx context.Context, g *globals, f agentFlags, t *agent.Task, star
 		return err
 	}
 	defer store.Close()
-	o := agent.Options{Store: store, Registry: reg, Driver: driver, Model: name, Workspace: ws, Commands: cmds,
-		Approvals: ap, Redactor: redactor, Verbose: f.verbose}
+	o := agent.Options{Store: store, Registry: reg, Driver: driver, Model: s.ModelName, Workspace: ws, Commands: cmds,
+		Settings: &s, Redactor: redactor, Verbose: f.verbose}
 	if f.jsonl {
 		o.Events = g.Stdout
 	} else {
@@ -382,4 +378,278 @@ func showSession(ctx context.Context, w io.Writer, as ledger.AgentStore, id stri
 	}
 	fmt.Fprintf(w, "\ntokens %d prompt + %d completion\nstate %s\n", tr.Usage.PromptTokens, tr.Usage.CompletionTokens, sess.State)
 	return nil
+}
+
+// envName is what an environment variable's name may be.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// newAgentSettings are a new session's settings, from the flags, the environment and
+// the operator's agent config only: the task may choose the model only when it lies
+// outside the workspace, and never the key's variable.
+func newAgentSettings(g *globals, f agentFlags, t *agent.Task, taskPath string) (agent.Settings, error) {
+	var s agent.Settings
+	wsDir, err := realDir(f.workspace)
+	if err != nil {
+		return s, usagef("--workspace: %v", err)
+	}
+	s.Workspace = wsDir
+	cfg, err := loadAgentConfig(g, f.config, wsDir)
+	if err != nil {
+		return s, err
+	}
+	ap := cfg.Approvals
+	ap.FileWrite = first(f.fileWrite, ap.FileWrite)
+	ap.FileDelete = first(f.fileDelete, ap.FileDelete)
+	ap.Terminal = first(f.terminal, ap.Terminal)
+	ap.NonInteractivePolicy = first(f.nonInteractive, ap.NonInteractivePolicy)
+	if err := ap.Validate(); err != nil {
+		return s, usagef("%v", err)
+	}
+	s.Approvals = withDefaultApprovals(ap)
+	s.Programs = append(s.Programs, cfg.Programs...)
+	for _, n := range f.allow {
+		s.Programs = append(s.Programs, agent.Program{Name: n})
+	}
+	for _, n := range f.allowReadOnly {
+		s.Programs = append(s.Programs, agent.Program{Name: n, ReadOnly: true})
+	}
+	s.AllowedHosts = append(append([]string(nil), f.allowHosts...), cfg.Model.AllowedHosts...)
+	s.UnsafeCommands = g.UnsafeCommands
+	s.SecretEnv = append([]string(nil), f.secretEnv...)
+
+	s.APIKeyEnv = first(f.keyEnv, cfg.Model.APIKeyEnv, modelKeyEnv)
+	if !envName.MatchString(s.APIKeyEnv) {
+		return s, usagef("--model-key-env %q: not an environment variable name", s.APIKeyEnv)
+	}
+	model := t.Model
+	if model == nil {
+		model = &agent.ModelConfig{}
+	}
+	if model.APIKeyEnv != "" && model.APIKeyEnv != s.APIKeyEnv {
+		return s, usagef("task %s: model.api_key_env %s: the variable holding the model server's key is the operator's to name (--model-key-env or api_key_env in the agent config); it is %s", taskPath, model.APIKeyEnv, s.APIKeyEnv)
+	}
+	opURL := first(f.model, os.Getenv(modelURLEnv), cfg.Model.BaseURL)
+	opName := first(f.modelName, os.Getenv(modelNameEnv), cfg.Model.Name)
+	if taskPath != "" && inside(resolvePath(taskPath), wsDir) {
+		// The agent can rewrite this task file between sessions: it does not choose
+		// where the conversation and the key go.
+		for _, c := range []struct{ field, task, op, flag string }{
+			{"model.base_url", model.BaseURL, opURL, "--model or $" + modelURLEnv},
+			{"model.name", model.Name, opName, "--model-name or $" + modelNameEnv},
+		} {
+			if c.task != "" && c.task != c.op {
+				return s, usagef("task %s lies inside the workspace %s, where the agent can rewrite it, and sets %s %q: from there it may only repeat the operator's (%s or the agent config: %q)", taskPath, wsDir, c.field, c.task, c.flag, c.op)
+			}
+		}
+		s.ModelURL, s.ModelName = opURL, opName
+	} else {
+		s.ModelURL = first(f.model, model.BaseURL, os.Getenv(modelURLEnv), cfg.Model.BaseURL)
+		s.ModelName = first(f.modelName, model.Name, os.Getenv(modelNameEnv), cfg.Model.Name)
+	}
+	if s.ModelURL == "" {
+		return s, usagef("no model server: give --model URL, the task's model.base_url or $%s", modelURLEnv)
+	}
+	if s.MaxResponseBytes, err = byteCap("--max-model-response", f.maxResponse, cfg.Model.MaxResponseBytes, agent.DefaultMaxResponseBytes); err != nil {
+		return s, err
+	}
+	if s.MaxArgumentBytes, err = byteCap("--max-tool-argument", f.maxArgument, cfg.Model.MaxArgumentBytes, agent.DefaultMaxArgumentBytes); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+func byteCap(flag string, v ...int64) (int64, error) {
+	for _, n := range v {
+		if n < 0 {
+			return 0, usagef("%s %d: want a positive number of bytes", flag, n)
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+	return 0, nil
+}
+
+func withDefaultApprovals(a agent.Approvals) agent.Approvals {
+	d := agent.DefaultApprovals()
+	a.FileWrite = first(a.FileWrite, d.FileWrite)
+	a.FileDelete = first(a.FileDelete, d.FileDelete)
+	a.Terminal = first(a.Terminal, d.Terminal)
+	a.NonInteractivePolicy = first(a.NonInteractivePolicy, d.NonInteractivePolicy)
+	return a
+}
+
+// resumeAgentSettings are a resumed session's settings: the stored ones, narrowed by
+// the flags given. A flag that would widen them is refused, naming it.
+func resumeAgentSettings(cmd *cobra.Command, g *globals, f agentFlags, stored agent.Settings) (agent.Settings, error) {
+	fl := cmd.Flags()
+	if fl.Changed("config") {
+		return stored, usagef("--config: a session keeps the settings it started with; resume reads no agent config (the session's workspace is %s)", stored.Workspace)
+	}
+	n := stored
+	n.Programs = append([]agent.Program(nil), stored.Programs...)
+	n.SecretEnv = append([]string(nil), stored.SecretEnv...)
+	if fl.Changed("workspace") {
+		dir, err := realDir(f.workspace)
+		if err != nil {
+			return stored, usagef("--workspace: %v", err)
+		}
+		n.Workspace = dir
+	}
+	if fl.Changed("model") {
+		n.ModelURL = f.model
+	}
+	if fl.Changed("model-name") {
+		n.ModelName = f.modelName
+	}
+	if fl.Changed("model-key-env") {
+		n.APIKeyEnv = f.keyEnv
+	}
+	n.AllowedHosts = append(append([]string(nil), stored.AllowedHosts...), f.allowHosts...)
+	setProgram := func(name string, readOnly bool) {
+		for i := range n.Programs {
+			if n.Programs[i].Name == name {
+				n.Programs[i].ReadOnly = readOnly
+				return
+			}
+		}
+		n.Programs = append(n.Programs, agent.Program{Name: name, ReadOnly: readOnly})
+	}
+	for _, p := range f.allowReadOnly {
+		setProgram(p, true)
+	}
+	for _, p := range f.allow {
+		setProgram(p, false)
+	}
+	n.Approvals.FileWrite = first(f.fileWrite, n.Approvals.FileWrite)
+	n.Approvals.FileDelete = first(f.fileDelete, n.Approvals.FileDelete)
+	n.Approvals.Terminal = first(f.terminal, n.Approvals.Terminal)
+	n.Approvals.NonInteractivePolicy = first(f.nonInteractive, n.Approvals.NonInteractivePolicy)
+	if err := n.Approvals.Validate(); err != nil {
+		return stored, usagef("%v", err)
+	}
+	n.UnsafeCommands = stored.UnsafeCommands || g.UnsafeCommands
+	for _, e := range f.secretEnv {
+		if !slices.Contains(n.SecretEnv, e) {
+			n.SecretEnv = append(n.SecretEnv, e)
+		}
+	}
+	if f.maxResponse != 0 {
+		n.MaxResponseBytes = f.maxResponse
+	}
+	if f.maxArgument != 0 {
+		n.MaxArgumentBytes = f.maxArgument
+	}
+	if n.MaxResponseBytes <= 0 || n.MaxArgumentBytes <= 0 {
+		return stored, usagef("--max-model-response, --max-tool-argument: want a positive number of bytes")
+	}
+	var we *agent.WideningError
+	if err := stored.Permits(n); errors.As(err, &we) {
+		flag := map[string]string{
+			"workspace": "--workspace", "model_url": "--model", "model_name": "--model-name",
+			"api_key_env": "--model-key-env", "allowed_hosts": "--allow-model-host", "programs": "--allow",
+			"approvals.file_write": "--file-write", "approvals.file_delete": "--file-delete",
+			"approvals.terminal": "--terminal", "approvals.non_interactive_policy": "--non-interactive-policy",
+			"unsafe_commands": "--unsafe-commands", "max_response_bytes": "--max-model-response",
+			"max_argument_bytes": "--max-tool-argument",
+		}[we.Field]
+		if we.Field == "programs" && slices.ContainsFunc(f.allowReadOnly, func(p string) bool { return we.Asked == p || we.Asked == p+" (read-only)" }) {
+			flag = "--allow-read-only"
+		}
+		return stored, usagef("%s: %s %s is wider than the session's %s: a session keeps the settings it started with (a resume may narrow them, never widen them; start a new session for more)", flag, we.Field, we.Asked, we.Session)
+	} else if err != nil {
+		return stored, err
+	}
+	return n, nil
+}
+
+// realDir is dir made absolute with its symbolic links resolved.
+func realDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(real); err != nil {
+		return "", err
+	} else if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", dir)
+	}
+	return real, nil
+}
+
+// resolvePath is p made absolute with the symbolic links of its longest existing
+// prefix resolved: where p is, or would be once created.
+func resolvePath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	parent := filepath.Dir(abs)
+	if parent == abs {
+		return abs
+	}
+	return filepath.Join(resolvePath(parent), filepath.Base(abs))
+}
+
+// inside reports whether p is dir or below it; both are resolved paths.
+func inside(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// defaultAgentConfig is the operator's agent config file: under $XDG_CONFIG_HOME, else
+// ~/.config; "" when neither is known.
+func defaultAgentConfig() string {
+	if d := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "scripthost", "agent.yaml")
+	}
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		return filepath.Join(h, ".config", "scripthost", "agent.yaml")
+	}
+	return ""
+}
+
+// legacyAgentConfig is where the agent config used to be: inside the workspace, where
+// the agent can write it.
+const legacyAgentConfig = ".scripthost/agent.yaml"
+
+// loadAgentConfig reads the operator's agent config: --config, else the default
+// location. A config that is (or resolves to) a file inside the workspace is refused:
+// the agent could write there and widen its own permissions. A config at the old
+// place in the workspace is ignored, with a warning.
+func loadAgentConfig(g *globals, explicit, wsDir string) (agent.Config, error) {
+	if _, err := os.Lstat(filepath.Join(wsDir, legacyAgentConfig)); err == nil {
+		fmt.Fprintf(g.Stderr, "scripthost: warning: ignoring %s: the agent can write files in its workspace, so settings there could widen its own permissions; put them in %s or give --config FILE outside the workspace\n",
+			filepath.Join(wsDir, legacyAgentConfig), first(defaultAgentConfig(), "$XDG_CONFIG_HOME/scripthost/agent.yaml"))
+	}
+	path := explicit
+	if path == "" {
+		if path = defaultAgentConfig(); path == "" {
+			return agent.Config{}, nil
+		}
+	}
+	if real := resolvePath(path); inside(real, wsDir) {
+		_, statErr := os.Stat(path)
+		if explicit != "" || statErr == nil {
+			what := "--config " + path
+			if explicit == "" {
+				what = "agent config " + path
+			}
+			return agent.Config{}, usagef("%s is inside the workspace %s (as %s), where the agent can write it: keep the agent config outside the workspace", what, wsDir, real)
+		}
+		return agent.Config{}, nil // not there: nothing to read
+	}
+	if explicit != "" {
+		if _, err := os.Stat(explicit); err != nil {
+			return agent.Config{}, usagef("--config: %v", err)
+		}
+	}
+	return agent.LoadConfig(path)
 }

@@ -29,6 +29,13 @@ type agentCLI struct {
 	bin, db string
 	ws      string
 	srv     *fakemodel.Server
+	// cfgHome is $XDG_CONFIG_HOME of every run: the operator's agent config is
+	// cfgHome/scripthost/agent.yaml.
+	cfgHome string
+	// dir is the working directory of every run ("" is the test's).
+	dir string
+	// env is added to every run's environment.
+	env []string
 }
 
 // run runs the real binary; failpoint, when set, makes it SIGKILL itself there.
@@ -36,7 +43,9 @@ func (a *agentCLI) run(failpoint string, args ...string) (int, string) {
 	a.t.Helper()
 	args = append([]string{"--db", a.db, "--unsafe-commands", "agent"}, args...)
 	cmd := exec.Command(a.bin, args...)
-	cmd.Env = append(os.Environ(), failpointEnv+"="+failpoint, modelURLEnv+"="+a.srv.URL)
+	cmd.Env = append(os.Environ(), failpointEnv+"="+failpoint, modelURLEnv+"="+a.srv.URL, "XDG_CONFIG_HOME="+a.cfgHome)
+	cmd.Env = append(cmd.Env, a.env...)
+	cmd.Dir = a.dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -75,7 +84,7 @@ func (a *agentCLI) session(out string) string {
 }
 
 func newAgentCLI(t *testing.T, script ...fakemodel.Answer) *agentCLI {
-	a := &agentCLI{t: t, bin: crashBinary(t), db: filepath.Join(t.TempDir(), "ledger.db"), ws: t.TempDir(), srv: fakemodel.New(script...)}
+	a := &agentCLI{t: t, bin: crashBinary(t), db: filepath.Join(t.TempDir(), "ledger.db"), ws: t.TempDir(), srv: fakemodel.New(script...), cfgHome: t.TempDir()}
 	t.Cleanup(a.srv.Close)
 	return a
 }
@@ -214,19 +223,31 @@ func TestAgentCLIExitCodesAndJSONL(t *testing.T) {
 	}
 }
 
-// TestAgentInteractivePromptAndConfig: the config file sets file writes to prompt; in
-// --interactive mode the terminal shows the call with a preview, v shows it again, a
-// approves.
+// config writes the operator's agent config.
+func (a *agentCLI) config(body string) string {
+	a.t.Helper()
+	p := filepath.Join(a.cfgHome, "scripthost", "agent.yaml")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		a.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		a.t.Fatal(err)
+	}
+	return p
+}
+
+// TestAgentInteractivePromptAndConfig: the operator's config file sets file writes to
+// prompt; in --interactive mode the terminal shows the call with a preview, v shows it
+// again, a approves.
 func TestAgentInteractivePromptAndConfig(t *testing.T) {
 	a := newAgentCLI(t,
 		fakemodel.Answer{Calls: []fakemodel.Call{agentCall("write_file", map[string]string{"path": "notes.txt", "content": "first line\nsecond line\n"})}},
 		fakemodel.Answer{Calls: []fakemodel.Call{agentCall(agent.CompleteTool, map[string]string{"summary": "wrote"})}},
 	)
-	os.MkdirAll(filepath.Join(a.ws, ".scripthost"), 0o755)
-	os.WriteFile(filepath.Join(a.ws, ".scripthost", "agent.yaml"), []byte("approvals:\n  file_write: prompt\n"), 0o644)
+	a.config("approvals:\n  file_write: prompt\n")
 	task := a.task("goal: g\nsteps: [{id: s, title: S, produces: [notes.txt]}]\n")
 	cmd := exec.Command(a.bin, "--db", a.db, "agent", "run", task, "--workspace", a.ws, "--interactive")
-	cmd.Env = append(os.Environ(), modelURLEnv+"="+a.srv.URL)
+	cmd.Env = append(os.Environ(), modelURLEnv+"="+a.srv.URL, "XDG_CONFIG_HOME="+a.cfgHome)
 	cmd.Stdin = strings.NewReader("v\na\n")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -240,7 +261,7 @@ func TestAgentInteractivePromptAndConfig(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(a.ws, "notes.txt")); !strings.HasPrefix(string(b), "first line") {
 		t.Fatalf("notes.txt: got %q", b)
 	}
-	os.WriteFile(filepath.Join(a.ws, ".scripthost", "agent.yaml"), []byte("approvals:\n  file_write: sometimes\n"), 0o644)
+	a.config("approvals:\n  file_write: sometimes\n")
 	code, o := a.run("", "run", task, "--workspace", a.ws)
 	if code == 0 || !strings.Contains(o, `file_write: "sometimes" is not prompt, auto or deny`) {
 		t.Fatalf("bad config: exit %d: %s", code, o)

@@ -32,10 +32,12 @@ func newPendingAgent(t *testing.T, db string) *pendingAgent {
 	)}
 	t.Cleanup(p.model.Close)
 	t.Setenv(modelURLEnv, p.model.URL)
-	if err := os.MkdirAll(filepath.Join(p.ws, ".scripthost"), 0o755); err != nil {
+	cfgHome := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfgHome)
+	if err := os.MkdirAll(filepath.Join(cfgHome, "scripthost"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(p.ws, ".scripthost", "agent.yaml"), []byte("approvals:\n  file_write: prompt\n"), 0o644)
+	os.WriteFile(filepath.Join(cfgHome, "scripthost", "agent.yaml"), []byte("approvals:\n  file_write: prompt\n"), 0o644)
 	task := filepath.Join(t.TempDir(), "notes.yaml")
 	os.WriteFile(task, []byte("goal: take notes\nsteps: [{id: notes, title: Write the notes}]\n"), 0o644)
 	code, out, errOut := cli(t, "", "--db", db, "agent", "run", task, "--workspace", p.ws)

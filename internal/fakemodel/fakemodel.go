@@ -31,6 +31,9 @@ type Answer struct {
 	Delay time.Duration
 	// PromptTokens and CompletionTokens are reported as usage; zero sends estimates.
 	PromptTokens, CompletionTokens int
+	// Body, when set, is sent as the response body as is, chunked and without a
+	// length (an answer too large, or one that never ends).
+	Body io.Reader
 }
 
 // Request is what a client sent, decoded.
@@ -56,6 +59,8 @@ type Request struct {
 		} `json:"function"`
 	} `json:"tools"`
 	Raw json.RawMessage `json:"-"`
+	// Header is the request's HTTP header (Authorization included).
+	Header http.Header `json:"-"`
 }
 
 // Text returns message i's content as text.
@@ -139,6 +144,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Raw = body
+	req.Header = r.Header.Clone()
 	s.mu.Lock()
 	n := len(s.requests)
 	s.requests = append(s.requests, req)
@@ -167,6 +173,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if a.Body != nil {
+		io.Copy(w, a.Body) // ends when the client hangs up
+		return
+	}
 	if a.Status != 0 && a.Status != http.StatusOK {
 		w.WriteHeader(a.Status)
 		fmt.Fprintf(w, `{"error":{"message":"scripted status %d","type":"server_error"}}`, a.Status)
