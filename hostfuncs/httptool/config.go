@@ -1,8 +1,8 @@
 package httptool
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -12,13 +12,12 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/scripthost/scripthost/hostfuncs"
-	"github.com/scripthost/scripthost/internal/yamlerr"
+	"github.com/scripthost/scripthost/internal/document"
 )
 
 // DefaultTimeout bounds one request when a tool declares none.
@@ -52,13 +51,11 @@ type reconcileConfig struct {
 }
 
 var (
-	toolFields      = []string{"namespace", "method", "description", "url", "http_method", "headers", "body", "content_type", "body_field", "repeat_in_body", "input_schema", "output_schema", "read_only", "timeout", "reconcile", "secret_fields"}
-	reconcileFields = []string{"strategy", "method", "url", "settle"}
-	httpMethods     = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead}
-	placeholderRE   = regexp.MustCompile(`\{([^{}]*)\}`)
-	fieldRE         = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	envRE           = regexp.MustCompile(`\$\{([^{}]*)\}`)
-	envNameRE       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	httpMethods   = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead}
+	placeholderRE = regexp.MustCompile(`\{([^{}]*)\}`)
+	fieldRE       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envRE         = regexp.MustCompile(`\$\{([^{}]*)\}`)
+	envNameRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	// headerFieldRE finds {field} in a header value; other braces are text there.
 	headerFieldRE = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 )
@@ -77,19 +74,15 @@ func Load(path string, env func(string) (string, bool)) ([]*hostfuncs.Tool, erro
 	if err != nil {
 		return nil, fmt.Errorf("httptool: %w", err)
 	}
-	doc, err := decode(path, data)
+	list, err := decode(path, data)
 	if err != nil {
-		return nil, fmt.Errorf("httptool: %s: %w", path, err)
-	}
-	list, err := toolList(doc)
-	if err != nil {
-		return nil, fmt.Errorf("httptool: %s: %w", path, err)
+		return nil, err
 	}
 	var tools []*hostfuncs.Tool
 	names := map[string]bool{}
-	for i, raw := range list {
-		name := toolName(i, raw)
-		t, err := build(raw, env)
+	for i, c := range list {
+		name := toolName(i, c)
+		t, err := c.tool(env)
 		if err != nil {
 			return nil, fmt.Errorf("httptool: %s: tool %s: %w", path, name, err)
 		}
@@ -102,96 +95,96 @@ func Load(path string, env func(string) (string, bool)) ([]*hostfuncs.Tool, erro
 	return tools, nil
 }
 
-// decode parses the file by its extension into plain JSON values.
-func decode(path string, data []byte) (any, error) {
+// toolFile is the object form of a tools file.
+type toolFile struct {
+	Tools []config `json:"tools"`
+}
+
+// decode reads the file by its extension, strictly (internal/document): a key twice,
+// a key that is not exactly a field (URL for url), a field of the wrong type or
+// anything after the document is refused with its line. The first pass reads plain
+// values to learn which of the two forms the file has; the second reads that form.
+func decode(path string, data []byte) ([]config, error) {
+	var read func(string, []byte, any) error
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".json":
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber()
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("invalid JSON: %w", err)
-		}
-		return v, nil
+		read = document.JSON
 	case ".yaml", ".yml":
-		var v any
-		if err := yaml.Unmarshal(data, &v); err != nil {
-			return nil, fmt.Errorf("invalid YAML: %w", yamlerr.Fix(err))
-		}
-		return v, nil
+		read = document.YAML
+	default:
+		return nil, fmt.Errorf("httptool: %s: unknown file type %q: want .json, .yaml or .yml", path, filepath.Ext(path))
 	}
-	return nil, fmt.Errorf("unknown file type %q: want .json, .yaml or .yml", filepath.Ext(path))
-}
-
-func toolList(doc any) ([]map[string]any, error) {
-	if m, ok := doc.(map[string]any); ok {
-		for k := range m {
+	var doc any
+	if err := read(path, data, &doc); err != nil {
+		return nil, fmt.Errorf("httptool: %w", err)
+	}
+	var list []config
+	var file toolFile
+	target, offset := any(&list), 0
+	switch d := doc.(type) {
+	case map[string]any:
+		for k := range d {
 			if k != "tools" {
-				return nil, fmt.Errorf("unknown top-level field %q: want a list of tools or {\"tools\": [...]}", k)
+				return nil, fmt.Errorf("httptool: %s: unknown top-level field %q: want a list of tools or {\"tools\": [...]}", path, k)
 			}
 		}
-		doc = m["tools"]
-	}
-	items, ok := doc.([]any)
-	if !ok {
-		return nil, fmt.Errorf("want a list of tools or {\"tools\": [...]}")
-	}
-	out := make([]map[string]any, 0, len(items))
-	for i, it := range items {
-		m, ok := it.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("tool %d: want an object", i+1)
+		if _, ok := d["tools"].([]any); !ok {
+			return nil, fmt.Errorf("httptool: %s: want a list of tools or {\"tools\": [...]}", path)
 		}
-		out = append(out, m)
+		target, offset = &file, 1
+	case []any:
+	default:
+		return nil, fmt.Errorf("httptool: %s: want a list of tools or {\"tools\": [...]}", path)
 	}
-	return out, nil
+	if err := read(path, data, target); err != nil {
+		var de *document.Error
+		if errors.As(err, &de) {
+			// Name the tool as the other errors do: /3/url or /tools/3/url is tool 4.
+			parts := strings.Split(de.Path, "/")
+			if len(parts) > 1+offset {
+				if i, convErr := strconv.Atoi(parts[1+offset]); convErr == nil {
+					name := fmt.Sprint(i + 1)
+					if items := items(doc); i < len(items) {
+						name = rawToolName(i, items[i])
+					}
+					named := *de
+					named.Msg = "tool " + name + ": " + de.Msg
+					return nil, fmt.Errorf("httptool: %w", &named)
+				}
+			}
+		}
+		return nil, fmt.Errorf("httptool: %w", err)
+	}
+	if offset == 1 {
+		list = file.Tools
+	}
+	return list, nil
 }
 
-// toolName names tool i for messages: "Namespace.method" when both are strings, its
+// items returns the tool declarations of the file's plain values.
+func items(doc any) []any {
+	if m, ok := doc.(map[string]any); ok {
+		doc = m["tools"]
+	}
+	l, _ := doc.([]any)
+	return l
+}
+
+// toolName names tool i for messages: "Namespace.method" when both are given, its
 // position otherwise.
-func toolName(i int, raw map[string]any) string {
-	ns, _ := raw["namespace"].(string)
-	m, _ := raw["method"].(string)
-	if ns != "" && m != "" {
-		return fmt.Sprintf("%d (%s.%s)", i+1, ns, m)
+func toolName(i int, c config) string {
+	if c.Namespace != "" && c.Method != "" {
+		return fmt.Sprintf("%d (%s.%s)", i+1, c.Namespace, c.Method)
 	}
 	return fmt.Sprint(i + 1)
 }
 
-func checkFields(raw map[string]any, allowed []string, where string) error {
-	var unknown []string
-	for k := range raw {
-		if !slices.Contains(allowed, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return fmt.Errorf("unknown field %q%s (known: %s)", unknown[0], where, strings.Join(allowed, ", "))
-	}
-	return nil
-}
-
-// build validates one declaration and makes its tool.
-func build(raw map[string]any, env func(string) (string, bool)) (*hostfuncs.Tool, error) {
-	if err := checkFields(raw, toolFields, ""); err != nil {
-		return nil, err
-	}
-	if rc, ok := raw["reconcile"].(map[string]any); ok {
-		if err := checkFields(rc, reconcileFields, " in reconcile"); err != nil {
-			return nil, err
-		}
-	}
-	// YAML has been turned into JSON values; one decoder checks the types of both.
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%w", err)
-	}
-	var c config
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("bad field type: %w", err)
-	}
-	return c.tool(env)
+// rawToolName is toolName of a declaration that has not decoded.
+func rawToolName(i int, raw any) string {
+	m, _ := raw.(map[string]any)
+	ns, _ := m["namespace"].(string)
+	method, _ := m["method"].(string)
+	return toolName(i, config{Namespace: ns, Method: method})
 }
 
 func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) {
@@ -235,6 +228,9 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 	props := schemaProperties(c.InputSchema)
 	var err error
 	if h.url, err = parseTemplate(c.URL, "url", props, !c.ReadOnly); err != nil {
+		return nil, err
+	}
+	if err := checkHeaderNames(c.Headers); err != nil {
 		return nil, err
 	}
 	var secrets []string
@@ -294,6 +290,25 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 		tool.Reconcile = h.reconcileMutation
 	}
 	return tool, nil
+}
+
+// checkHeaderNames refuses two names of one header (Authorization and authorization):
+// which value was sent would depend on the order a map is walked in.
+func checkHeaderNames(headers map[string]string) error {
+	names := make([]string, 0, len(headers))
+	for name := range headers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	seen := map[string]string{}
+	for _, name := range names {
+		k := http.CanonicalHeaderKey(name)
+		if first, dup := seen[k]; dup {
+			return fmt.Errorf("headers: %q and %q name one header: keep one", first, name)
+		}
+		seen[k] = name
+	}
+	return nil
 }
 
 // bodyMode sets how the input becomes the request body.

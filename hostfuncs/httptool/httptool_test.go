@@ -45,8 +45,8 @@ func TestLoadErrors(t *testing.T) {
 		name, file, content string
 		want                []string
 	}{
-		{"unknown field", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/\n  colour: red\n", []string{"t.yaml", "Svc.charge", `unknown field "colour"`}},
-		{"unknown reconcile field", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/\n  reconcile: {url: 'http://x/{key}', verb: GET}\n", []string{"Svc.charge", `unknown field "verb" in reconcile`}},
+		{"unknown field", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/\n  colour: red\n", []string{"t.yaml:4:3: tool 1 (Svc.charge): ", `unknown field "colour" at /0`}},
+		{"unknown reconcile field", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/\n  reconcile: {url: 'http://x/{key}', verb: GET}\n", []string{"t.yaml:4:38: tool 1 (Svc.charge): ", `unknown field "verb" at /0/reconcile`}},
 		{"bad settle", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/\n  reconcile: {url: 'http://x/{key}', settle: soon}\n", []string{"Svc.charge", `reconcile: settle "soon"`}},
 		{"settle with replay", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/\n  reconcile: {strategy: replay, settle: 5s}\n", []string{"Svc.charge", "method, url and settle are not used"}},
 		{"missing url", "t.json", `[{"namespace":"Svc","method":"charge"}]`, []string{"t.json", "Svc.charge", "missing url"}},
@@ -62,7 +62,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad schema", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/\n  input_schema: {type: 5}\n", []string{"Svc.charge", "schema"}},
 		{"bad namespace", "t.yaml", "- namespace: 'S v c'\n  method: charge\n  url: http://x/\n", []string{"namespace"}},
 		{"duplicate", "t.yaml", "- {namespace: Svc, method: a, url: 'http://x/'}\n- {namespace: Svc, method: a, url: 'http://x/'}\n", []string{"declared twice"}},
-		{"wrong type", "t.yaml", "- namespace: Svc\n  method: a\n  url: http://x/\n  read_only: maybe\n", []string{"bad field type"}},
+		{"wrong type", "t.yaml", "- namespace: Svc\n  method: a\n  url: http://x/\n  read_only: maybe\n", []string{"t.yaml:4:14: tool 1 (Svc.a): cannot decode string into bool at /0/read_only"}},
 		{"extension", "t.txt", "[]", []string{"t.txt", "unknown file type"}},
 		{"bad yaml", "t.yaml", "- [", []string{"invalid YAML"}},
 		{"top-level field", "t.json", `{"tool":[]}`, []string{`unknown top-level field "tool"`}},
