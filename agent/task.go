@@ -15,6 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"gopkg.in/yaml.v3"
 
+	"github.com/scripthost/scripthost/internal/document"
 	"github.com/scripthost/scripthost/internal/yamlerr"
 )
 
@@ -113,7 +114,13 @@ var taskSchema = func() *jsonschema.Schema {
 func ParseTask(name string, raw []byte) (*Task, error) {
 	var root yaml.Node
 	var value any
+	// The schema sees one value per key: a key twice, anything after the document, text
+	// that is not UTF-8 and keys with NUL are refused first, with their line
+	// (internal/document). Unknown keys, case variants among them, are the schema's.
 	if strings.EqualFold(filepath.Ext(name), ".json") {
+		if err := document.JSON("", raw, new(any)); err != nil {
+			return nil, &TaskError{File: name, Problems: []string{err.Error()}}
+		}
 		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 		if err != nil {
 			return nil, &TaskError{File: name, Problems: []string{"not valid JSON: " + err.Error()}}
@@ -122,6 +129,9 @@ func ParseTask(name string, raw []byte) (*Task, error) {
 	} else {
 		if err := yaml.Unmarshal(raw, &root); err != nil {
 			return nil, &TaskError{File: name, Problems: []string{yamlerr.Fix(err).Error()}}
+		}
+		if err := document.YAML("", raw, new(any)); err != nil {
+			return nil, &TaskError{File: name, Problems: []string{err.Error()}}
 		}
 		var v any
 		if err := root.Decode(&v); err != nil {
@@ -157,7 +167,8 @@ func ParseTask(name string, raw []byte) (*Task, error) {
 	}
 	b, _ := json.Marshal(value)
 	var t Task
-	if err := json.Unmarshal(b, &t); err != nil {
+	// Strict again, so that a key the schema allows but Task lacks is not dropped.
+	if err := document.JSON("", b, &t); err != nil {
 		return nil, &TaskError{File: name, Problems: []string{err.Error()}}
 	}
 	if err := t.check(); err != nil {
