@@ -48,7 +48,15 @@ func (p *platform) installText(set func(string, any)) {
 	})
 	set("base64urlEncode", func(v goja.Value) string { return base64.RawURLEncoding.EncodeToString(p.bytesOf(v)) })
 	set("copy", func(v goja.Value) goja.Value { return p.buffer(append([]byte(nil), p.bytesOf(v)...)) })
-	set("utf8Encode", func(s string) goja.Value { return p.buffer([]byte(s)) })
+	set("utf8Encode", func(v goja.Value) goja.Value {
+		// Converting the string makes its UTF-8 twice over (a Go string, then the
+		// buffer's bytes), up to three bytes per UTF-16 unit: the budget is asked
+		// before either is made.
+		if s, ok := v.(goja.String); ok {
+			p.in.vm.Charge(3 * int64(s.Length()))
+		}
+		return p.buffer([]byte(v.String()))
+	})
 	set("encodeInto", func(call goja.FunctionCall) goja.Value {
 		src := call.Argument(0).String()
 		dst := p.bytesOf(call.Argument(1))
