@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"runtime/trace"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +34,9 @@ var neighbourSources = []struct{ name, code string }{
 	{"string-doubling", `let s = 'x'; for (;;) s = s + s`},
 	{"array-growth", `const a = []; for (let i = 0; ; i++) a.push(i, i + 0.5)`},
 	{"object-graph", `let o = null; for (let i = 0; ; i++) o = { next: o, i, tag: 'n' + i }`},
+	// One JSON.parse of 16 MB that would build about 4 GB of small arrays.
+	{"json-parse-nesting", `return JSON.parse('[' + '[[[[]]]],'.repeat(1.8e6) + '[]]').length`},
+	{"typed-arrays", `const a = []; for (;;) a.push(new Uint8Array(1 << 20).fill(1))`},
 }
 
 // BenchmarkNeighbourLatency runs a well-behaved phase over and over, alone and then
@@ -113,6 +119,7 @@ func neighbourCases(b *testing.B, eng *js.Engine, phase func(*testing.B) time.Du
 					stopped++
 				}
 			})
+			peakReset := resetPeakRSS()
 			before := gcStats()
 			*neighbourStopped = 0
 			start := time.Now()
@@ -136,6 +143,11 @@ func neighbourCases(b *testing.B, eng *js.Engine, phase func(*testing.B) time.Du
 			b.ReportMetric(gc.gc/elapsed.Seconds(), "gc-cpu-s/s")
 			b.ReportMetric(float64(stopped)/elapsed.Seconds(), "hog-runs/s")
 			b.ReportMetric(float64(*neighbourStopped), "neighbour-stopped")
+			if peak, ok := peakRSS(); ok && peakReset {
+				// The process's peak while the hog ran, next to the hog's budget.
+				b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MiB")
+				b.ReportMetric(float64(neighbourBudget)/(1<<20), "budget-MiB")
+			}
 		})
 	}
 }
@@ -168,4 +180,25 @@ func gcStats() gcCounters {
 
 func (c gcCounters) sub(d gcCounters) gcCounters {
 	return gcCounters{c.forced - d.forced, c.cycles - d.cycles, c.assist - d.assist, c.gc - d.gc}
+}
+
+// resetPeakRSS resets the process's peak resident memory (VmHWM) to its current
+// resident memory, where Linux allows it; it reports whether it did.
+func resetPeakRSS() bool {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+// peakRSS returns the process's peak resident memory (VmHWM) in bytes.
+func peakRSS() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
 }
