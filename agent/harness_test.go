@@ -22,6 +22,7 @@ import (
 type env struct {
 	t      *testing.T
 	dir    string
+	dbPath string
 	store  ledger.Store
 	reg    *hostfuncs.Registry
 	ws     *workspace.Workspace
@@ -36,7 +37,8 @@ func newEnv(t *testing.T, srv *fakemodel.Server) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), srv: srv}
 	t.Cleanup(srv.Close)
-	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), sqlite.Options{})
+	e.dbPath = filepath.Join(t.TempDir(), "ledger.db")
+	store, err := sqlite.Open(context.Background(), e.dbPath, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
