@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -170,6 +171,35 @@ func TestApprovalDoesNotRunTheOtherPlan(t *testing.T) {
 	}
 	if !e.exists("ok.txt") || e.exists("evil.txt") {
 		t.Errorf("got ok.txt %v, evil.txt %v, want only ok.txt", e.exists("ok.txt"), e.exists("evil.txt"))
+	}
+}
+
+// A plan changed in code after it was parsed is no longer the approved document.
+func TestChangedPlanLosesItsApproval(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(p *Plan)
+	}{
+		{"arguments replaced", func(p *Plan) { p.Steps[0].Arguments = []byte(`{"path":"evil.txt","content":"x"}`) }},
+		{"arguments changed in place", func(p *Plan) { p.Steps[0].Arguments[bytes.IndexByte(p.Steps[0].Arguments, 'o')] = 'e' }},
+		{"tool", func(p *Plan) { p.Steps[0].Tool = "run_command" }},
+		{"step added", func(p *Plan) { p.Steps = append(p.Steps, Step{StepID: "b", Tool: "file_read"}) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Parse([]byte(planDoc(`"steps":[{"step_id":"a","tool":"file_write","arguments":{"path":"ok.txt","content":"ok"}}]`)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			auth := Approve(p, "alice", time.Unix(0, 0))
+			if err := Authorize(p, &auth); err != nil {
+				t.Fatalf("the approved plan: %v", err)
+			}
+			tt.change(p)
+			if got := CodeOf(Authorize(p, &auth)); got != CodeHashMismatch {
+				t.Errorf("got %q, want %s", got, CodeHashMismatch)
+			}
+		})
 	}
 }
 

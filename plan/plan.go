@@ -18,7 +18,11 @@ type Plan struct {
 	Intent string `json:"intent"`
 	Steps  []Step `json:"steps"`
 
+	// hash is the hash of the parsed document, which Hash returns while the plan still
+	// encodes as enc did when it was parsed: a plan changed in code after Parse has the
+	// hash of what it is now, so that no approval of the document covers it.
 	hash string
+	enc  []byte
 }
 
 // Step is one tool call of a plan.
@@ -146,6 +150,9 @@ func ParseFile(name string, raw []byte) (*Plan, error) {
 		return nil, &Error{Code: CodeInvalidPlan, Message: "canonical form: " + err.Error(), Err: err}
 	}
 	p.hash = hashOf(canon)
+	if p.enc, err = json.Marshal(&p); err != nil {
+		return nil, &Error{Code: CodeInvalidPlan, Message: err.Error(), Err: err}
+	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -173,12 +180,13 @@ func hashOf(canon []byte) string {
 }
 
 // Hash returns "sha256:" and the hex SHA-256 of the plan's canonical JSON: of the
-// document as parsed, or of the plan encoded when it was built in code.
+// document as parsed while the plan is unchanged since, or of the plan encoded when
+// it was built or changed in code.
 func (p *Plan) Hash() string {
-	if p.hash != "" {
+	b, _ := json.Marshal(p)
+	if p.hash != "" && bytes.Equal(b, p.enc) {
 		return p.hash
 	}
-	b, _ := json.Marshal(p)
 	canon, _ := scripthost.CanonicalJSON(b)
 	return hashOf(canon)
 }
