@@ -482,6 +482,11 @@ func (r *reader) fromYAML(y *yaml.Node, path *ptr, depth int) (*node, error) {
 		case bool:
 			n.kind, n.b = 't', t
 		case string:
+			// A !!binary scalar may decode to bytes that are not UTF-8, which JSON
+			// would turn into U+FFFD.
+			if !utf8.ValidString(t) {
+				return nil, r.errAt(y.Line, y.Column, path, nil, "string is not UTF-8")
+			}
 			n.kind, n.str = 's', t
 		default: // numbers and timestamps
 			b, err := json.Marshal(v)

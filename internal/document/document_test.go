@@ -165,6 +165,7 @@ func TestYAMLRefusals(t *testing.T) {
 		{"NUL in a key", "extra: {\"a\\0\": 1}\n", `d.yaml:1:9: key "a\x00" holds NUL at /extra`},
 		{"invalid UTF-8", "name: \xff\n", `d.yaml:1:7: invalid UTF-8`},
 		{"not JSON", "name: .inf\n", `d.yaml:1:7: value ".inf" has no JSON form at /name`},
+		{"binary not UTF-8", "name: !!binary /w==\n", `d.yaml:1:7: string is not UTF-8 at /name`},
 		{"alias bomb", "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d, *d]\n", `document expands to too many values (aliases)`},
 	}
 	for _, tt := range tests {
