@@ -81,6 +81,21 @@ func (r *Runtime) jsonValue() {
 	r.charge(jsonValueBytes)
 }
 
+// jsonAppend appends v to the elements of an array JSON.parse is building, charging
+// a reallocation to the meter before it is made (scripthost patch): while the
+// elements are copied both the old and the new slice are live, and a flat array of
+// millions of numbers grows its slice by tens of megabytes in one step.
+func (r *Runtime) jsonAppend(values []Value, v Value) []Value {
+	if len(values) == cap(values) {
+		n := growCap(len(values)+1, len(values), cap(values))
+		r.charge(int64(n) * jsonValueBytes)
+		grown := make([]Value, len(values), n)
+		copy(grown, values)
+		values = grown
+	}
+	return append(values, v)
+}
+
 func (r *Runtime) builtinJSON_decodeToken(d *json.Decoder, tok json.Token) (Value, error) {
 	r.jsonValue() // scripthost patch: see jsonValue
 	switch tok := tok.(type) {
@@ -171,7 +186,7 @@ func (r *Runtime) builtinJSON_decodeArray(d *json.Decoder) (*Object, error) {
 		if err != nil {
 			return nil, err
 		}
-		arrayValue = append(arrayValue, value)
+		arrayValue = r.jsonAppend(arrayValue, value) // scripthost patch: see jsonAppend
 	}
 	return r.newArrayValues(arrayValue), nil
 }

@@ -139,7 +139,7 @@ func (p *jsonParser) array() (Value, bool) {
 		if !ok {
 			return nil, false
 		}
-		values = append(values, v)
+		values = p.r.jsonAppend(values, v) // scripthost patch: see jsonAppend
 		p.space()
 		if p.pos >= len(p.s) {
 			return nil, false
