@@ -61,6 +61,8 @@ type Options struct {
 	// WASI configures what the WASI imports expose outside deterministic mode.
 	WASI WASIConfig
 	// CompileWorkers is how many goroutines compile one module; 0 means GOMAXPROCS.
+	// It is at least 2: wazero stops a compilation whose context ended between two
+	// functions only when it has more than one worker.
 	CompileWorkers int
 	// FreshInstances runs every invocation in a new instance. By default an
 	// invocation of a module that allows it reuses an instance a previous one left

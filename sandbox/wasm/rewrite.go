@@ -602,8 +602,8 @@ func readGlobals(r *reader) (n uint32, mutable []uint32, opaque bool, err error)
 // instrumentCode adds pro to the start of every function body and replaces every
 // memory.grow with a call to function recorder. It records in info whether it
 // replaced any and which instructions change tables or drop segments. It refuses a
-// body past the budgets b, naming the function by its index (imported functions,
-// imports of them, come first).
+// body past the budgets b, naming the function by its index in the module's function
+// index space, where the imports of functions come first.
 func instrumentCode(r *reader, pro []byte, recorder, imports uint32, b budgets, info *rewriteInfo) ([]byte, error) {
 	n, err := r.u32()
 	if err != nil {
