@@ -26,6 +26,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/scripthost/scripthost/internal/yamlerr"
 )
 
 // maxDepth is encoding/json's own nesting limit: nothing it decodes is refused here
@@ -50,12 +52,16 @@ type Error struct {
 func (e *Error) Error() string {
 	var b strings.Builder
 	switch {
-	case e.File != "" && e.Line > 0:
+	case e.File != "" && e.Line > 0 && e.Column > 0:
 		fmt.Fprintf(&b, "%s:%d:%d: ", e.File, e.Line, e.Column)
+	case e.File != "" && e.Line > 0:
+		fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
 	case e.File != "":
 		b.WriteString(e.File + ": ")
-	case e.Line > 0:
+	case e.Line > 0 && e.Column > 0:
 		fmt.Fprintf(&b, "line %d, column %d: ", e.Line, e.Column)
+	case e.Line > 0:
+		fmt.Fprintf(&b, "line %d: ", e.Line)
 	}
 	b.WriteString(e.Msg)
 	return b.String()
@@ -398,24 +404,16 @@ func (r *reader) parseYAML() (*node, error) {
 	return r.fromYAML(&doc, nil, 0)
 }
 
-// yamlSyntax places a yaml.v3 error on its line. Parser errors ("did not find
-// expected …") name the 0-based line of the construct, one less than an editor shows;
-// scanner errors are 1-based.
+// yamlSyntax places a yaml.v3 error on its line, as an editor counts lines
+// (internal/yamlerr); yaml.v3 gives no column.
 func (r *reader) yamlSyntax(err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
+	msg := strings.TrimPrefix(yamlerr.Fix(err).Error(), "yaml: ")
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
 		if n, tail, ok := strings.Cut(rest, ": "); ok {
-			if l, convErr := strconv.Atoi(n); convErr == nil {
-				line, msg = l, tail
-				if strings.HasPrefix(tail, "did not find expected") {
-					line++
-				}
+			if line, convErr := strconv.Atoi(n); convErr == nil {
+				return &Error{File: r.name, Line: line, Msg: "invalid YAML: " + tail, Err: err}
 			}
 		}
-	}
-	if line > 0 {
-		return &Error{File: r.name, Line: line, Column: 1, Msg: "invalid YAML: " + msg, Err: err}
 	}
 	return &Error{File: r.name, Msg: "invalid YAML: " + msg, Err: err}
 }
