@@ -168,6 +168,9 @@ func TestBudgetPeakRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a child process per case")
 	}
+	if raceEnabled {
+		t.Skip("the race detector multiplies resident memory")
+	}
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("needs /proc/self/status")
 	}
