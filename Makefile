@@ -51,7 +51,8 @@ soak: ## longer crash runs and the simulator over SIM_SEEDS seeds (bounded)
 # FUZZTIME is a duration (30s) or a count of inputs (10000x).
 FUZZTIME ?= 30s
 FUZZ_TARGETS = .:FuzzCanonicalJSON sandbox/wasm:FuzzHostCall sandbox/wasm:FuzzLoad sandbox/wasm:FuzzInstrument hostfuncs:FuzzValidateJSON \
-	runtime:FuzzParseDefinition hostfuncs/httptool:FuzzLoad hostfuncs/httptool:FuzzFormRoundTrip fixture:FuzzParse plan:FuzzParse plan:FuzzParseAuthorization
+	runtime:FuzzParseDefinition hostfuncs/httptool:FuzzLoad hostfuncs/httptool:FuzzFormRoundTrip fixture:FuzzParse plan:FuzzParse plan:FuzzParseAuthorization \
+	plan:FuzzApprovalHash internal/document:FuzzJSON internal/document:FuzzYAML
 fuzz: ## every fuzz target for FUZZTIME each (seed corpora in each package's testdata/fuzz)
 	@for t in $(FUZZ_TARGETS); do echo "fuzz $$t"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; done

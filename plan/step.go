@@ -200,19 +200,26 @@ func (e *Executor) attempt(ctx context.Context, r *stepRun, attempt int) (json.R
 	case m.Status == scripthost.MutationFailed:
 		return o.Out, ferr, nil
 	}
+	if hostfuncs.IsNotSent(o.CallErr) {
+		// Nothing reached the service: no person needs to look, the next run of the
+		// plan sends it again under the same key (earlier).
+		return nil, nil, &Error{Code: CodeNeedsReconcile, StepID: s.StepID, Err: ferr,
+			Message: fmt.Sprintf("mutation %s was never sent (%s); run the plan again to send it under the same key: %s", m.ID, m.Status, e.o.Redactor.Redact(ferr.Message))}
+	}
 	return nil, nil, &Error{Code: CodeNeedsReconcile, StepID: s.StepID, Err: ferr,
 		Message: fmt.Sprintf("the outcome of mutation %s is unknown (%s); resolve it, then run the plan again to resume: %s", m.ID, m.Status, e.o.Redactor.Redact(ferr.Message))}
 }
 
 // earlier looks for a mutation an interrupted run of this execution made for the step.
 // Applied (or skipped by a person): its result is reused and the tool is not called
-// again. In flight: the tool's reconciler is asked once; unknown after that: E306.
+// again. In flight or waiting to be reconciled: the tool's reconciler is asked once (a
+// mutation that was never sent is sent again under its key); unknown after that: E306.
 // Failed: the step runs again with the next key.
 func (e *Executor) earlier(ctx context.Context, r *stepRun) (json.RawMessage, bool, error) {
 	muts := r.x.muts[r.hash]
 	for i := len(muts) - 1; i >= 0; i-- {
 		m := muts[i]
-		if m.Status == scripthost.MutationInFlight {
+		if m.Status == scripthost.MutationInFlight || m.Status == scripthost.MutationNeedsReconcile {
 			var err error
 			m, err = hostfuncs.Reconcile(ctx, e.o.Store, e.o.Registry, m, hostfuncs.ReconcilePolicy{MaxAttempts: 1, Redactor: e.o.Redactor}, e.o.Clock())
 			if err != nil {
