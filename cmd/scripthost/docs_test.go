@@ -94,7 +94,7 @@ func TestDocsCodeBlocks(t *testing.T) {
 			counts["tools"]++
 			path := filepath.Join(t.TempDir(), "tools."+b.lang)
 			putFile(t, path, b.text)
-			anyEnv := func(string) (string, bool) { return "x", true }
+			anyEnv := func(string) (string, bool) { return "docs-example-secret", true }
 			if _, err := httptool.Load(path, anyEnv); err != nil {
 				t.Errorf("%s: the tools file does not load: %v", where, err)
 			}
