@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/scripthost/scripthost/agent"
@@ -177,4 +178,122 @@ func Loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// Limits bound what one client can hold of the server: how long it may take to send a
+// request, how long an idle keep-alive connection stays open, how large its headers
+// may be, and how many connections are served at once. No endpoint streams or waits
+// for events (the UI polls), so one deadline fits every request.
+type Limits struct {
+	// ReadHeaderTimeout bounds reading a request's headers (a slowloris client is cut
+	// off after it).
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds the time from the end of the request's headers to the end of
+	// the answer, so that a client that stops reading does not hold its connection.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that sends no new request.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's headers.
+	MaxHeaderBytes int
+	// MaxConns bounds the connections served at once; more wait to be accepted.
+	MaxConns int
+}
+
+// DefaultLimits are the limits serve uses unless told otherwise.
+var DefaultLimits = Limits{
+	ReadHeaderTimeout: 10 * time.Second,
+	ReadTimeout:       30 * time.Second,
+	WriteTimeout:      time.Minute,
+	IdleTimeout:       time.Minute,
+	MaxHeaderBytes:    64 << 10,
+	MaxConns:          256,
+}
+
+// withDefaults fills the zero fields of l from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.ReadHeaderTimeout <= 0 {
+		l.ReadHeaderTimeout = d.ReadHeaderTimeout
+	}
+	if l.ReadTimeout <= 0 {
+		l.ReadTimeout = d.ReadTimeout
+	}
+	if l.WriteTimeout <= 0 {
+		l.WriteTimeout = d.WriteTimeout
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = d.IdleTimeout
+	}
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = d.MaxHeaderBytes
+	}
+	if l.MaxConns <= 0 {
+		l.MaxConns = d.MaxConns
+	}
+	return l
+}
+
+// HTTPServer returns an http.Server for h with the limits l (zero fields take
+// DefaultLimits), and ln wrapped so that at most l.MaxConns connections are open at
+// once: serve with srv.Serve(ln) or srv.ServeTLS(ln, …).
+func HTTPServer(h http.Handler, ln net.Listener, l Limits) (*http.Server, net.Listener) {
+	l = l.withDefaults()
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: l.ReadHeaderTimeout,
+		ReadTimeout:       l.ReadTimeout,
+		WriteTimeout:      l.WriteTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		MaxHeaderBytes:    l.MaxHeaderBytes,
+	}
+	return srv, LimitListener(ln, l.MaxConns)
+}
+
+// LimitListener returns a listener that accepts at most n connections at once: Accept
+// waits until one of them is closed, and the connections beyond wait in the kernel's
+// backlog, as the server cannot be made to hold more file descriptors than n.
+func LimitListener(ln net.Listener, n int) net.Listener {
+	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type limitListener struct {
+	net.Listener
+	sem       chan struct{}
+	closeOnce sync.Once
+	done      chan struct{}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+func (l *limitListener) Close() error {
+	err := l.Listener.Close()
+	l.closeOnce.Do(func() { close(l.done) })
+	return err
+}
+
+// limitConn gives its slot back when closed, once.
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/agent"
+	"github.com/scripthost/scripthost/host"
 	"github.com/scripthost/scripthost/internal/hostproc"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/ledger/postgres"
@@ -34,6 +35,8 @@ import (
 // globals are the flags and streams every subcommand shares.
 type globals struct {
 	DBPath string
+	// dbDefault: neither --db nor $SCRIPTHOST_DB chose the ledger.
+	dbDefault bool
 	// UnsafeCommands lets run_command run without an OS sandbox when none is here.
 	UnsafeCommands bool
 	Stdin          io.Reader
@@ -55,17 +58,67 @@ func (g *globals) logger(level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(g.Stderr, opts))
 }
 
-// ledgerFiles are the ledger's files, which commands must not see even when the
-// ledger is kept inside the workspace.
+// ledgerFiles are the ledger's files, which the command sandbox covers too should one
+// lie inside the workspace (keepLedgerOut refuses that before any command runs).
 func (g *globals) ledgerFiles() []string {
 	if g.shared() {
 		return nil // a PostgreSQL ledger has no files here
 	}
-	abs, err := filepath.Abs(g.DBPath)
-	if err != nil {
+	return host.LedgerFiles(g.DBPath)
+}
+
+// reachableFiles are the files of the ledger no tool or command may reach: an SQLite
+// ledger's database and every file beside it, or, for a PostgreSQL ledger, the token
+// serve generates in the user's configuration directory.
+func (g *globals) reachableFiles() []string {
+	if !g.shared() {
+		return host.LedgerFiles(g.DBPath)
+	}
+	if p, err := tokenPath(g); err == nil {
+		return []string{p}
+	}
+	return nil
+}
+
+// keepLedgerOut refuses a workspace that contains the ledger or a file beside it
+// (see host.CheckWorkspace). Every command that gives tools a workspace calls it
+// before it opens the ledger, so that a refused start creates and changes nothing.
+func (g *globals) keepLedgerOut(workspace string) error {
+	if workspace == "" {
 		return nil
 	}
-	return []string{abs, abs + "-wal", abs + "-shm", abs + "-journal", abs + ".lock"}
+	err := host.CheckWorkspace(workspace, g.reachableFiles())
+	var lw *host.LedgerInWorkspaceError
+	if !errors.As(err, &lw) {
+		if err != nil {
+			return usagef("--workspace %s: %v", workspace, errors.Unwrap(err))
+		}
+		return nil
+	}
+	where := ""
+	if lw.Resolved != lw.File {
+		if abs, _ := filepath.Abs(lw.File); abs != lw.Resolved {
+			where = " (it resolves to " + lw.Resolved + ")"
+		}
+	}
+	if g.shared() {
+		return usagef("the serve token file %s%s is inside the workspace %s, where scripts could read or overwrite it: give a narrower --workspace",
+			lw.File, where, workspaceName(lw))
+	}
+	what := "the ledger " + lw.File
+	if f := host.LedgerFiles(g.DBPath); len(f) > 0 && lw.File != f[0] {
+		what = "the ledger's file " + lw.File
+	}
+	return usagef("%s%s is inside the workspace %s, where scripts could read or overwrite it: give --db a path outside the workspace (e.g. --db ../scripthost.db) or a narrower --workspace",
+		what, where, workspaceName(lw))
+}
+
+// workspaceName is the workspace as given, with its real path when that differs.
+func workspaceName(lw *host.LedgerInWorkspaceError) string {
+	if abs, err := filepath.Abs(lw.Workspace); err == nil && abs == lw.ResolvedWorkspace {
+		return lw.Workspace
+	}
+	return lw.Workspace + " (" + lw.ResolvedWorkspace + ")"
 }
 
 // errNoLedger: --db names a file that does not exist, and the command only reads or
@@ -76,6 +129,9 @@ var errNoLedger = errors.New("no ledger")
 // than created: a mistyped --db must not look like an empty ledger. A postgres:// URL
 // names a database several hosts share, which the first host creates the schema in.
 func (g *globals) openStore(ctx context.Context) (ledger.Store, error) {
+	if err := g.checkDefault(); err != nil {
+		return nil, err
+	}
 	if g.shared() {
 		return g.createStore(ctx, false)
 	}
@@ -90,8 +146,17 @@ func (g *globals) openStore(ctx context.Context) (ledger.Store, error) {
 // this process the one host that drives an SQLite file (see sqlite.Options.HostLock);
 // hosts sharing a PostgreSQL ledger split its work with leases instead.
 func (g *globals) createStore(ctx context.Context, hostLock bool) (ledger.Store, error) {
+	if err := g.checkDefault(); err != nil {
+		return nil, err
+	}
 	if g.shared() {
 		return postgres.Open(ctx, g.DBPath, postgres.Options{})
+	}
+	if g.dbDefault {
+		// The user's state directory may not exist yet; it holds nothing for others.
+		if err := os.MkdirAll(filepath.Dir(g.DBPath), 0o700); err != nil {
+			return nil, fmt.Errorf("the default ledger's directory: %w", err)
+		}
 	}
 	return sqlite.Open(ctx, g.DBPath, sqlite.Options{HostLock: hostLock, OnCommit: func(writes int, took time.Duration) {
 		if o := g.observer.Load(); o != nil {
@@ -110,11 +175,68 @@ func (g *globals) shared() bool { return postgres.IsURL(g.DBPath) }
 // dbEnv names the variable that gives --db its default.
 const dbEnv = "SCRIPTHOST_DB"
 
+// legacyDB is where earlier versions kept the ledger by default: in the working
+// directory, which is also the default workspace of run and the one of plan run and
+// agent run, so that scripts could read and overwrite it.
+const legacyDB = "scripthost.db"
+
+// defaultDB is $SCRIPTHOST_DB, else the ledger in the user's state directory. That
+// directory is outside every workspace a project would use, and the same whatever the
+// working directory, so that run, serve and the inspecting commands all find the one
+// ledger. It is "" when there is no home directory to put it in.
 func defaultDB() string {
 	if v := os.Getenv(dbEnv); v != "" {
 		return v
 	}
-	return "./scripthost.db"
+	return stateLedger()
+}
+
+// stateLedger is $XDG_STATE_HOME/scripthost/scripthost.db, else
+// ~/.local/state/scripthost/scripthost.db.
+func stateLedger() string {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if !filepath.IsAbs(dir) {
+		// The XDG specification ignores a relative value.
+		home, err := os.UserHomeDir()
+		if err != nil || home == "" {
+			return ""
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "scripthost", "scripthost.db")
+}
+
+// ledgerHelp says where the default ledger is, for --help.
+func ledgerHelp() string {
+	if p := stateLedger(); p != "" {
+		return p
+	}
+	return "$XDG_STATE_HOME/scripthost/scripthost.db (here no home directory: give --db)"
+}
+
+// checkDefault refuses to open the default ledger when the working directory holds
+// a ledger left where earlier versions kept it by default: carrying on with a fresh
+// ledger would run again every handler the old one records as done.
+func (g *globals) checkDefault() error {
+	if g.DBPath == "" {
+		return usagef("no home directory for the default ledger: give --db or $%s", dbEnv)
+	}
+	if !g.dbDefault {
+		return nil
+	}
+	// Only an SQLite database counts: any other file of that name is not a ledger.
+	f, err := os.Open(legacyDB)
+	if err != nil {
+		return nil
+	}
+	head := make([]byte, 16)
+	_, err = io.ReadFull(f, head)
+	f.Close()
+	if err != nil || string(head) != "SQLite format 3\x00" {
+		return nil
+	}
+	return usagef("found ./%s, the ledger's default place in earlier versions; the default ledger is now %s: to carry on with this one, move it there (with the -wal, -shm and .token files beside it), or out of the workspace and name it with --db",
+		legacyDB, g.DBPath)
 }
 
 // usageError marks a command-line mistake: exit code 2. cmd, when set, is the command
@@ -140,13 +262,19 @@ type exitCoder interface{ ExitCode() int }
 
 func newRoot(g *globals) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "scripthost",
-		Short:         "Run sandboxed, durable handler workflows",
+		Use:   "scripthost",
+		Short: "Run sandboxed, durable handler workflows",
+		Long: `Run sandboxed, durable handler workflows and approved plans, and inspect the ledger
+that records every side effect.
+
+The ledger is --db, else $` + dbEnv + `, else the one ledger of this user,
+` + ledgerHelp() + `. It must lie outside every workspace given to the
+tools: a command whose workspace contains the ledger, or a file beside it, is refused.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.DBPath, "db", defaultDB(),
-		"ledger: an SQLite file, or a postgres:// URL shared by several hosts (default $"+dbEnv+", else ./scripthost.db)")
+		"ledger: an SQLite file outside every workspace, or a postgres:// URL shared by several hosts ($"+dbEnv+", else $XDG_STATE_HOME/scripthost/scripthost.db, else ~/.local/state/scripthost/scripthost.db)")
 	root.PersistentFlags().StringVar(&g.LogFormat, "log-format", "text", "log lines on stderr as text or json")
 	root.PersistentFlags().BoolVar(&g.UnsafeCommands, "unsafe-commands", false, "run allowlisted commands without an OS sandbox when bubblewrap is not available (they can then read any file the host can)")
 	root.Version = version()
@@ -156,6 +284,7 @@ func newRoot(g *globals) *cobra.Command {
 		if g.LogFormat != "text" && g.LogFormat != "json" {
 			return usageError{fmt.Errorf("--log-format %q: want text or json", g.LogFormat), c}
 		}
+		g.dbDefault = !c.Flags().Changed("db") && os.Getenv(dbEnv) == ""
 		return nil
 	}
 	for _, add := range commands {

@@ -119,6 +119,9 @@ func runPlan(ctx context.Context, g *globals, f planRunFlags, path string) error
 		return usagef("--workspace: %v", err)
 	}
 	defer ws.Close()
+	if err := g.keepLedgerOut(f.workspace); err != nil {
+		return err
+	}
 	var progs []command.Program
 	for _, n := range f.allow {
 		progs = append(progs, command.Program{Name: n})

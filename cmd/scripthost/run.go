@@ -102,6 +102,10 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 		if fi, err := os.Stat(workspace); err != nil || !fi.IsDir() {
 			return nil, nil, usagef("--workspace %s: not a directory", workspace)
 		}
+		// Before the ledger is opened, so that a refused start leaves it as it was.
+		if err := g.keepLedgerOut(workspace); err != nil {
+			return nil, nil, err
+		}
 	}
 	store, err := g.createStore(ctx, true)
 	if err != nil {
@@ -120,6 +124,7 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 	}
 	h, err := host.New(ctx, store, host.Options{
 		Workspace:   workspace,
+		LedgerFiles: g.reachableFiles(),
 		Commands:    programs(allow),
 		Reconcile:   reconcile,
 		Limits:      sandbox.Limits{Timeout: timeout},

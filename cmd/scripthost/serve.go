@@ -5,12 +5,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,6 +33,7 @@ type serveFlags struct {
 	allowRemote bool
 	grace       time.Duration
 	slowCall    time.Duration
+	limits      serve.Limits
 }
 
 // serveTokenEnv names the variable that gives serve its token.
@@ -48,7 +50,12 @@ Without workflows it serves the ledger only (inspect, resolve, pause, retry).
 
 Every API and metrics request needs the bearer token: --token, else the file
 --token-file names, else $` + serveTokenEnv + `, else the token kept beside the ledger
-(DB.token), which the first start generates and prints.
+(DB.token), which the first start generates and prints. That file must be a regular
+file of this user that nobody else can read or write; anything else there (a symbolic
+link, a file with group or other permissions) is refused, never used or overwritten.
+
+A client has --read-timeout to send a request and --idle-timeout between requests on
+one connection; at most --max-connections are served at once, the next ones wait.
 
 A non-loopback --listen needs TLS (--tls-cert, --tls-key) or --allow-remote.
 SIGTERM or Ctrl-C stop claiming new work, let the phases under way finish for up to
@@ -69,6 +76,9 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set.`,
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "listen on a non-loopback address without TLS")
 	fl.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGTERM, how long running phases may take to finish")
 	fl.DurationVar(&f.slowCall, "slow-call", 5*time.Second, "log a tool call that takes longer than this (0: never)")
+	fl.DurationVar(&f.limits.ReadTimeout, "read-timeout", serve.DefaultLimits.ReadTimeout, "longest time a client may take to send one request (its headers: at most 10s)")
+	fl.DurationVar(&f.limits.IdleTimeout, "idle-timeout", serve.DefaultLimits.IdleTimeout, "close a connection that sends no request for this long")
+	fl.IntVar(&f.limits.MaxConns, "max-connections", serve.DefaultLimits.MaxConns, "most connections served at once; more wait to be accepted")
 	fl.StringVar(&f.workspace, "workspace", "", "directory the Files.* tools are confined to (default: the first workflow's directory)")
 	fl.StringVar(&f.tools, "tools", "", "HTTP tools declared in a JSON or YAML file")
 	fl.DurationVar(&f.poll, "poll", 250*time.Millisecond, "how often to look for work when idle")
@@ -98,6 +108,10 @@ func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) err
 	if f.grace < 0 || f.lease.TTL <= 0 {
 		return usagef("--grace must be 0 or more and --lease-ttl positive")
 	}
+	if f.limits.ReadTimeout <= 0 || f.limits.IdleTimeout <= 0 || f.limits.MaxConns <= 0 {
+		return usagef("--read-timeout, --idle-timeout and --max-connections must be positive")
+	}
+	f.limits.ReadHeaderTimeout = min(f.limits.ReadTimeout, serve.DefaultLimits.ReadHeaderTimeout)
 	for _, p := range paths {
 		if _, err := os.Stat(p); err != nil {
 			return usagef("workflow %s: %v", p, errors.Unwrap(err))
@@ -105,6 +119,15 @@ func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) err
 		if _, err := langOf(p); err != nil {
 			return usageError{err: err}
 		}
+	}
+	ws := f.workspace
+	if ws == "" && len(paths) > 0 {
+		ws = filepath.Dir(paths[0])
+	}
+	// Before the token is generated beside the ledger or the ledger opened, so that a
+	// refused start leaves nothing behind.
+	if err := g.keepLedgerOut(ws); err != nil {
+		return err
 	}
 	token, err := serveToken(g, f)
 	if err != nil {
@@ -126,10 +149,6 @@ func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) err
 	}
 	obs := observe.New(opts)
 	g.observer.Store(obs)
-	ws := f.workspace
-	if ws == "" && len(paths) > 0 {
-		ws = filepath.Dir(paths[0])
-	}
 	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile, f.concurrency, f.lease, g.Stdout)
 	if err != nil {
 		return err
@@ -147,11 +166,11 @@ func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) err
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", f.listen)
+	tcp, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs, ln := serve.HTTPServer(srv, tcp, f.limits)
 	scheme := "http"
 	if tlsOn {
 		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
@@ -259,23 +278,116 @@ func serveToken(g *globals, f serveFlags) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if b, err := os.ReadFile(path); err == nil {
-		return check(path, string(b))
-	} else if !errors.Is(err, os.ErrNotExist) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", fmt.Errorf("serve: token: %w", err)
+	}
+	if err := checkTokenDir(filepath.Dir(path)); err != nil {
+		return "", err
+	}
+	b, err := readTokenFile(path)
+	if err == nil {
+		return check(path, string(b))
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", err
 	}
 	t, err := serve.NewToken()
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", fmt.Errorf("serve: token: %w", err)
-	}
-	if err := os.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("serve: token: %w", err)
+	if err := writeTokenFile(path, t); err != nil {
+		return "", err
 	}
 	fmt.Fprintf(g.Stderr, "generated a bearer token, saved in %s (log in with it):\n%s\n", path, t)
 	return t, nil
+}
+
+// readTokenFile reads the token file serve keeps, or returns an error wrapping
+// os.ErrNotExist when there is none. It refuses a file anyone but this user could
+// have written or can read: a symbolic link (opened with O_NOFOLLOW, so not even its
+// target is read), anything but a regular file, a file another user owns, a file with
+// any group or other permission. Another local user must not be able to choose the
+// token nor learn it.
+func readTokenFile(path string) ([]byte, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("serve: token: %w", err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return nil, tokenRefused(path, "is a symbolic link")
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, tokenRefused(path, "is a symbolic link")
+		}
+		return nil, fmt.Errorf("serve: token: %w", err)
+	}
+	defer f.Close()
+	// The checks are made on the file opened, not on the name, which could be
+	// replaced in between.
+	if fi, err = f.Stat(); err != nil {
+		return nil, fmt.Errorf("serve: token: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, tokenRefused(path, "is not a regular file")
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return nil, tokenRefused(path, fmt.Sprintf("belongs to user %d, not to this user (%d)", st.Uid, os.Getuid()))
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, tokenRefused(path, fmt.Sprintf("has mode %04o: others than its owner may read or write it (want 0600)", perm))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return nil, fmt.Errorf("serve: token: %w", err)
+	}
+	return b, nil
+}
+
+// tokenRefused says why a token file is not used, and how to go on.
+func tokenRefused(path, why string) error {
+	return fmt.Errorf("serve: the token file %s %s: refusing to use it; remove it to have a new token generated, or give --token-file", path, why)
+}
+
+// writeTokenFile creates the token file, 0600, failing rather than following a
+// symbolic link or opening a file that appeared since it was looked for.
+func writeTokenFile(path, token string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("serve: token: %w", err)
+	}
+	_, err = f.WriteString(token + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("serve: token: %w", err)
+	}
+	return nil
+}
+
+// checkTokenDir refuses a token directory another user could plant files in: one
+// writable by group or others without the sticky bit (in a sticky directory such as
+// /tmp, others can create names but not replace this user's files, and a name they
+// planted is refused by readTokenFile), or one owned by another user than this one or
+// root.
+func checkTokenDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("serve: token: %w", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() && st.Uid != 0 {
+		return fmt.Errorf("serve: the token's directory %s belongs to user %d: another user could replace the token there; give --token-file", dir, st.Uid)
+	}
+	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
+		return fmt.Errorf("serve: the token's directory %s has mode %04o: others could replace the token there; remove their write permission or give --token-file", dir, fi.Mode().Perm())
+	}
+	return nil
 }
 
 // tokenPath is where serve keeps its generated token: beside an SQLite ledger, in
