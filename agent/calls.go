@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,8 @@ type callOutcome struct {
 	pause    string
 	skip     bool
 	violated string
+	// denied fails the step: a check it needs was not approved.
+	denied string
 }
 
 // runCalls runs a turn's calls: consecutive read-only calls run in parallel, every
@@ -101,7 +104,7 @@ func (e *Executor) runCalls(ctx context.Context, r *stepRun, calls []pendingCall
 			return out, err
 		}
 		o := outs[i]
-		if o.pause != "" || o.skip || o.violated != "" {
+		if o.pause != "" || o.skip || o.violated != "" || o.denied != "" {
 			// The rest of the turn waits: after a pause they run on resume; after a
 			// skipped or failed step they never run.
 			switch {
@@ -109,6 +112,8 @@ func (e *Executor) runCalls(ctx context.Context, r *stepRun, calls []pendingCall
 				out.pause = o.pause
 			case o.skip:
 				out.skip = true
+			case o.denied != "":
+				out.failCode, out.failMsg = CodeApprovalDenied, o.denied
 			default:
 				out.failCode, out.failMsg = CodeSandboxViolation, o.violated
 			}
@@ -217,7 +222,11 @@ func (e *Executor) call(ctx context.Context, r *stepRun, c pendingCall) (callOut
 	}
 
 	// A mutation: the approval policy first, then the effect path.
-	decided, o, err := e.approve(ctx, r, b, &rec, input)
+	class := b.Class
+	if class == "" {
+		class = ClassTerminal
+	}
+	decided, o, err := e.approve(ctx, r, class, e.preview(b, input), &rec)
 	if err != nil || !decided {
 		return o, err
 	}
@@ -322,7 +331,23 @@ func (e *Executor) completeStep(ctx context.Context, r *stepRun, rec ledger.Agen
 		if e.o.Commands == nil {
 			return refuse("the step's check cannot run: no command runner is configured")
 		}
-		res, err := e.o.Commands.Run(ctx, command.Request{Program: ch.Program, Args: ch.Args})
+		req := command.Request{Program: ch.Program, Args: ch.Args}
+		if e.checkNeedsApproval(req) {
+			// The agent may have written this check: it runs only as a run_terminal
+			// call of the same program would.
+			cmdline := strings.TrimSpace(ch.Program + " " + strings.Join(ch.Args, " "))
+			preview := e.o.Redactor.Redact(fmt.Sprintf("the check of step %s, from a task inside the workspace (where the agent can rewrite it):\n$ %s", r.step.ID, cmdline))
+			decided, ao, err := e.approve(ctx, r, ClassTerminal, preview, &rec)
+			if err != nil || !decided {
+				return ao, err // paused for a decision, or the step skipped
+			}
+			if rec.Status == CallDenied || rec.Status == CallSkipped {
+				rec.Error = e.o.Redactor.Redact(checkNotApproved(r.step, rec.Decision))
+				o.denied = rec.Error
+				return e.settle(ctx, r, rec, o, began)
+			}
+		}
+		res, err := e.o.Commands.Run(ctx, req)
 		if err != nil {
 			return refuse("the check " + ch.Program + " could not run: " + err.Error())
 		}
@@ -339,22 +364,44 @@ func (e *Executor) completeStep(ctx context.Context, r *stepRun, rec ledger.Agen
 	return e.settle(ctx, r, rec, o, began)
 }
 
+// checkNotApproved is why a step fails whose check was denied or skipped.
+func checkNotApproved(s Step, decision string) string {
+	if s.Check == nil {
+		return fmt.Sprintf("the check of step %s was not approved: %s", s.ID, decision)
+	}
+	cmdline := strings.TrimSpace(s.Check.Program + " " + strings.Join(s.Check.Args, " "))
+	return fmt.Sprintf("the check %s of step %s runs %s, which is not read-only, from a task inside the workspace, and was not approved: %s",
+		cmdline, s.ID, s.Check.Program, decision)
+}
+
+// checkNeedsApproval reports whether a step's check must go through the terminal
+// approval policy: the task may have been written by the agent (it lies inside the
+// workspace, or where it lay is not known) and the check's program is allowlisted
+// but not read-only. A program not on the allowlist is refused when it is run.
+func (e *Executor) checkNeedsApproval(req command.Request) bool {
+	if e.o.Settings == nil || !e.o.Settings.TaskInWorkspace {
+		return false
+	}
+	if !slices.Contains(e.o.Commands.Programs(), req.Program) {
+		return false
+	}
+	t := e.o.Commands.Tool()
+	return t.ReadOnly == nil || !t.ReadOnly(mustJSON(req))
+}
+
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
 }
 
-// approve applies the approval policy to a mutating call. It reports whether the call
+// approve applies the approval policy of class to a mutating call (or a check that
+// needs approval), preview showing what it will do. It reports whether the call
 // was decided (approved, denied or skipped: rec says which); when it was not, the
 // session pauses and o carries why.
-func (e *Executor) approve(ctx context.Context, r *stepRun, b bound, rec *ledger.AgentToolCall, input json.RawMessage) (bool, callOutcome, error) {
+func (e *Executor) approve(ctx context.Context, r *stepRun, class, preview string, rec *ledger.AgentToolCall) (bool, callOutcome, error) {
 	switch rec.Status {
 	case CallApproved, CallRunning, CallDenied, CallSkipped:
 		return true, callOutcome{}, nil // decided earlier (by a person or the policy)
-	}
-	class := b.Class
-	if class == "" {
-		class = ClassTerminal
 	}
 	decide := func(status, decision string) (bool, callOutcome, error) {
 		rec.Status, rec.Decision = status, decision
@@ -368,7 +415,7 @@ func (e *Executor) approve(ctx context.Context, r *stepRun, b bound, rec *ledger
 	case Deny:
 		return decide(CallDenied, "the approval policy denies "+class+" calls")
 	}
-	pc := PendingCall{Session: r.session, Step: r.step.ID, CallID: rec.CallID, Tool: rec.Tool, Class: class, Preview: e.preview(b, input)}
+	pc := PendingCall{Session: r.session, Step: r.step.ID, CallID: rec.CallID, Tool: rec.Tool, Class: class, Preview: preview}
 	if e.o.Prompter != nil {
 		e.sink.emit(Event{Type: EventApprovalRequested, Time: e.o.Clock(), Session: r.session, Step: r.step.ID, Turn: r.turn, Tool: rec.Tool, Call: rec.CallID})
 		ans, err := e.o.Prompter.Ask(ctx, pc)

@@ -43,6 +43,11 @@ type Settings struct {
 	SecretEnv        []string `json:"secret_env,omitempty"`
 	MaxResponseBytes int64    `json:"max_response_bytes"`
 	MaxArgumentBytes int64    `json:"max_argument_bytes"`
+	// TaskInWorkspace marks a task read from inside the workspace, or from a place
+	// not known, where the agent may have rewritten it: a step's check whose program
+	// is not read-only then goes through the terminal approval policy, as a
+	// run_terminal call does, instead of running unasked.
+	TaskInWorkspace bool `json:"task_in_workspace,omitempty"`
 }
 
 // WideningError is a setting asked for on resume that is wider than the session's.
@@ -71,7 +76,8 @@ func approvalRank(v string) int {
 // Permits reports whether n asks for nothing s does not allow: the same workspace,
 // model server, model and key variable; allowed hosts and programs among s's (a
 // program read-only only where s's is); approvals, caps and unsafe commands no
-// wider; every secret of s still redacted. The error is a *WideningError.
+// wider; every secret of s still redacted; the checks of a task s treats as the
+// agent's still asked about. The error is a *WideningError.
 func (s Settings) Permits(n Settings) error {
 	wide := func(field, session, asked string) error {
 		return &WideningError{Field: field, Session: session, Asked: asked}
@@ -115,6 +121,9 @@ func (s Settings) Permits(n Settings) error {
 	}
 	if n.UnsafeCommands && !s.UnsafeCommands {
 		return wide("unsafe_commands", "false", "true")
+	}
+	if s.TaskInWorkspace && !n.TaskInWorkspace {
+		return wide("task_in_workspace", "true", "false")
 	}
 	for _, e := range s.SecretEnv {
 		if !slices.Contains(n.SecretEnv, e) {

@@ -24,6 +24,9 @@ type stepRun struct {
 	// completed is the summary of an accepted complete_step found by rebuild: the step
 	// was complete when the process stopped.
 	completed *string
+	// checkDenied is why the step fails: rebuild found its last complete_step denied
+	// or skipped (its check needed an approval it did not get).
+	checkDenied string
 }
 
 // fail ends the step with code and message.
@@ -59,6 +62,10 @@ func (e *Executor) runStep(ctx context.Context, session string, t *Task, s Step,
 	limit := firstPositive(s.TurnLimit, t.TurnLimit, DefaultTurnLimit)
 	budget := mergeBudget(t.Budget, s.Budget)
 	for {
+		if r.checkDenied != "" && len(pending) == 0 {
+			e.fail(r, CodeApprovalDenied, r.checkDenied)
+			return "", nil
+		}
 		if r.completed != nil && len(pending) == 0 {
 			// Accepted before the process stopped: not asked again.
 			res.Status, res.Summary, res.Turns = StatusCompleted, e.o.Redactor.Redact(*r.completed), r.turn
@@ -260,8 +267,15 @@ func (e *Executor) rebuild(ctx context.Context, r *stepRun) ([]pendingCall, erro
 			r.conv = append(r.conv, nudge)
 			continue
 		}
-		pending = nil
+		pending, r.checkDenied = nil, ""
 		for _, pc := range callsOf(r.step.ID, t.Turn, resp.Message) {
+			if c, ok := done[pc.callID]; ok && c.Tool == CompleteTool && (c.Status == CallDenied || c.Status == CallSkipped) {
+				// Only a check's approval denies or skips a completion.
+				r.checkDenied = c.Error
+				if r.checkDenied == "" {
+					r.checkDenied = e.o.Redactor.Redact(checkNotApproved(r.step, c.Decision))
+				}
+			}
 			if c, ok := done[pc.callID]; ok && c.Tool == CompleteTool && c.Status == CallDone {
 				var in struct {
 					Summary string `json:"summary"`

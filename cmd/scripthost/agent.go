@@ -385,7 +385,8 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // newAgentSettings are a new session's settings, from the flags, the environment and
 // the operator's agent config only: the task may choose the model only when it lies
-// outside the workspace, and never the key's variable.
+// outside the workspace, and never the key's variable; its checks run unasked only
+// then, or when their program is read-only.
 func newAgentSettings(g *globals, f agentFlags, t *agent.Task, taskPath string) (agent.Settings, error) {
 	var s agent.Settings
 	wsDir, err := realDir(f.workspace)
@@ -430,7 +431,12 @@ func newAgentSettings(g *globals, f agentFlags, t *agent.Task, taskPath string) 
 	}
 	opURL := first(f.model, os.Getenv(modelURLEnv), cfg.Model.BaseURL)
 	opName := first(f.modelName, os.Getenv(modelNameEnv), cfg.Model.Name)
-	if taskPath != "" && inside(resolvePath(taskPath), wsDir) {
+	inWorkspace := taskPath != "" && inside(resolvePath(taskPath), wsDir)
+	// A step's check of a program that is not read-only asks as run_terminal does
+	// when the agent may have written it: the task lies inside the workspace, or
+	// (a session recorded without its settings) where it lay is not known.
+	s.TaskInWorkspace = taskPath == "" || inWorkspace
+	if inWorkspace {
 		// The agent can rewrite this task file between sessions: it does not choose
 		// where the conversation and the key go.
 		for _, c := range []struct{ field, task, op, flag string }{
