@@ -108,7 +108,7 @@ func runPlan(ctx context.Context, g *globals, f planRunFlags, path string) error
 		if err != nil {
 			return usagef("%v", err)
 		}
-		a, err := plan.ParseAuthorization(b)
+		a, err := plan.ParseAuthorizationFile(f.authorization, b)
 		if err != nil {
 			return err
 		}
@@ -307,7 +307,7 @@ func readPlan(path string) (*plan.Plan, error) {
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	return plan.Parse(raw)
+	return plan.ParseFile(path, raw)
 }
 
 func newPlanHashCmd(g *globals) *cobra.Command {
