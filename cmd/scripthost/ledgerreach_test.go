@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scripthost/scripthost/agent"
 	"github.com/scripthost/scripthost/hostfuncs/command"
@@ -159,7 +160,7 @@ func TestLedgerInWorkspaceRefused(t *testing.T) {
 			}
 			t.Chdir(dir)
 			before := treeDigest(t, root)
-			code, _, stderr := runCLI(t, args...)
+			code, stderr := cliWithin(t, 30*time.Second, args...)
 			if code != 2 {
 				t.Fatalf("got exit %d, want 2 (refused at start)\n%s", code, stderr)
 			}

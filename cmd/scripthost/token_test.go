@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"io"
 	"net"
 	"os"
@@ -10,6 +12,18 @@ import (
 	"testing"
 	"time"
 )
+
+// cliWithin runs the CLI in-process for at most d, so that a command expected to be
+// refused at start but that serves instead ends, and returns its exit code and
+// stderr.
+func cliWithin(t *testing.T, d time.Duration, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := execute(ctx, args, strings.NewReader(""), &out, &errOut)
+	return code, errOut.String()
+}
 
 // TestServeTokenFile: serve creates its token file 0600 on a fresh start and reuses
 // it; it refuses, without reading through it or changing what it points at, a token
@@ -80,7 +94,7 @@ func TestServeTokenFile(t *testing.T) {
 			if watched != "" {
 				before, _ = os.ReadFile(watched)
 			}
-			code, _, stderr := cli(t, "", "--db", db, "serve", "--listen", "127.0.0.1:0")
+			code, stderr := cliWithin(t, 30*time.Second, "--db", db, "serve", "--listen", "127.0.0.1:0")
 			if code == 0 || !strings.Contains(stderr, db+".token") || !strings.Contains(stderr, tt.want) {
 				t.Fatalf("got exit %d %q, want a refusal naming the token file and saying it %s", code, stderr, tt.want)
 			}
@@ -130,7 +144,7 @@ func TestServeTokenFile(t *testing.T) {
 		if err := os.Chmod(dir, 0o777); err != nil {
 			t.Fatal(err)
 		}
-		code, _, stderr := cli(t, "", "--db", filepath.Join(dir, "ledger.db"), "serve", "--listen", "127.0.0.1:0")
+		code, stderr := cliWithin(t, 30*time.Second, "--db", filepath.Join(dir, "ledger.db"), "serve", "--listen", "127.0.0.1:0")
 		if code == 0 || !strings.Contains(stderr, "has mode 0777") {
 			t.Fatalf("got exit %d %q, want the directory refused", code, stderr)
 		}
