@@ -45,7 +45,7 @@ func TestEdgeErrors(t *testing.T) {
 		t.Errorf("bad schema: got %d %q, want the file named and no internal prefixes", code, stderr)
 	}
 	code, _, stderr = runCLI(t, "types", "--tools", badYAML)
-	if code != 2 || !strings.Contains(stderr, "syntax.yaml") || !strings.Contains(stderr, "line 5:") {
+	if code != 2 || !strings.Contains(stderr, "syntax.yaml:5:") {
 		t.Errorf("bad YAML: got %d %q, want the file and line 5", code, stderr)
 	}
 	wf := putFile(t, filepath.Join(dir, "w", "workflow.js"), "export default { topics: ['a'], producers: { p: { schedule: { every: '1h' }, async handler() { await Files.read({ path: 3 }); } } } };\n")
