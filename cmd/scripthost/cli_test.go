@@ -110,7 +110,7 @@ func TestRunBadInput(t *testing.T) {
 func TestNoLockBesideANonLedger(t *testing.T) {
 	dir := t.TempDir()
 	notes := putFile(t, filepath.Join(dir, "notes.txt"), strings.Repeat("my notes\n", 200))
-	good := putFile(t, filepath.Join(dir, "good.js"), "export default { topics: ['a'], consumers: { c: { subscribe: ['a'], prepare() {} } } };\n")
+	good := putFile(t, filepath.Join(dir, "wf", "good.js"), "export default { topics: ['a'], consumers: { c: { subscribe: ['a'], prepare() {} } } };\n")
 	for _, args := range [][]string{{"run", good, "--once"}, {"runs"}, {"plan", "show", "p1"}} {
 		code, _, stderr := runCLI(t, append([]string{"--db", notes}, args...)...)
 		if code != exitLedger || !strings.Contains(stderr, "notes.txt") {
@@ -142,7 +142,7 @@ func TestLedgerFileProblems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := putFile(t, filepath.Join(dir, "good.js"), "export default { topics: ['a'], consumers: { c: { subscribe: ['a'], prepare() {} } } };\n")
+	good := putFile(t, filepath.Join(dir, "wf", "good.js"), "export default { topics: ['a'], consumers: { c: { subscribe: ['a'], prepare() {} } } };\n")
 	code, _, stderr = runCLI(t, "--db", db, "run", good, "--once")
 	first.Close()
 	if code != exitLedger || !strings.Contains(stderr, "busy.db") || !strings.Contains(stderr, "another scripthost process") {

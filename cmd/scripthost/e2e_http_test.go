@@ -44,7 +44,7 @@ type httpEnv struct {
 func newHTTPEnv(t *testing.T, base, toolsFile string, count int, timeout string) *httpEnv {
 	t.Helper()
 	dir := t.TempDir()
-	e := &httpEnv{t: t, dir: dir, db: filepath.Join(dir, "ledger.db"),
+	e := &httpEnv{t: t, dir: dir, db: filepath.Join(t.TempDir(), "ledger.db"),
 		wf: filepath.Join(dir, "charges.js"), tools: filepath.Join(dir, "tools.json")}
 	wf := readTestdata(t, "charges.js")
 	if count != 1 {
@@ -402,7 +402,7 @@ func TestPaymentsExample(t *testing.T) {
 	}
 	tools := strings.ReplaceAll(readFileT(t, filepath.Join(example, "tools.json")), "http://127.0.0.1:8787", svc.URL())
 	writeFile(t, filepath.Join(dir, "tools.json"), tools)
-	e := &httpEnv{t: t, dir: dir, db: filepath.Join(dir, "ledger.db"), wf: filepath.Join(dir, "workflow.js"), tools: filepath.Join(dir, "tools.json")}
+	e := &httpEnv{t: t, dir: dir, db: filepath.Join(t.TempDir(), "ledger.db"), wf: filepath.Join(dir, "workflow.js"), tools: filepath.Join(dir, "tools.json")}
 
 	out := e.mustRun("--name", "payments")
 	for _, want := range []string{"invoice inv-1001: applied as obj_1", "invoice inv-1004: applied"} {
@@ -472,7 +472,7 @@ func BenchmarkHTTPChargeEndToEnd(b *testing.B) {
 		writeFile(b, wf, strings.Replace(readTestdata(b, "charges.js"), "const COUNT = 1;", fmt.Sprintf("const COUNT = %d;", n), 1))
 		writeFile(b, tools, strings.NewReplacer("{{BASE}}", svc.URL(), "{{TIMEOUT}}", "10s").Replace(readTestdata(b, "tools.json")))
 		var out, errOut bytes.Buffer
-		args := []string{"--db", filepath.Join(dir, "ledger.db"), "run", wf, "--once", "--tools", tools, "--workspace", dir}
+		args := []string{"--db", filepath.Join(b.TempDir(), "ledger.db"), "run", wf, "--once", "--tools", tools, "--workspace", dir}
 		b.StartTimer()
 		if code := execute(context.Background(), args, strings.NewReader(""), &out, &errOut); code != 0 {
 			b.Fatalf("run: exit %d: %s", code, errOut.String())

@@ -101,7 +101,7 @@ func TestStripeExample(t *testing.T) {
 		}
 		tools := strings.ReplaceAll(readFileT(t, filepath.Join(example, "tools.yaml")), "https://api.stripe.com", base)
 		writeFile(t, filepath.Join(dir, "tools.yaml"), edit(tools))
-		return &httpEnv{t: t, dir: dir, db: filepath.Join(dir, "ledger.db"), wf: filepath.Join(dir, "workflow.js"), tools: filepath.Join(dir, "tools.yaml")}
+		return &httpEnv{t: t, dir: dir, db: filepath.Join(t.TempDir(), "ledger.db"), wf: filepath.Join(dir, "workflow.js"), tools: filepath.Join(dir, "tools.yaml")}
 	}
 
 	t.Run("form", func(t *testing.T) {

@@ -63,7 +63,7 @@ func TestWorkflowNameBelongsToOneFile(t *testing.T) {
 	dir := t.TempDir()
 	x := putFile(t, filepath.Join(dir, "x", "shop", "workflow.js"), sideEffect)
 	y := putFile(t, filepath.Join(dir, "y", "shop", "workflow.js"), strings.Replace(sideEffect, "'1h'", "'2h'", 1))
-	db := filepath.Join(dir, "l.db")
+	db := filepath.Join(t.TempDir(), "l.db")
 	if code, _, stderr := runCLI(t, "--db", db, "run", x, "--once", "--workspace", dir); code != 0 {
 		t.Fatalf("first file: exit %d: %s", code, stderr)
 	}

@@ -117,7 +117,7 @@ func TestValidateWithoutCompiler(t *testing.T) {
 // that compiling removed from the same line.
 func TestTypeScriptRuntimeErrorColumn(t *testing.T) {
 	dir := t.TempDir()
-	wf := putFile(t, filepath.Join(dir, "cols.ts"), `export default {
+	wf := putFile(t, filepath.Join(dir, "wf", "cols.ts"), `export default {
   topics: ['a'],
   producers: { p: { schedule: { every: '1h' },
     async handler(state: { n?: number } | undefined) {
