@@ -267,9 +267,10 @@ func newRoot(g *globals) *cobra.Command {
 		Long: `Run sandboxed, durable handler workflows and approved plans, and inspect the ledger
 that records every side effect.
 
-The ledger is --db, else $` + dbEnv + `, else the one ledger of this user,
-` + ledgerHelp() + `. It must lie outside every workspace given to the
-tools: a command whose workspace contains the ledger, or a file beside it, is refused.`,
+The ledger is --db, else $` + dbEnv + `, else this user's default ledger:
+  ` + ledgerHelp() + `
+It must lie outside every workspace given to the tools: a command whose workspace
+contains the ledger, or a file beside it, is refused.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
