@@ -1,6 +1,8 @@
 // Package hostproc sets up the Go runtime of a process hosting runs the way the
-// scripthost command does. A library embedding scripthost leaves its process's
-// runtime to the embedder; the command and the benchmarks measuring it call Tune.
+// scripthost command does, and reads the process's resident memory. A library
+// embedding scripthost leaves its process's runtime to the embedder; the command and
+// the benchmarks measuring it call Tune, and the budget tests and neighbour
+// benchmarks read Memory.
 package hostproc
 
 import (

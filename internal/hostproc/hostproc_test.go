@@ -44,3 +44,24 @@ func TestTune(t *testing.T) {
 		})
 	}
 }
+
+// TestMemory checks that the resident memory read back grows by what the process
+// touches, and that the peak is never below the current.
+func TestMemory(t *testing.T) {
+	rss, peak, ok := Memory()
+	if !ok {
+		t.Skip("the system does not report resident memory here")
+	}
+	if rss <= 0 || peak < rss {
+		t.Fatalf("got rss %d, peak %d, want 0 < rss <= peak", rss, peak)
+	}
+	b := make([]byte, 64<<20)
+	for i := range b {
+		b[i] = 1
+	}
+	_, after, _ := Memory()
+	if after < rss+32<<20 {
+		t.Errorf("got a peak of %d after touching 64 MiB from %d, want at least 32 MiB more", after, rss)
+	}
+	runtime.KeepAlive(b)
+}

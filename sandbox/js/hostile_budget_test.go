@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/internal/hostproc"
 	"github.com/scripthost/scripthost/sandbox"
 	"github.com/scripthost/scripthost/sandbox/js"
 	"github.com/scripthost/scripthost/sandbox/sandboxtest"
@@ -227,33 +228,16 @@ func budgetChild(t *testing.T, name string) {
 		t.Fatalf("warm-up: %v", err)
 	}
 	p, lim := budgetProgram(t, eng, *c)
-	before := procStatus(t, "VmRSS")
+	before, _, ok := hostproc.Memory()
+	if !ok {
+		t.Fatal("no resident memory in /proc/self/status")
+	}
 	_, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "consumers.c.h", Phase: scripthost.PhasePrepare,
 		Tools: sandboxtest.NewTools(), Limits: lim})
-	peak := procStatus(t, "VmHWM")
+	_, peak, _ := hostproc.Memory()
 	var le *sandbox.LimitError
 	if !errors.As(err, &le) || le.Limit != c.want {
 		t.Errorf("got %v, want a %s LimitError", err, c.want)
 	}
 	fmt.Printf("rss before=%d peak=%d budget=%d\n", before, peak, lim.MemoryBytes)
-}
-
-// procStatus returns a memory field of /proc/self/status in bytes.
-func procStatus(t *testing.T, field string) int64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", line, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no %s in /proc/self/status", field)
-	return 0
 }

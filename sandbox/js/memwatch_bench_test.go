@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"runtime/trace"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/internal/hostproc"
 	"github.com/scripthost/scripthost/sandbox"
 	"github.com/scripthost/scripthost/sandbox/js"
 	"github.com/scripthost/scripthost/sandbox/sandboxtest"
@@ -119,7 +117,7 @@ func neighbourCases(b *testing.B, eng *js.Engine, phase func(*testing.B) time.Du
 					stopped++
 				}
 			})
-			peakReset := resetPeakRSS()
+			peakReset := hostproc.ResetPeak()
 			before := gcStats()
 			*neighbourStopped = 0
 			start := time.Now()
@@ -143,7 +141,7 @@ func neighbourCases(b *testing.B, eng *js.Engine, phase func(*testing.B) time.Du
 			b.ReportMetric(gc.gc/elapsed.Seconds(), "gc-cpu-s/s")
 			b.ReportMetric(float64(stopped)/elapsed.Seconds(), "hog-runs/s")
 			b.ReportMetric(float64(*neighbourStopped), "neighbour-stopped")
-			if peak, ok := peakRSS(); ok && peakReset {
+			if _, peak, ok := hostproc.Memory(); ok && peakReset {
 				// The process's peak while the hog ran, next to the hog's budget.
 				b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MiB")
 				b.ReportMetric(float64(neighbourBudget)/(1<<20), "budget-MiB")
@@ -180,25 +178,4 @@ func gcStats() gcCounters {
 
 func (c gcCounters) sub(d gcCounters) gcCounters {
 	return gcCounters{c.forced - d.forced, c.cycles - d.cycles, c.assist - d.assist, c.gc - d.gc}
-}
-
-// resetPeakRSS resets the process's peak resident memory (VmHWM) to its current
-// resident memory, where Linux allows it; it reports whether it did.
-func resetPeakRSS() bool {
-	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
-}
-
-// peakRSS returns the process's peak resident memory (VmHWM) in bytes.
-func peakRSS() (int64, bool) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, false
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10, err == nil
-		}
-	}
-	return 0, false
 }

@@ -1,18 +1,15 @@
 package wasm
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/scripthost/scripthost/internal/hostproc"
 	"github.com/scripthost/scripthost/sandbox"
 )
 
@@ -89,7 +86,7 @@ func BenchmarkNeighbourLatency(b *testing.B) {
 	}
 	var busyP99 time.Duration
 	b.Run("alone", func(b *testing.B) {
-		resetPeakRSS()
+		hostproc.ResetPeak()
 		lat := make([]time.Duration, 0, b.N)
 		for b.Loop() {
 			lat = append(lat, phase(b))
@@ -98,7 +95,7 @@ func BenchmarkNeighbourLatency(b *testing.B) {
 	})
 	for _, hog := range hogs {
 		b.Run(hog.name, func(b *testing.B) {
-			resetPeakRSS()
+			hostproc.ResetPeak()
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
 			runs := 0
@@ -164,30 +161,9 @@ func reportNeighbour(b *testing.B, lat []time.Duration) time.Duration {
 	p := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
 	b.ReportMetric(float64(p(0.5))/1e6, "p50-ms")
 	b.ReportMetric(float64(p(0.99))/1e6, "p99-ms")
-	if kb := peakRSSKiB(); kb > 0 {
-		b.ReportMetric(float64(kb)/1024, "peak-rss-MiB")
+	if _, peak, ok := hostproc.Memory(); ok {
+		b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MiB")
 	}
 	b.ReportMetric(0, "ns/op")
 	return p(0.99)
-}
-
-// resetPeakRSS resets the process's peak resident memory (Linux; elsewhere, or
-// without the right, nothing happens and the peak is the process's).
-func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
-
-// peakRSSKiB is the process's peak resident memory in KiB (VmHWM), 0 where unknown.
-func peakRSSKiB() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
-	}
-	return 0
 }
