@@ -68,6 +68,18 @@ func (e *Executor) mutate(ctx context.Context, r *stepRun, b bound, rec ledger.A
 	}
 	m := out.Mutation
 	rec.MutationID = m.ID
+	if m.Status == scripthost.MutationNeedsReconcile && hostfuncs.IsNotSent(out.CallErr) {
+		// Nothing reached the service: after the backoff it is sent again under the same
+		// key (Reconcile), and if it still cannot be sent it is failed and the model told;
+		// no person is asked about an outcome that is known.
+		if err := e.o.Sleep(ctx, m.NextReconcileAt.Sub(e.o.Clock())); err != nil {
+			return o, err
+		}
+		if m, err = hostfuncs.Reconcile(ctx, e.o.Store, e.o.Registry, m, hostfuncs.ReconcilePolicy{MaxAttempts: 1, Redactor: e.o.Redactor}, e.o.Clock()); err != nil {
+			return o, fmt.Errorf("agent: reconcile: %w", err)
+		}
+		out.Result, out.Cause = m.Result, nil
+	}
 	switch m.Status {
 	case scripthost.MutationApplied:
 		res := e.o.Redactor.RedactSecrets(normalize(out.Result))
