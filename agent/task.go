@@ -117,32 +117,18 @@ func ParseTask(name string, raw []byte) (*Task, error) {
 	// The schema sees one value per key: a key twice, anything after the document, text
 	// that is not UTF-8 and keys with NUL are refused first, with their line
 	// (internal/document). Unknown keys, case variants among them, are the schema's.
+	// Both give JSON values with json.Number numbers, the types the validator wants.
 	if strings.EqualFold(filepath.Ext(name), ".json") {
-		if err := document.JSON("", raw, new(any)); err != nil {
+		if err := document.JSON("", raw, &value); err != nil {
 			return nil, &TaskError{File: name, Problems: []string{err.Error()}}
 		}
-		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-		if err != nil {
-			return nil, &TaskError{File: name, Problems: []string{"not valid JSON: " + err.Error()}}
-		}
-		value = v
 	} else {
 		if err := yaml.Unmarshal(raw, &root); err != nil {
 			return nil, &TaskError{File: name, Problems: []string{yamlerr.Fix(err).Error()}}
 		}
-		if err := document.YAML("", raw, new(any)); err != nil {
+		if err := document.YAML("", raw, &value); err != nil {
 			return nil, &TaskError{File: name, Problems: []string{err.Error()}}
 		}
-		var v any
-		if err := root.Decode(&v); err != nil {
-			return nil, &TaskError{File: name, Problems: []string{err.Error()}}
-		}
-		// Round-trip through JSON so the validator sees JSON types.
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, &TaskError{File: name, Problems: []string{"cannot be read as JSON: " + err.Error()}}
-		}
-		value, _ = jsonschema.UnmarshalJSON(bytes.NewReader(b))
 	}
 	if err := taskSchema.Validate(value); err != nil {
 		var ve *jsonschema.ValidationError
