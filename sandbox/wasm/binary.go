@@ -36,15 +36,12 @@ var wasmMagic = []byte{0x00, 'a', 's', 'm'}
 
 // inspect checks a module binary's header and the layout of its sections (the one
 // walk of them, splitSections, that instrument uses too), reads its memory and table
-// sections, and refuses a module past the budgets b: its size, its functions,
-// globals and tables, a table larger than the cap or an element segment longer than
-// a table may be. (instrument checks the function bodies.) It does not validate the
-// rest: wazero does that when it compiles.
+// sections, and refuses a module past the budgets b: its functions, globals and
+// tables, a table larger than the cap or an element segment longer than a table may
+// be. (load checks the module's size before, instrument the function bodies after.)
+// It does not validate the rest: wazero does that when it compiles.
 func inspect(code []byte, b budgets) (moduleInfo, error) {
 	var info moduleInfo
-	if len(code) > b.moduleBytes {
-		return info, refusal(fmt.Sprintf("module of %d bytes, above the limit of %d bytes", len(code), b.moduleBytes))
-	}
 	if len(code) < 8 || !bytes.Equal(code[:4], wasmMagic) {
 		return info, errors.New("not a WebAssembly binary (bad magic number)")
 	}

@@ -1,9 +1,6 @@
 package wasm
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // CompileLimits bound what Load compiles. wazero's compiler takes time that grows with
 // the square of a function's blocks and branches, and a function, once started, is
@@ -115,9 +112,4 @@ func (info moduleInfo) tablePages(grows bool) uint32 {
 	}
 	elems += info.passiveElems
 	return uint32((elems*tableElementBytes + 1<<16 - 1) >> 16)
-}
-
-// refuseCount is the refusal of n things (what) past limit.
-func refuseCount(what string, n uint64, limit int) error {
-	return refusal(fmt.Sprintf("%s %d, above the limit of %d", what, n, limit))
 }
