@@ -35,8 +35,8 @@ type Limits struct {
 	// GeneratorFunction constructors throw an EvalError with this message.
 	DisableDynamicCode string
 	// Allocate, when set, meters what built-ins allocate in bulk (scripthost patch):
-	// ArrayBuffer and typed array backing stores (new, slice, from, filter, the
-	// host's NewArrayBuffer), an array's element storage as it grows past a slice's
+	// ArrayBuffer and typed array backing stores (new, slice, from, filter; an
+	// embedder's own through Runtime.Charge), an array's element storage as it grows past a slice's
 	// capacity, and the values JSON.parse builds (estimated per value). Each is
 	// counted before it is allocated; when the bytes counted since the last call
 	// reach AllocStep, or one allocation alone does, Allocate is called with the size
@@ -161,14 +161,6 @@ func (r *Runtime) charge(n int64) {
 // a refusal throws.
 func (r *Runtime) Charge(n int64) {
 	r.charge(n)
-}
-
-// CheckInterrupt lets an embedder's own long native loop be interrupted as goja's
-// are (scripthost patch): called from a function the script called, on the
-// runtime's goroutine, it throws the interruption once Interrupt was called. It is
-// one atomic load.
-func (r *Runtime) CheckInterrupt() {
-	r.checkInterrupt()
 }
 
 // interruptEvery is how many iterations a native loop too cheap per iteration to
