@@ -17,11 +17,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/scripthost/scripthost/agent"
 	"github.com/scripthost/scripthost/ledger"
+	"golang.org/x/net/netutil"
 )
 
 //go:embed ui
@@ -248,52 +248,5 @@ func HTTPServer(h http.Handler, ln net.Listener, l Limits) (*http.Server, net.Li
 		IdleTimeout:       l.IdleTimeout,
 		MaxHeaderBytes:    l.MaxHeaderBytes,
 	}
-	return srv, LimitListener(ln, l.MaxConns)
-}
-
-// LimitListener returns a listener that accepts at most n connections at once: Accept
-// waits until one of them is closed, and the connections beyond wait in the kernel's
-// backlog, as the server cannot be made to hold more file descriptors than n.
-func LimitListener(ln net.Listener, n int) net.Listener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
-}
-
-type limitListener struct {
-	net.Listener
-	sem       chan struct{}
-	closeOnce sync.Once
-	done      chan struct{}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-func (l *limitListener) Close() error {
-	err := l.Listener.Close()
-	l.closeOnce.Do(func() { close(l.done) })
-	return err
-}
-
-// limitConn gives its slot back when closed, once.
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
+	return srv, netutil.LimitListener(ln, l.MaxConns)
 }
