@@ -130,7 +130,7 @@ func runPlan(ctx context.Context, g *globals, f planRunFlags, path string) error
 		progs = append(progs, command.Program{Name: n, ReadOnly: true})
 	}
 	cmds, err := command.New(command.Config{Workspace: ws, Programs: progs, DefaultTimeout: f.commandTimeout,
-		Unsafe: g.UnsafeCommands, Hide: g.ledgerFiles()})
+		Unsafe: g.UnsafeCommands})
 	if err != nil {
 		return usagef("%v", err)
 	}

@@ -134,8 +134,9 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 		Failpoint:   failpoint,
 		Lease:       lease,
 		Observer:    observer,
-		// The ledger's own files stay out of the command sandbox.
-		CommandOptions: command.Config{Unsafe: g.UnsafeCommands, Hide: g.ledgerFiles()},
+		// keepLedgerOut and host.New keep the ledger out of the workspace, and so out
+		// of the command sandbox.
+		CommandOptions: command.Config{Unsafe: g.UnsafeCommands},
 		OnConsole: func(run scripthost.Run, lines []sandbox.ConsoleLine) {
 			for _, l := range lines {
 				fmt.Fprintf(console, "[%s/%s] %s\n", run.Workflow, run.Handler, redactor.Redact(l.Text))
