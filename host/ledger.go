@@ -1,9 +1,7 @@
 package host
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +52,7 @@ func CheckWorkspace(workspace string, ledgerFiles []string) error {
 	}
 	for _, f := range ledgerFiles {
 		for _, p := range resolvedPaths(f) {
-			if within(p, ws) {
+			if Within(p, ws) {
 				return &LedgerInWorkspaceError{File: f, Resolved: p, Workspace: workspace, ResolvedWorkspace: ws}
 			}
 		}
@@ -70,7 +68,7 @@ func resolvedPaths(file string) []string {
 	if err != nil {
 		return nil
 	}
-	out := []string{filepath.Join(resolveDir(filepath.Dir(abs)), filepath.Base(abs))}
+	out := []string{filepath.Join(ResolvePath(filepath.Dir(abs)), filepath.Base(abs))}
 	// A link is followed even when its target does not exist yet: SQLite would create
 	// the database there.
 	for range 40 {
@@ -82,27 +80,31 @@ func resolvedPaths(file string) []string {
 			target = filepath.Join(filepath.Dir(abs), target)
 		}
 		abs = filepath.Clean(target)
-		out = append(out, filepath.Join(resolveDir(filepath.Dir(abs)), filepath.Base(abs)))
+		out = append(out, filepath.Join(ResolvePath(filepath.Dir(abs)), filepath.Base(abs)))
 	}
 	return out
 }
 
-// resolveDir resolves the symbolic links of dir, through its nearest existing
-// ancestor when dir does not exist yet (a ledger directory created at first start).
-func resolveDir(dir string) string {
-	r, err := filepath.EvalSymlinks(dir)
-	if err == nil {
+// ResolvePath is p made absolute with the symbolic links of its longest existing
+// prefix resolved: where p is, or would be once created (a ledger directory created
+// at first start, a config file not written yet).
+func ResolvePath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
 		return r
 	}
-	parent := filepath.Dir(dir)
-	if !errors.Is(err, fs.ErrNotExist) || parent == dir {
-		return dir
+	parent := filepath.Dir(abs)
+	if parent == abs {
+		return abs
 	}
-	return filepath.Join(resolveDir(parent), filepath.Base(dir))
+	return filepath.Join(ResolvePath(parent), filepath.Base(abs))
 }
 
-// within reports whether path is dir or lies below it. Both are absolute and clean.
-func within(path, dir string) bool {
+// Within reports whether path is dir or lies below it. Both are absolute and clean.
+func Within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scripthost/scripthost/agent"
+	"github.com/scripthost/scripthost/host"
 	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/hostfuncs/codetool"
 	"github.com/scripthost/scripthost/hostfuncs/command"
@@ -431,7 +432,7 @@ func newAgentSettings(g *globals, f agentFlags, t *agent.Task, taskPath string) 
 	}
 	opURL := first(f.model, os.Getenv(modelURLEnv), cfg.Model.BaseURL)
 	opName := first(f.modelName, os.Getenv(modelNameEnv), cfg.Model.Name)
-	inWorkspace := taskPath != "" && inside(resolvePath(taskPath), wsDir)
+	inWorkspace := taskPath != "" && host.Within(host.ResolvePath(taskPath), wsDir)
 	// A step's check of a program that is not read-only asks as run_terminal does
 	// when the agent may have written it: the task lies inside the workspace, or
 	// (a session recorded without its settings) where it lay is not known.
@@ -587,29 +588,6 @@ func realDir(dir string) (string, error) {
 	return real, nil
 }
 
-// resolvePath is p made absolute with the symbolic links of its longest existing
-// prefix resolved: where p is, or would be once created.
-func resolvePath(p string) string {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return p
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		return real
-	}
-	parent := filepath.Dir(abs)
-	if parent == abs {
-		return abs
-	}
-	return filepath.Join(resolvePath(parent), filepath.Base(abs))
-}
-
-// inside reports whether p is dir or below it; both are resolved paths.
-func inside(p, dir string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
 // defaultAgentConfig is the operator's agent config file: under $XDG_CONFIG_HOME, else
 // ~/.config; "" when neither is known.
 func defaultAgentConfig() string {
@@ -641,7 +619,7 @@ func loadAgentConfig(g *globals, explicit, wsDir string) (agent.Config, error) {
 			return agent.Config{}, nil
 		}
 	}
-	if real := resolvePath(path); inside(real, wsDir) {
+	if real := host.ResolvePath(path); host.Within(real, wsDir) {
 		_, statErr := os.Stat(path)
 		if explicit != "" || statErr == nil {
 			what := "--config " + path
