@@ -16,10 +16,10 @@ import (
 
 // mutate runs an admitted mutation: record in_flight durably, call the tool with the
 // idempotency key, record the outcome. Only an applied outcome returns normally.
-func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage, value any, secrets []string) (json.RawMessage, error) {
+func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage, value any, secrets []string, call *Redactor) (json.RawMessage, error) {
 	name := t.Name()
 	end := func(err error) (json.RawMessage, error) {
-		return nil, sandbox.Terminate(w.scrub(withOp(err, name), secrets))
+		return nil, sandbox.Terminate(w.scrub(withOp(err, name), call))
 	}
 	if w.store == nil {
 		return end(scripthost.Errorf(scripthost.ClassInternal, CodeLedger, "no ledger to record the mutation in"))
@@ -41,7 +41,7 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 	}
 	// A short one only where it is a whole value: inside other text it cannot be told
 	// from that text.
-	stored = NewRedactor(secrets...).RedactSecrets(stored)
+	stored = call.RedactSecrets(stored)
 	hash := scripthost.InputHash(scripthost.KeyInput{
 		Workflow:  w.info.Workflow,
 		Handler:   w.info.Handler,
@@ -75,7 +75,7 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 		Execute: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			return w.execute(ctx, t, in)
 		},
-		Cause:         func(err error) *scripthost.Error { return asError(w.scrub(withOp(err, name), secrets)) },
+		Cause:         func(err error) *scripthost.Error { return asError(w.scrub(withOp(err, name), call)) },
 		FailureToNext: w.info.FailureToNext, ReleaseOnFailure: w.info.ReleaseOnFailure,
 		Began: func(m scripthost.Mutation) {
 			w.setMutation(m)
@@ -95,7 +95,7 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 	case o.CallErr == nil:
 		log(slog.LevelInfo, "mutation applied")
 		if err := w.checkOutput(t, o.Result); err != nil {
-			return nil, w.scrub(err, secrets)
+			return nil, w.scrub(err, call)
 		}
 		return o.Result, nil
 	case rec.Status == scripthost.MutationFailed && scripthost.IsDefinite(o.CallErr):
@@ -107,7 +107,7 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 	switch rec.Status {
 	case scripthost.MutationApplied:
 		if err := w.checkOutput(t, o.Result); err != nil {
-			return nil, w.scrub(err, secrets)
+			return nil, w.scrub(err, call)
 		}
 		return o.Result, nil
 	case scripthost.MutationFailed:
@@ -154,15 +154,14 @@ func asError(err error) *scripthost.Error {
 }
 
 // scrub returns err with every secret removed from its message: registered secrets,
-// credential formats and the call's own secret values. A cause whose text would leak
-// is dropped from the chain.
-func (w *ToolWrapper) scrub(err error, secrets []string) error {
+// credential formats and the call's own secret values (call, nil when it has none). A
+// cause whose text would leak is dropped from the chain.
+func (w *ToolWrapper) scrub(err error, call *Redactor) error {
 	if err == nil {
 		return nil
 	}
-	call := NewRedactor(secrets...)
 	clean := func(s string) string {
-		return w.redactor.Redact(call.Redact(s))
+		return w.redactor.Redact(call.replaceSecrets(s))
 	}
 	e, ok := err.(*scripthost.Error)
 	if !ok {
@@ -183,6 +182,15 @@ func (w *ToolWrapper) scrub(err error, secrets []string) error {
 		c.Err = nil
 	}
 	return &c
+}
+
+// callRedactor knows a call's own secret values (callSecrets); nil when there are none.
+// A mutation builds it once, for its stored params and every error it scrubs.
+func callRedactor(secrets []string) *Redactor {
+	if len(secrets) == 0 {
+		return nil
+	}
+	return NewRedactor(secrets...)
 }
 
 // callSecrets collects the string values of the input's secret fields: those the tool

@@ -206,17 +206,7 @@ func (r *Redactor) Redact(s string) string {
 	if s == "" {
 		return s
 	}
-	if r != nil {
-		r.mu.RLock()
-		rep, word := r.replacer, r.word
-		r.mu.RUnlock()
-		if rep != nil {
-			s = rep.Replace(s)
-		}
-		if word != nil {
-			s = replaceWords(word, s)
-		}
-	}
+	s = r.replaceSecrets(s)
 	lower := strings.ToLower(s)
 	for _, p := range patterns {
 		if !containsAny(lower, p.hints) {
@@ -225,6 +215,24 @@ func (r *Redactor) Redact(s string) string {
 		if out := p.re.ReplaceAllString(s, p.repl); out != s {
 			s, lower = out, strings.ToLower(out)
 		}
+	}
+	return s
+}
+
+// replaceSecrets returns s with r's registered secrets replaced by Redacted, leaving
+// credential formats to Redact. A nil r knows none.
+func (r *Redactor) replaceSecrets(s string) string {
+	if r == nil || s == "" {
+		return s
+	}
+	r.mu.RLock()
+	rep, word := r.replacer, r.word
+	r.mu.RUnlock()
+	if rep != nil {
+		s = rep.Replace(s)
+	}
+	if word != nil {
+		s = replaceWords(word, s)
 	}
 	return s
 }

@@ -301,31 +301,31 @@ func (w *ToolWrapper) Call(ctx context.Context, namespace, method string, input 
 	w.mu.Unlock()
 	if err != nil {
 		w.logf(slog.LevelInfo, "tool call refused", "tool", name, "op", op, "phase", phase.String(), "error", err.Error())
-		return nil, w.refuse(withOp(err, name), ended, secrets)
+		return nil, w.refuse(withOp(err, name), ended, callRedactor(secrets))
 	}
 	if w.logging(slog.LevelDebug) {
 		w.logf(slog.LevelDebug, "tool call", "tool", name, "op", op, "phase", phase.String())
 	}
 
 	if op == scripthost.OpMutate {
-		return w.mutate(ctx, tool, input, value, secrets)
+		return w.mutate(ctx, tool, input, value, secrets, callRedactor(secrets))
 	}
 	out, err := w.execute(ctx, tool, input)
 	if err != nil {
-		err = w.scrub(withOp(err, name), secrets)
+		err = w.scrub(withOp(err, name), callRedactor(secrets))
 		w.logf(slog.LevelInfo, "tool call failed", "tool", name, "op", op, "error", err.Error())
 		return nil, err
 	}
 	if err := w.checkOutput(tool, out); err != nil {
-		return nil, w.scrub(err, secrets)
+		return nil, w.scrub(err, callRedactor(secrets))
 	}
 	return out, nil
 }
 
 // refuse scrubs err and, when the mutate phase has made its mutation, ends the
 // invocation with it.
-func (w *ToolWrapper) refuse(err error, ended bool, secrets []string) error {
-	err = w.scrub(err, secrets)
+func (w *ToolWrapper) refuse(err error, ended bool, call *Redactor) error {
+	err = w.scrub(err, call)
 	if ended {
 		w.mu.Lock()
 		w.dropped = append(w.dropped, err)
