@@ -224,7 +224,7 @@ func runAgent(ctx context.Context, g *globals, f agentFlags, s agent.Settings, s
 	for _, p := range s.Programs {
 		progs = append(progs, command.Program{Name: p.Name, ReadOnly: p.ReadOnly})
 	}
-	cmds, err := command.New(command.Config{Workspace: ws, Programs: progs, Unsafe: s.UnsafeCommands, Hide: g.ledgerFiles()})
+	cmds, err := command.New(command.Config{Workspace: ws, Programs: progs, Unsafe: s.UnsafeCommands})
 	if err != nil {
 		return usagef("%v", err)
 	}

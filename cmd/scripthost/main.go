@@ -58,15 +58,6 @@ func (g *globals) logger(level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(g.Stderr, opts))
 }
 
-// ledgerFiles are the ledger's files, which the command sandbox covers too should one
-// lie inside the workspace (keepLedgerOut refuses that before any command runs).
-func (g *globals) ledgerFiles() []string {
-	if g.shared() {
-		return nil // a PostgreSQL ledger has no files here
-	}
-	return host.LedgerFiles(g.DBPath)
-}
-
 // reachableFiles are the files of the ledger no tool or command may reach: an SQLite
 // ledger's database and every file beside it, or, for a PostgreSQL ledger, the token
 // serve generates in the user's configuration directory.
