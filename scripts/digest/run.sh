@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The digest example end to end: install its npm dependency, check and test it, run it
+# twice on a fresh SQLite ledger, turn the recorded runs into a fixture, and replay the
+# ledger against the code.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+cd "$here/../.."
+out=.run/digest
+rm -rf "$out" && mkdir -p "$out/workspace/inbox"
+go build -o "$out/scripthost" ./cmd/scripthost
+(cd "$here" && npm ci --no-audit --no-fund --silent)
+cat > "$out/workspace/inbox/power.json" <<'JSON'
+{"payee": "Acme Power", "amount": 42.5, "due": "2030-01-03"}
+JSON
+cat > "$out/workspace/inbox/rent.json" <<'JSON'
+{"payee": "Landlord", "amount": 900, "due": "2020-12-28"}
+JSON
+sh() { "$out/scripthost" --db "$out/scripthost.db" "$@"; }
+
+echo "== validate"
+sh validate scripts/digest/workflow.ts
+echo "== test (fixtures)"
+sh test scripts/digest/workflow.ts
+echo "== run (first time)"
+sh run scripts/digest/workflow.ts --once --workspace "$out/workspace"
+echo "== run (again: nothing new to do)"
+sh run scripts/digest/workflow.ts --once --workspace "$out/workspace"
+echo "== show (the stored bundle's files)"
+sh show digest
+echo "== outbox"
+cat "$out"/workspace/outbox/*.md
+echo "== replay the recorded runs against the code"
+sh test scripts/digest/workflow.ts --replay "$out/scripthost.db"
