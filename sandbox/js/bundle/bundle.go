@@ -29,6 +29,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/evanw/esbuild/pkg/api"
 
@@ -117,17 +118,31 @@ func Build(entry string, source []byte) (Result, error) {
 	return Result{Code: res.OutputFiles[0].Contents, Manifest: in.manifest()}, nil
 }
 
-// inputs reads the files esbuild loads and records what it read.
+// inputs reads the files esbuild loads and records what it read. esbuild loads files
+// in parallel.
 type inputs struct {
 	dir, entry string
 	source     []byte
-	files      map[string]File
+
+	mu    sync.Mutex
+	files map[string]File
 }
 
 // plugin refuses Node built-ins where they are imported and loads every file itself,
 // so that the manifest hashes exactly the text that was bundled.
 func (in *inputs) plugin() api.Plugin {
 	return api.Plugin{Name: "scripthost", Setup: func(b api.PluginBuild) {
+		// An entry whose text was given need not be a file. When it is one, esbuild
+		// resolves it, and reads the tsconfig.json that applies to it on the way.
+		b.OnResolve(api.OnResolveOptions{Filter: ".*"}, func(a api.OnResolveArgs) (api.OnResolveResult, error) {
+			if a.Kind != api.ResolveEntryPoint {
+				return api.OnResolveResult{}, nil
+			}
+			if _, err := os.Stat(in.entry); err == nil {
+				return api.OnResolveResult{}, nil
+			}
+			return api.OnResolveResult{Path: in.entry, Namespace: "file"}, nil
+		})
 		b.OnResolve(api.OnResolveOptions{Filter: builtinFilter}, func(a api.OnResolveArgs) (api.OnResolveResult, error) {
 			if !builtin(a.Path) {
 				return api.OnResolveResult{}, nil
@@ -158,7 +173,9 @@ func (in *inputs) load(path string) (api.OnLoadResult, error) {
 	}
 	sum := sha256.Sum256(text)
 	rel := in.rel(path)
+	in.mu.Lock()
 	in.files[rel] = File{Path: rel, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(text))}
+	in.mu.Unlock()
 	contents := string(text)
 	return api.OnLoadResult{Contents: &contents, Loader: loader, ResolveDir: filepath.Dir(path)}, nil
 }
@@ -173,6 +190,8 @@ func (in *inputs) rel(path string) string {
 }
 
 func (in *inputs) manifest() Manifest {
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	m := make(Manifest, 0, len(in.files))
 	for _, f := range in.files {
 		m = append(m, f)
@@ -197,13 +216,18 @@ func buildError(entry string, m api.Message) error {
 	switch {
 	case m.ID == "unsupported-require-call" || m.ID == "unsupported-dynamic-import" || m.ID == "indirect-require":
 		text += ": a workflow's modules are bundled when it loads, so require and import() take a string literal"
-	case strings.HasPrefix(text, "Could not resolve "):
-		text += ": no such file, and no such package in node_modules"
 	default:
+		noted := false
 		for _, n := range m.Notes {
-			if n.Text != "" {
+			// esbuild suggests marking an unresolved path external: a workflow has
+			// nothing outside its bundle.
+			if n.Text != "" && !strings.Contains(n.Text, "external") {
 				text += " (" + n.Text + ")"
+				noted = true
 			}
+		}
+		if !noted && strings.HasPrefix(text, "Could not resolve ") {
+			text += ": no such file, and no such package in node_modules"
 		}
 	}
 	e := &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidWorkflow,

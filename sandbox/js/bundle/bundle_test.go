@@ -116,6 +116,12 @@ func TestSourceGiven(t *testing.T) {
 	if err != nil || len(r.Manifest) != 2 {
 		t.Fatalf("got %v, %v, want a bundle of 2 files", r.Manifest, err)
 	}
+	// Neither the file nor its directory need exist when the entry imports nothing.
+	missing := filepath.Join(t.TempDir(), "gone", "wf.js")
+	r, err = bundle.Build(missing, []byte("export default { f: { h() { return 1 } } }\n"))
+	if err != nil || !r.Single() || r.Manifest[0].Path != "wf.js" {
+		t.Fatalf("missing file: got %v, %v, want a bundle of wf.js", r.Manifest, err)
+	}
 }
 
 // TestRefused: what a workflow may not import, and bad input, are refused at build
