@@ -164,7 +164,7 @@ func (rt *Runtime) Validate(ctx context.Context, path string, source []byte) (*D
 	if err != nil {
 		return nil, err
 	}
-	code, _, err := build(lang, path, source)
+	code, _, err := Build(lang, path, source)
 	if err != nil {
 		return nil, err
 	}
@@ -175,13 +175,12 @@ func (rt *Runtime) Validate(ctx context.Context, path string, source []byte) (*D
 	return l.def, nil
 }
 
-// build is what is stored for a workflow file, and the files it was built from. A
-// JavaScript or TypeScript workflow is bundled with the modules and packages it
-// imports (see bundle.Build; source is the entry's text, read from path when nil); one
-// that imports nothing is
-// stored as its own text, so that its hash is the file's, as it always was. A Wasm
-// module is stored as it is.
-func build(lang, path string, source []byte) ([]byte, []ledger.SourceFile, error) {
+// Build returns what is stored for a workflow file of language lang, and the files it
+// was built from. A JavaScript or TypeScript workflow is bundled with the modules and
+// packages it imports (see bundle.Build; source is the entry's text, read from path
+// when nil); one that imports nothing is stored as its own text, so that its hash is
+// the file's, as it always was. A Wasm module is stored as it is.
+func Build(lang, path string, source []byte) ([]byte, []ledger.SourceFile, error) {
 	if lang != "js" && lang != "ts" {
 		return source, nil, nil
 	}
@@ -239,7 +238,7 @@ func (rt *Runtime) Load(ctx context.Context, f WorkflowFile) (ledger.WorkflowVer
 	if abs, err := filepath.Abs(f.Path); err == nil {
 		f.Path = abs
 	}
-	code, manifest, err := build(lang, f.Path, f.Source)
+	code, manifest, err := Build(lang, f.Path, f.Source)
 	if err != nil {
 		return ledger.WorkflowVersion{}, err
 	}
@@ -290,7 +289,7 @@ func hash(b []byte) string {
 }
 
 // load compiles a module once per content hash and validates its definition. source is
-// what is stored (see build): a stored version is loaded from the ledger alone, never
+// what is stored (see Build): a stored version is loaded from the ledger alone, never
 // from the files it was built from.
 func (rt *Runtime) load(ctx context.Context, lang, path string, source []byte) (*loaded, error) {
 	key := lang + ":" + hash(source)
