@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -116,7 +117,7 @@ func (in *instance) locate(e *scripthost.Error, stackText string, frames []goja.
 	// reports 0-based; Column is 1-based like Line.
 	re := in.mod.frameRE()
 	if m := re.FindStringSubmatch(stackText); m != nil {
-		e.File = m[1]
+		e.File = fileName(m[1])
 		e.Line, _ = strconv.Atoi(m[2])
 		e.Column, _ = strconv.Atoi(m[3])
 		e.Column++
@@ -124,7 +125,7 @@ func (in *instance) locate(e *scripthost.Error, stackText string, frames []goja.
 	}
 	for _, f := range frames {
 		if p := f.Position(); in.mod.sources[p.Filename] && p.Line > 0 {
-			e.File, e.Line, e.Column = p.Filename, p.Line, p.Column+1
+			e.File, e.Line, e.Column = fileName(p.Filename), p.Line, p.Column+1
 			if e.Stack == "" {
 				var b bytes.Buffer
 				for _, f := range frames {
@@ -185,6 +186,15 @@ func sourceNames(name, code string) map[string]bool {
 		names[s] = true
 	}
 	return names
+}
+
+// fileName is the file a frame names: goja gives a source map's sources as URLs, with
+// characters such as spaces escaped.
+func fileName(frame string) string {
+	if name, err := url.PathUnescape(frame); err == nil {
+		return name
+	}
+	return frame
 }
 
 // sourceMapPrefix starts the inline source map esbuild writes.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/sandbox"
@@ -192,4 +193,93 @@ func TestRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLocationsInImportedModules: errors at load (a throw at a module's top level),
+// limit errors (a loop past the timeout, a recursion past the stack limit) and a
+// TypeError raised by the engine are all located in the imported module's file, line
+// and column, not in the bundle.
+func TestLocationsInImportedModules(t *testing.T) {
+	lib := `export function spin(): number {
+  let i = 0;
+  while (true) { i++; }
+}
+export function deep(n: number): number {
+  return deep(n + 1) + 1;
+}
+export function nothing(): number {
+  const o: any = undefined;
+  return o.field;
+}
+`
+	entry := project(t, map[string]string{
+		"workflow.ts":  "import { spin, deep, nothing } from './lib/loops';\nexport default { f: { spin, deep: () => deep(0), nothing } };\n",
+		"lib/loops.ts": lib,
+	})
+	r, err := bundle.Build(entry, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := js.New(js.Options{}).Load(context.Background(), sandbox.Source{Name: "workflow.ts", Code: r.Code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		fn, file string
+		line     int
+		msg      string
+	}{
+		{"f.spin", "lib/loops.ts", 3, "timeout"},
+		{"f.deep", "lib/loops.ts", 6, "stack"},
+		{"f.nothing", "lib/loops.ts", 10, "TypeError"},
+	}
+	for _, tt := range tests {
+		_, err := p.Invoke(context.Background(), sandbox.Invocation{Function: tt.fn, Tools: sandboxtest.NewTools(),
+			Limits: sandbox.Limits{Timeout: 200 * time.Millisecond}})
+		var se *scripthost.Error
+		if !errors.As(err, &se) || se.File != tt.file || se.Line != tt.line || se.Column == 0 || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("%s: got %v (%s:%d:%d), want %s at %s:%d", tt.fn, err, fileOf(se), lineOf(se), 0, tt.msg, tt.file, tt.line)
+		}
+	}
+
+	entry = project(t, map[string]string{
+		"workflow.ts": "import { x } from './lib/init';\nexport default { f: { h() { return x } } };\n",
+		"lib/init.ts": "export const x = 1;\nthrow new RangeError('not configured');\n",
+	})
+	r, err = bundle.Build(entry, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = js.New(js.Options{}).Load(context.Background(), sandbox.Source{Name: "workflow.ts", Code: r.Code})
+	var se *scripthost.Error
+	if !errors.As(err, &se) || se.File != "lib/init.ts" || se.Line != 2 || se.Column != 7 {
+		t.Errorf("top-level throw: got %v, want lib/init.ts:2:7", err)
+	}
+
+	// A file name the source map holds as a URL with escapes is reported as it is.
+	entry = project(t, map[string]string{
+		"workflow.ts":     "import { x } from './lib/odd name';\nexport default { f: { h() { return x } } };\n",
+		"lib/odd name.ts": "export const x = 1;\nthrow new RangeError('odd');\n",
+	})
+	if r, err = bundle.Build(entry, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = js.New(js.Options{}).Load(context.Background(), sandbox.Source{Name: "workflow.ts", Code: r.Code})
+	if !errors.As(err, &se) || se.File != "lib/odd name.ts" || se.Line != 2 {
+		t.Errorf("odd name: got %v (%s), want lib/odd name.ts:2", err, fileOf(se))
+	}
+}
+
+func fileOf(e *scripthost.Error) string {
+	if e == nil {
+		return ""
+	}
+	return e.File
+}
+
+func lineOf(e *scripthost.Error) int {
+	if e == nil {
+		return 0
+	}
+	return e.Line
 }
