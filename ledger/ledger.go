@@ -111,7 +111,21 @@ type WorkflowVersion struct {
 	Hash string `json:"hash"`
 	// Definition is the validated workflow definition as JSON.
 	Definition json.RawMessage `json:"definition"`
-	CreatedAt  time.Time       `json:"created_at"`
+	// Manifest lists the files Source was built from (a JavaScript or TypeScript
+	// workflow bundled with its modules and packages), by path relative to the entry
+	// file's directory; empty for a version stored before manifests were kept, and
+	// for a Wasm module.
+	Manifest  []SourceFile `json:"manifest,omitempty"`
+	CreatedAt time.Time    `json:"created_at"`
+}
+
+// SourceFile is one file a workflow version was built from.
+type SourceFile struct {
+	// Path is relative to the entry file's directory, with forward slashes.
+	Path string `json:"path"`
+	// SHA256 is the hex SHA-256 of the file's content when it was loaded.
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
 }
 
 // Workflow is the current state of a workflow.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/sandbox"
+	"github.com/scripthost/scripthost/sandbox/js/bundle"
 )
 
 // Config wires a Runtime. Store, Engines and Tools are required.
@@ -162,11 +164,45 @@ func (rt *Runtime) Validate(ctx context.Context, path string, source []byte) (*D
 	if err != nil {
 		return nil, err
 	}
-	l, err := rt.load(ctx, lang, path, source)
+	code, _, err := Build(lang, path, source)
+	if err != nil {
+		return nil, err
+	}
+	l, err := rt.load(ctx, lang, path, code)
 	if err != nil {
 		return nil, err
 	}
 	return l.def, nil
+}
+
+// Build returns what is stored for a workflow file of language lang, and the files it
+// was built from. A JavaScript or TypeScript workflow is bundled with the modules and
+// packages it imports (see bundle.Build; source is the entry's text, read from path
+// when nil); one that imports nothing is stored as its own text, so that its hash is
+// the file's, as it always was. A Wasm module is stored as it is.
+func Build(lang, path string, source []byte) ([]byte, []ledger.SourceFile, error) {
+	if lang != "js" && lang != "ts" {
+		return source, nil, nil
+	}
+	if source == nil {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("runtime: %w", err)
+		}
+		source = b
+	}
+	b, err := bundle.Build(path, source)
+	if err != nil {
+		return nil, nil, err
+	}
+	manifest := make([]ledger.SourceFile, len(b.Manifest))
+	for i, f := range b.Manifest {
+		manifest[i] = ledger.SourceFile{Path: f.Path, SHA256: f.SHA256, Size: f.Size}
+	}
+	if b.Single() {
+		return source, manifest, nil
+	}
+	return b.Code, manifest, nil
 }
 
 // WorkflowFile is a workflow source to store.
@@ -202,7 +238,11 @@ func (rt *Runtime) Load(ctx context.Context, f WorkflowFile) (ledger.WorkflowVer
 	if abs, err := filepath.Abs(f.Path); err == nil {
 		f.Path = abs
 	}
-	l, err := rt.load(ctx, lang, f.Path, f.Source)
+	code, manifest, err := Build(lang, f.Path, f.Source)
+	if err != nil {
+		return ledger.WorkflowVersion{}, err
+	}
+	l, err := rt.load(ctx, lang, f.Path, code)
 	if err != nil {
 		return ledger.WorkflowVersion{}, err
 	}
@@ -226,9 +266,10 @@ func (rt *Runtime) Load(ctx context.Context, f WorkflowFile) (ledger.WorkflowVer
 		Language:   lang,
 		Path:       f.Path,
 		Replace:    f.Replace,
-		Source:     f.Source,
-		Hash:       hash(f.Source),
+		Source:     code,
+		Hash:       hash(code),
 		Definition: def,
+		Manifest:   manifest,
 	})
 	var oe *ledger.OriginError
 	if errors.As(err, &oe) {
@@ -247,7 +288,9 @@ func hash(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// load compiles a module once per content hash and validates its definition.
+// load compiles a module once per content hash and validates its definition. source is
+// what is stored (see Build): a stored version is loaded from the ledger alone, never
+// from the files it was built from.
 func (rt *Runtime) load(ctx context.Context, lang, path string, source []byte) (*loaded, error) {
 	key := lang + ":" + hash(source)
 	rt.mu.Lock()

@@ -121,13 +121,18 @@ func runStatuses() []string {
 
 func newShowCmd(g *globals) *cobra.Command {
 	var events, asJSON bool
+	var version int
 	cmd := &cobra.Command{
-		Use:   "show RUN_ID",
-		Short: "Show one run as JSON: its fields, its mutation, the snapshot of each phase and its lifecycle events",
+		Use:   "show RUN_ID|WORKFLOW",
+		Short: "Show one run as JSON (its fields, its mutation, the snapshot of each phase and its lifecycle events), or a workflow's stored version and the files it was built from",
 		Long: `Show one run as JSON. With --events, print only the run's lifecycle events, one a
 line (phase_started, phase_completed, phase_failed, guard_skipped, retry_scheduled,
 retry_started, paused, resumed, mutation_recorded, mutation_outcome, reconcile_attempt,
-resolved, committed); add --json for JSON lines.`,
+resolved, committed); add --json for JSON lines.
+
+Given a workflow's name instead, show its newest stored version (--version N for
+another): path, hash, and the manifest, the files it was bundled from with their
+SHA-256 and size; add --json for JSON.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -136,6 +141,17 @@ resolved, committed); add --json for JSON lines.`,
 				return err
 			}
 			defer store.Close()
+			if _, err := store.Run(ctx, args[0]); isNotFound(err) {
+				if _, werr := store.Workflow(ctx, args[0]); werr == nil {
+					if events {
+						return usagef("--events goes with a run, and %q is a workflow", args[0])
+					}
+					return showWorkflow(ctx, g.Stdout, store, args[0], version, asJSON)
+				}
+			}
+			if version != 0 {
+				return usagef("--version goes with a workflow")
+			}
 			if events {
 				run, err := store.Run(ctx, args[0])
 				if err != nil {
@@ -148,7 +164,7 @@ resolved, committed); add --json for JSON lines.`,
 				return printEvents(g.Stdout, run, lifecycle, asJSON)
 			}
 			if asJSON {
-				return usagef("--json goes with --events (show prints JSON already)")
+				return usagef("--json goes with --events or a workflow (show prints a run as JSON already)")
 			}
 			d, err := view.Detail(ctx, store, args[0])
 			if err != nil {
@@ -158,7 +174,8 @@ resolved, committed); add --json for JSON lines.`,
 		},
 	}
 	cmd.Flags().BoolVar(&events, "events", false, "print the run's lifecycle events")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "with --events: JSON lines")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "with --events: JSON lines; with a workflow: JSON")
+	cmd.Flags().IntVar(&version, "version", 0, "with a workflow: this version (0: the newest)")
 	return cmd
 }
 

@@ -14,8 +14,8 @@ import (
 
 func langOf(path string) (string, error) { return runtime.Language(path) }
 
-// validateOnly loads a workflow in its engine and checks its definition, without a
-// ledger; it returns a one-line summary.
+// validateOnly bundles a workflow (see runtime.Build), loads it in its engine and
+// checks its definition, without a ledger; it returns a one-line summary.
 func validateOnly(ctx context.Context, path string, src []byte) (string, error) {
 	lang, err := runtime.Language(path)
 	if err != nil {
@@ -32,7 +32,13 @@ func validateOnly(ctx context.Context, path string, src []byte) (string, error) 
 	} else {
 		eng = js.New(js.Options{})
 	}
-	prog, err := eng.Load(ctx, sandbox.Source{Name: filepath.Base(path), Code: src})
+	// A JavaScript or TypeScript workflow is bundled with its imports first, as a
+	// load bundles it: imports are checked, and what is refused at load is refused here.
+	code, _, err := runtime.Build(lang, path, src)
+	if err != nil {
+		return "", err
+	}
+	prog, err := eng.Load(ctx, sandbox.Source{Name: filepath.Base(path), Code: code})
 	if err != nil {
 		return "", err
 	}

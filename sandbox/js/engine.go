@@ -99,8 +99,11 @@ type compiled struct {
 	// code (dynamic code is disabled) cannot be read, and is passed undefined.
 	commonJS, require bool
 
-	reOnce sync.Once
-	re     *regexp.Regexp // matches this module's frames in stack traces
+	// sources are the file names of the module's frames: its name and, for a bundle,
+	// the files it was built from (see sourceNames).
+	sources map[string]bool
+	reOnce  sync.Once
+	re      *regexp.Regexp // matches the frames of sources in stack traces
 }
 
 // Load transforms and compiles src and reads its definition. Syntax errors,
@@ -159,7 +162,8 @@ func (e *Engine) compile(src sandbox.Source) (*compiled, error) {
 	body := strings.TrimPrefix(t.code, wrapHead)
 	c = &compiled{name: src.Name, prg: prg, returns: t.returns,
 		commonJS: !t.returns || strings.Contains(body, "module") || strings.Contains(body, "exports"),
-		require:  strings.Contains(body, "require")}
+		require:  strings.Contains(body, "require"),
+		sources:  sourceNames(src.Name, t.code)}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()

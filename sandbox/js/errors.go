@@ -3,12 +3,19 @@ package js
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/dop251/goja"
+	"github.com/dop251/goja/file"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/sandbox"
@@ -110,15 +117,15 @@ func (in *instance) locate(e *scripthost.Error, stackText string, frames []goja.
 	// reports 0-based; Column is 1-based like Line.
 	re := in.mod.frameRE()
 	if m := re.FindStringSubmatch(stackText); m != nil {
-		e.File = in.mod.name
-		e.Line, _ = strconv.Atoi(m[1])
-		e.Column, _ = strconv.Atoi(m[2])
+		e.File = fileName(m[1])
+		e.Line, _ = strconv.Atoi(m[2])
+		e.Column, _ = strconv.Atoi(m[3])
 		e.Column++
 		return
 	}
 	for _, f := range frames {
-		if p := f.Position(); p.Filename == in.mod.name && p.Line > 0 {
-			e.File, e.Line, e.Column = p.Filename, p.Line, p.Column+1
+		if p := f.Position(); in.mod.sources[p.Filename] && p.Line > 0 {
+			e.File, e.Line, e.Column = fileName(p.Filename), p.Line, p.Column+1
 			if e.Stack == "" {
 				var b bytes.Buffer
 				for _, f := range frames {
@@ -133,10 +140,62 @@ func (in *instance) locate(e *scripthost.Error, stackText string, frames []goja.
 	}
 }
 
-// frameRE matches "name:line:col" in a goja stack trace.
+// frameRE matches "file:line:col" in a goja stack trace, for a file of the module's
+// sources: the module itself or, for a bundle, the files it was built from. The
+// platform's own frames are never matched.
 func (c *compiled) frameRE() *regexp.Regexp {
 	c.reOnce.Do(func() {
-		c.re = regexp.MustCompile(regexp.QuoteMeta(c.name) + `:(\d+):(\d+)`)
+		names := slices.Sorted(maps.Keys(c.sources))
+		// Longest first, so that one name that ends another is not taken for it.
+		slices.SortStableFunc(names, func(a, b string) int { return len(b) - len(a) })
+		for i, n := range names {
+			names[i] = regexp.QuoteMeta(n)
+		}
+		c.re = regexp.MustCompile(`(?:^|[\s(])(` + strings.Join(names, "|") + `):(\d+):(\d+)`)
 	})
 	return c.re
 }
+
+// sourceNames are the file names goja gives the frames of a module called name whose
+// transformed code is code: the sources its inline source map names, resolved as goja
+// resolves them (see file.ResolveSourcemapURL), and name itself.
+func sourceNames(name, code string) map[string]bool {
+	names := map[string]bool{name: true}
+	i := strings.LastIndex(code, sourceMapPrefix)
+	if i < 0 {
+		return names
+	}
+	data := code[i+len(sourceMapPrefix):]
+	if j := strings.IndexAny(data, "\n\r"); j >= 0 {
+		data = data[:j]
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(data))
+	if err != nil {
+		return names
+	}
+	var m struct {
+		Sources []string `json:"sources"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return names
+	}
+	for _, s := range m.Sources {
+		if u := file.ResolveSourcemapURL(name, s); u != nil {
+			s = u.String()
+		}
+		names[s] = true
+	}
+	return names
+}
+
+// fileName is the file a frame names: goja gives a source map's sources as URLs, with
+// characters such as spaces escaped.
+func fileName(frame string) string {
+	if name, err := url.PathUnescape(frame); err == nil {
+		return name
+	}
+	return frame
+}
+
+// sourceMapPrefix starts the inline source map esbuild writes.
+const sourceMapPrefix = "//# sourceMappingURL=data:application/json;base64,"

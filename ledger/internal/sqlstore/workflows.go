@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -21,17 +22,24 @@ type versionRow struct {
 	Source     []byte  `db:"source"`
 	Hash       string  `db:"hash"`
 	Definition rawJSON `db:"definition"`
+	Manifest   rawJSON `db:"manifest"`
 	CreatedAt  nanos   `db:"created_at"`
 }
 
-func (r versionRow) version() ledger.WorkflowVersion {
-	return ledger.WorkflowVersion{
+func (r versionRow) version() (ledger.WorkflowVersion, error) {
+	v := ledger.WorkflowVersion{
 		Workflow: r.Workflow, Version: r.Version, Language: r.Language, Path: r.Path,
 		Source: r.Source, Hash: r.Hash, Definition: r.Definition.msg(), CreatedAt: r.CreatedAt.Time(),
 	}
+	if len(r.Manifest) > 0 {
+		if err := json.Unmarshal(r.Manifest, &v.Manifest); err != nil {
+			return v, fmt.Errorf("ledger: workflow %q version %d: manifest: %w", r.Workflow, r.Version, err)
+		}
+	}
+	return v, nil
 }
 
-const versionColumns = `workflow, version, language, path, source, hash, definition, created_at`
+const versionColumns = `workflow, version, language, path, source, hash, definition, manifest, created_at`
 
 type workflowRow struct {
 	Name          string `db:"name"`
@@ -77,8 +85,8 @@ func (s *Store) PutWorkflow(ctx context.Context, v ledger.WorkflowVersion) (ledg
 		case moved && !v.Replace:
 			return &ledger.OriginError{Workflow: v.Workflow, Have: latest.Path, Want: v.Path}
 		case err == nil && latest.Hash == v.Hash && !moved:
-			out = latest.version()
-			return nil
+			out, err = latest.version()
+			return err
 		case err == nil:
 			v.Version = latest.Version + 1
 		case errors.Is(err, sql.ErrNoRows):
@@ -94,6 +102,13 @@ func (s *Store) PutWorkflow(ctx context.Context, v ledger.WorkflowVersion) (ledg
 		}
 		row := versionRow{Workflow: v.Workflow, Version: v.Version, Language: v.Language, Path: v.Path,
 			Source: v.Source, Hash: v.Hash, Definition: rawJSON(v.Definition), CreatedAt: nanos(now)}
+		if len(v.Manifest) > 0 {
+			m, err := json.Marshal(v.Manifest)
+			if err != nil {
+				return fmt.Errorf("%s: put workflow: manifest: %w", s.name, err)
+			}
+			row.Manifest = m
+		}
 		if row.Source == nil {
 			row.Source = []byte{}
 		}
@@ -123,7 +138,7 @@ func (s *Store) WorkflowVersion(ctx context.Context, workflow string, version in
 	if err != nil {
 		return ledger.WorkflowVersion{}, s.dbErr("read workflow", err)
 	}
-	return row.version(), nil
+	return row.version()
 }
 
 // Workflow returns the current state of a workflow.

@@ -1,0 +1,3 @@
+import table from './rates.json';
+
+export const rates = { eur: table.eur };
