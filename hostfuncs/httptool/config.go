@@ -63,10 +63,11 @@ var (
 
 // Load reads the tool declarations in path (".json", ".yaml" or ".yml") and returns the
 // tools. The file is a list of tools, or an object whose "tools" field is one. Header
-// values may name environment variables as ${NAME}, looked up with env (nil means
-// os.LookupEnv); their values are secrets, carried in each tool's Secrets so that a
-// ToolWrapper redacts them, and are never part of an error message. Every error names
-// the file and, when it is about one tool, the tool.
+// values and the path and query of a URL may name environment variables as ${NAME},
+// looked up with env (nil means os.LookupEnv); their values are secrets, carried in
+// each tool's Secrets so that a ToolWrapper redacts them, and are never part of an
+// error message. Every error names the file and, when it is about one tool, the tool;
+// one about a ${NAME} reference also the line and column of its first use in the file.
 func Load(path string, env func(string) (string, bool)) ([]*hostfuncs.Tool, error) {
 	if env == nil {
 		env = os.LookupEnv
