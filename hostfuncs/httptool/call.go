@@ -206,7 +206,7 @@ func (h *httpTool) reconcileMutation(ctx context.Context, m scripthost.Mutation)
 	}
 	wait, _ := h.retryAfter(resp)
 	return scripthost.Reconciliation{Outcome: scripthost.ReconcileRetryLater, RetryAfter: wait,
-		Reason: fmt.Sprintf("%s %s: HTTP %d%s", h.reconcile.method, h.redactURL(u), resp.status, describe(resp.body))}, nil
+		Reason: fmt.Sprintf("%s %s: HTTP %d%s", h.reconcile.method, h.redactURL(u), resp.status, h.describe(resp.body))}, nil
 }
 
 // response is what came back: status, headers and the body (bounded).
@@ -302,7 +302,7 @@ func (h *httpTool) statusError(o outgoing, resp response, keyed bool) error {
 		class = scripthost.ClassLogic
 	}
 	e := serviceError(resp.body)
-	msg := fmt.Sprintf("%s %s: HTTP %d%s", o.method, h.redactURL(o.url), resp.status, describe(resp.body))
+	msg := fmt.Sprintf("%s %s: HTTP %d%s", o.method, h.redactURL(o.url), resp.status, h.describe(resp.body))
 	var cause error
 	if d, ok := h.retryAfter(resp); ok {
 		msg += fmt.Sprintf(" (retry after %s)", d)
@@ -337,6 +337,15 @@ func snippet(body []byte) string {
 		s = s[:200] + "…"
 	}
 	return ": " + s
+}
+
+// describe is describe with the secrets of the tool's URLs hidden: a service may echo
+// the path it was asked for.
+func (h *httpTool) describe(body []byte) string {
+	if h.hide == nil {
+		return describe(body)
+	}
+	return h.hide.Replace(describe(body))
 }
 
 // redactURL drops user info from a URL for messages, and hides the values of the

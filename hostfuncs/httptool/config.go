@@ -537,7 +537,7 @@ func urlTemplate(raw, what string, props []string, keyAllowed bool, env func(str
 		b.WriteString(e)
 		last = m[1]
 		secrets = append(secrets, v, e)
-		t.secrets = append(t.secrets, e)
+		t.secrets = append(t.secrets, v)
 	}
 	b.WriteString(raw[last:])
 	t.raw = b.String()
@@ -577,14 +577,21 @@ func authorityEnd(raw string) int {
 	return len(raw)
 }
 
-// urlSecretHider returns what hides the secrets of the tool's URLs in messages, or nil.
+// urlSecretHider returns what hides the secrets of the tool's URLs in its messages,
+// as they are and in each escaped form (in the URL, or echoed in an error body), or
+// nil when there are none.
 func urlSecretHider(u template, rc *reconcileRequest) *strings.Replacer {
-	secrets := slices.Clone(u.secrets)
+	values := slices.Clone(u.secrets)
 	if rc != nil {
-		secrets = append(secrets, rc.url.secrets...)
+		values = append(values, rc.url.secrets...)
 	}
-	if len(secrets) == 0 {
+	if len(values) == 0 {
 		return nil
+	}
+	var secrets []string
+	for _, v := range values {
+		j, _ := json.Marshal(v)
+		secrets = append(secrets, v, escapeAll(v), url.PathEscape(v), url.QueryEscape(v), string(j[1:len(j)-1]))
 	}
 	// Longest first, so that a secret holding another is hidden whole.
 	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
@@ -617,8 +624,8 @@ type template struct {
 	// query is the index in raw where the query string starts (len(raw) if none):
 	// values are path-escaped before it and query-escaped after.
 	query int
-	// secrets are the values of the ${NAME} references raw had, as raw now holds them
-	// (escaped): what messages about the request hide.
+	// secrets are the values of the ${NAME} references raw had: what messages about
+	// the request hide.
 	secrets []string
 }
 

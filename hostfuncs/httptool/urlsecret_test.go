@@ -74,6 +74,12 @@ func newHookServer(t *testing.T) *hookServer {
 		h.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
+		if status != http.StatusOK {
+			// A service that echoes the path it could not serve.
+			b, _ := json.Marshal(map[string]string{"error": "no hook at " + r.URL.Path + " (" + r.URL.EscapedPath() + ")"})
+			w.Write(b)
+			return
+		}
 		w.Write([]byte(`{"ok":true}`))
 	}))
 	t.Cleanup(h.Close)
@@ -125,15 +131,15 @@ func TestURLSecretStaysInItsSegment(t *testing.T) {
 	}
 }
 
-// TestURLSecretNotInErrors: the messages that name the request's URL (a service's 500,
-// a refused connection) hide the secret.
+// TestURLSecretNotInErrors: the messages that name the request's URL (a service's 500
+// that echoes the path, a refused connection) hide the secret.
 func TestURLSecretNotInErrors(t *testing.T) {
 	srv := newHookServer(t)
 	srv.status = http.StatusInternalServerError
 	ctx := hostfuncs.WithIdempotencyKey(context.Background(), "k1")
 	in := json.RawMessage(`{"channel":"ops","ts":"17"}`)
 	_, err := hookTool(t, srv.URL).Execute(ctx, in)
-	if err == nil || !strings.Contains(err.Error(), "HTTP 500") || !strings.Contains(err.Error(), "/services/T01/"+hostfuncs.Redacted+"/ops") {
+	if err == nil || !strings.Contains(err.Error(), "HTTP 500") || strings.Count(err.Error(), "/services/T01/"+hostfuncs.Redacted+"/ops") != 3 {
 		t.Fatalf("got %v, want the 500 with the secret hidden", err)
 	}
 	if leaksURLSecret(err.Error()) {
