@@ -12,9 +12,9 @@ run: ## run the example workflow end to end on a fresh SQLite ledger in .run/
 wasm: ## build the Go-to-Wasm example workflow
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o scripts/files-wasm/workflow.wasm ./scripts/files-wasm
 
-guests: ## rebuild the committed Rust and AssemblyScript guest modules from source (Rust: Debian's toolchain, ahead of a rustup one on PATH)
-	PATH=/usr/bin:$$PATH ./scripts/files-rust/build.sh
-	PATH=/usr/bin:$$PATH ./sandbox/wasm/testdata/guests/conformance-rust/build.sh
+guests: ## rebuild the committed Rust and AssemblyScript guest modules from source (Rust: Debian's toolchain and crates, ahead of a rustup one on PATH)
+	PATH=/usr/bin:$$PATH SCRIPTHOST_CARGO_VENDOR=/usr/share/cargo/registry ./scripts/files-rust/build.sh
+	PATH=/usr/bin:$$PATH SCRIPTHOST_CARGO_VENDOR=/usr/share/cargo/registry ./sandbox/wasm/testdata/guests/conformance-rust/build.sh
 	./scripts/files-assemblyscript/build.sh
 	./sandbox/wasm/testdata/guests/conformance-assemblyscript/build.sh
 

@@ -81,10 +81,13 @@ func sdkCopy(fsys fs.FS, from, to string) ([]starterFile, error) {
 }
 
 var wasmPrereq = map[string]string{
-	"rust": "Rust and its wasm32 standard library; on Debian, with the crates from Debian's\n" +
-		"packages (`.cargo/config.toml` points cargo at them; delete its `[source]` sections\n" +
-		"to use crates.io instead):\n\n" +
-		"    apt-get install rustc cargo libstd-rust-dev-wasm32 librust-serde-json-dev librust-serde-derive-dev\n",
+	"rust": "Rust with its wasm32-unknown-unknown target; with rustup:\n\n" +
+		"    rustup target add wasm32-unknown-unknown\n\n" +
+		"The build fetches serde and serde_json from crates.io. To build offline from\n" +
+		"vendored crates instead, set SCRIPTHOST_CARGO_VENDOR to their directory, as with\n" +
+		"Debian's packaged toolchain and crates:\n\n" +
+		"    apt-get install rustc cargo libstd-rust-dev-wasm32 librust-serde-json-dev librust-serde-derive-dev lld-14\n" +
+		"    SCRIPTHOST_CARGO_VENDOR=/usr/share/cargo/registry ./build.sh\n",
 	"assemblyscript": "Node.js 18 or later; the AssemblyScript compiler comes from npm:\n\n" +
 		"    npm install\n",
 	"go": "Go 1.24 or later (no other tool).\n",
@@ -94,7 +97,7 @@ const starterWasmREADME = "# {{dir}}\n\n" +
 	"A scripthost workflow written in {{lang}} and compiled to WebAssembly. The producer\n" +
 	"`scan` publishes one event per file in `inbox/`; the consumer `greet` writes a\n" +
 	"greeting to `outbox/` as its one mutation. The guest SDK is copied into this\n" +
-	"directory, so the build needs no network. You need {{prereq}}\n" +
+	"directory, so the build needs no scripthost checkout. You need {{prereq}}\n" +
 	"Build the module, then test it against the recorded tool responses in `fixtures/`:\n\n" +
 	"    ./build.sh\n" +
 	"    scripthost test {{dir}}/workflow.wasm\n\n" +
@@ -116,8 +119,11 @@ func scaffoldWasm(g *globals, dir, lang string) error {
 	}
 	d := filepath.ToSlash(dir)
 	first := ""
-	if lang == "assemblyscript" {
+	switch lang {
+	case "assemblyscript":
 		first = "  (cd " + d + " && npm install)\n"
+	case "rust":
+		first = "  rustup target add wasm32-unknown-unknown   (once; see README.md to build offline)\n"
 	}
 	fmt.Fprintf(g.Stdout, "\nnext:\n%s  %s/build.sh\n  scripthost test %s/workflow.wasm\n  scripthost run %s/workflow.wasm --once --workspace %s\n",
 		first, d, d, d, d)

@@ -34,24 +34,20 @@ target = "wasm32-unknown-unknown"
 # initial memory makes each one much cheaper.
 [target.wasm32-unknown-unknown]
 rustflags = ["-C", "link-arg=-zstack-size=65536"]
-
-# Crates from Debian's packages (apt-get install librust-serde-json-dev
-# librust-serde-derive-dev), offline. Delete these sections to use crates.io.
-[source.crates-io]
-replace-with = "debian"
-
-[source.debian]
-directory = "/usr/share/cargo/registry"
-
-[net]
-offline = true
 `
 
 const starterRustBuild = `#!/bin/sh
-# Builds workflow.wasm from src/lib.rs.
+# Builds workflow.wasm from src/lib.rs, with the crates from crates.io. With
+# SCRIPTHOST_CARGO_VENDOR set to a directory of vendored crates (Debian's packaged ones
+# in /usr/share/cargo/registry, or what cargo vendor writes), offline from there.
 set -eu
 cd "$(dirname "$0")"
-cargo build --release --quiet
+set --
+if [ -n "${SCRIPTHOST_CARGO_VENDOR:-}" ]; then
+  set -- --config 'source.crates-io.replace-with="vendored"' \
+    --config "source.vendored.directory=\"$SCRIPTHOST_CARGO_VENDOR\"" --config net.offline=true
+fi
+cargo "$@" build --release --quiet
 cp "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/release/workflow.wasm" workflow.wasm
 `
 

@@ -14,7 +14,8 @@ import (
 // TestInitScaffoldPasses: `init` (JavaScript), `init --ts` and `init --lang` (each
 // Wasm guest language whose toolchain is installed) write a workflow whose starter
 // fixture passes right away and which runs for real on its directory. A Wasm
-// scaffold's build.sh builds the module first, offline, with the copied SDK.
+// scaffold's build.sh builds the module first with the copied SDK; a Rust one offline,
+// with the vendored-crates opt-in (guestbuild.VendorEnv) pointing at Debian's crates.
 func TestInitScaffoldPasses(t *testing.T) {
 	type scaffold struct {
 		name string
@@ -143,5 +144,65 @@ func TestInitRefusesAnUnknownLanguage(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("%s was created (%v)", dir, err)
+	}
+}
+
+// The Rust scaffold builds as a rustup user builds: from crates.io, with nothing in it
+// naming Debian's offline crates, and its README and next steps say how to add the
+// wasm32 target. (TestInitScaffoldPasses builds it offline, with the vendored-crates
+// opt-in its build.sh reads.)
+func TestInitRustScaffoldUsesCratesIO(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hello")
+	code, out, errOut := cli(t, "", "init", dir, "--lang", "rust")
+	if code != 0 {
+		t.Fatalf("init: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "rustup target add wasm32-unknown-unknown") {
+		t.Errorf("next steps lack the wasm32 target:\n%s", out)
+	}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		text := string(b)
+		switch rel {
+		case "README.md":
+			return nil // says how to opt in
+		case "build.sh":
+			// Only the opt-in branch names a crate source.
+			start := strings.Index(text, `if [ -n "${SCRIPTHOST_CARGO_VENDOR:-}" ]; then`)
+			end := strings.Index(text, "\nfi\n")
+			if start < 0 || end < start {
+				t.Fatalf("build.sh does not read the opt-in:\n%s", text)
+			}
+			text = text[:start] + text[end:]
+			var code []string // what runs: the comments say how to opt in
+			for _, line := range strings.Split(text, "\n") {
+				if !strings.HasPrefix(line, "#") {
+					code = append(code, line)
+				}
+			}
+			text = strings.Join(code, "\n")
+		}
+		for _, bad := range []string{"[source", "replace-with", "offline", "/usr/share/cargo", "vendored"} {
+			if strings.Contains(text, bad) {
+				t.Errorf("%s has %q: the default build must use crates.io", rel, bad)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, _ := os.ReadFile(filepath.Join(dir, "README.md"))
+	for _, want := range []string{"    rustup target add wasm32-unknown-unknown\n", "    SCRIPTHOST_CARGO_VENDOR=/usr/share/cargo/registry ./build.sh\n"} {
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("README.md lacks %q:\n%s", want, readme)
+		}
 	}
 }

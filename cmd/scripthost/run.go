@@ -371,7 +371,11 @@ func newValidateCmd(g *globals) *cobra.Command {
 		Long: `Load a workflow in its engine and check its definition, without running it or touching
 the ledger. A TypeScript workflow is also type-checked with tsc, when tsc is on PATH,
 against the sandbox's declarations and the tools' (Files, plan and the HTTP tools of
---tools); without tsc the type check is skipped and validate says so.`,
+--tools); without tsc the type check is skipped and validate says so. When the
+workflow's directory or an ancestor (up to a repository root) has a tsconfig.json, the
+check covers that project as tsc -p does, with its options, imports, declaration files
+and node_modules types, and the sandbox's declarations added; the project is not
+written to. Without one the workflow is checked alone.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, err := os.ReadFile(args[0])

@@ -163,8 +163,10 @@ var errNoCompiler = errors.New("no TypeScript compiler (tsc) on PATH: install on
 var tscDiagnostic = regexp.MustCompile(`^(.+?)\((\d+),(\d+)\): error (TS\d+): (.*)$`)
 
 // typeCheck type-checks a TypeScript workflow with tsc against the sandbox's
-// declarations and the tools', in a scratch directory. Type errors come back as one
-// logic error (code type_error) listing each at its line and column in path.
+// declarations and the tools'. When the workflow's directory or an ancestor has a
+// tsconfig.json, the check covers that project as tsc -p would (projectCheck);
+// otherwise the workflow is checked alone in a scratch directory. Type errors come back
+// as one logic error (code type_error) listing each at its file, line and column.
 func typeCheck(ctx context.Context, path string, src []byte, toolsFile string) error {
 	tsc, err := exec.LookPath("tsc")
 	if err != nil {
@@ -174,45 +176,90 @@ func typeCheck(ctx context.Context, path string, src []byte, toolsFile string) e
 	if err != nil {
 		return err
 	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("types: %w", err)
+	}
+	config, err := findTSConfig(filepath.Dir(abs))
+	if err != nil {
+		return err
+	}
 	dir, err := os.MkdirTemp("", "scripthost-tsc-")
 	if err != nil {
 		return fmt.Errorf("types: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	if config != "" {
+		return projectCheck(ctx, tsc, dir, path, config, files)
+	}
+	return scratchCheck(ctx, tsc, dir, path, src, files)
+}
+
+// scratchCheck type-checks a workflow alone: it, the declarations and a tsconfig.json
+// are written into dir and checked there.
+func scratchCheck(ctx context.Context, tsc, dir, path string, src []byte, files map[string][]byte) error {
 	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)) + ".ts"
 	files[base] = src
 	// Untyped parameters are allowed here, so a workflow written like JavaScript passes;
 	// the tsconfig.json init writes is stricter, for the editor.
 	files["tsconfig.json"] = []byte(strings.Replace(tsconfig, `"strict": true,`, `"strict": true,
     "noImplicitAny": false,`, 1))
+	if err := writeFiles(dir, files); err != nil {
+		return err
+	}
+	out, runErr := runTSC(ctx, tsc, dir, "-p", dir)
+	problems := diagnostics(out, func(file string) string {
+		if filepath.Base(file) == base {
+			return path
+		}
+		return "(declarations) " + filepath.Base(file)
+	})
+	return typeErrors(problems, runErr, out)
+}
+
+// writeFiles writes each file of files into dir.
+func writeFiles(dir string, files map[string][]byte) error {
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			return fmt.Errorf("types: %w", err)
 		}
 	}
-	cmd := exec.CommandContext(ctx, tsc, "-p", dir, "--pretty", "false")
+	return nil
+}
+
+// runTSC runs tsc with args and plain diagnostics in dir, and returns what it printed.
+func runTSC(ctx context.Context, tsc, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, tsc, append(args, "--pretty", "false")...)
+	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	runErr := cmd.Run()
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// diagnostics returns tsc's errors in out as "file:line:col: TSnnnn text", naming each
+// file as name says; an error without a file (an option tsc refuses) is kept as it is.
+func diagnostics(out string, name func(file string) string) []string {
 	var problems []string
-	for _, line := range strings.Split(out.String(), "\n") {
-		m := tscDiagnostic.FindStringSubmatch(strings.TrimSpace(line))
-		if m == nil {
-			continue
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if m := tscDiagnostic.FindStringSubmatch(line); m != nil {
+			problems = append(problems, fmt.Sprintf("%s:%s:%s: %s %s", name(m[1]), m[2], m[3], m[4], m[5]))
+		} else if strings.HasPrefix(line, "error TS") {
+			problems = append(problems, line)
 		}
-		file := m[1]
-		if filepath.Base(file) == base {
-			file = path
-		} else {
-			file = "(declarations) " + filepath.Base(file)
-		}
-		problems = append(problems, fmt.Sprintf("%s:%s:%s: %s %s", file, m[2], m[3], m[4], m[5]))
 	}
+	return problems
+}
+
+// typeErrors turns tsc's diagnostics into the type_error validate reports, or tsc's
+// output into an error when it failed without any.
+func typeErrors(problems []string, runErr error, out string) error {
 	switch {
 	case len(problems) > 0:
 		return scripthost.Errorf(scripthost.ClassLogic, "type_error", "type errors:\n  %s", strings.Join(problems, "\n  "))
 	case runErr != nil:
-		return fmt.Errorf("tsc: %v: %s", runErr, strings.TrimSpace(out.String()))
+		return fmt.Errorf("tsc: %v: %s", runErr, strings.TrimSpace(out))
 	}
 	return nil
 }

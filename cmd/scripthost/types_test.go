@@ -131,3 +131,130 @@ func TestTypeScriptRuntimeErrorColumn(t *testing.T) {
 		t.Errorf("got exit %d %q, want the error at cols.ts:5:51 (new Error)", code, errOut)
 	}
 }
+
+// tsProject writes a TypeScript project beside a workflow: a tsconfig.json with a paths
+// alias, a module the workflow imports types from, an ambient declaration file (not
+// beside types.ts, whose types.d.ts tsc would take for its output and leave out), an npm
+// package with its own types and a type package under node_modules/@types. It returns
+// the project's directory.
+func tsProject(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "proj")
+	putFile(t, filepath.Join(dir, "tsconfig.json"), `{
+  // the editor's settings
+  "compilerOptions": {
+    "target": "ES2022", "lib": ["ES2022"], "module": "ESNext", "moduleResolution": "bundler",
+    "strict": true, "noEmit": true, "baseUrl": ".",
+    "paths": { "@lib/*": ["lib/*"] },
+  },
+  "include": ["**/*.ts"],
+}
+`)
+	putFile(t, filepath.Join(dir, "types.ts"), "export type Order = { id: string; cents: number };\n")
+	putFile(t, filepath.Join(dir, "typings", "types.d.ts"), "declare type Currency = 'eur' | 'usd';\n")
+	putFile(t, filepath.Join(dir, "lib", "money.ts"), "export type Money = { cents: number; currency: Currency };\n")
+	putFile(t, filepath.Join(dir, "node_modules", "ledgerkit", "package.json"), `{"name": "ledgerkit", "version": "1.0.0", "types": "index.d.ts"}`)
+	putFile(t, filepath.Join(dir, "node_modules", "ledgerkit", "index.d.ts"), "export interface Entry { order: string }\n")
+	putFile(t, filepath.Join(dir, "node_modules", "@types", "regionconf", "index.d.ts"), "declare const REGION: string;\n")
+	return dir
+}
+
+// projectWorkflow uses every kind of declaration tsProject writes, and the sandbox's.
+const projectWorkflow = `import type { Order } from './types';
+import type { Money } from '@lib/money';
+import type { Entry } from 'ledgerkit';
+
+export default {
+  topics: ['orders'],
+  consumers: { bill: { subscribe: ['orders'],
+    async prepare() {
+      const o: Order = { id: 'o1', cents: 100 };
+      const m: Money = { cents: o.cents, currency: 'eur' };
+      const e: Entry = { order: o.id };
+      await Files.read({ path: REGION });
+      return m.cents > 0 && e.order ? null : null;
+    } } },
+} satisfies Workflow;
+`
+
+// A workflow in a project with a tsconfig.json is checked as tsc -p checks it: its
+// type imports, a sibling declaration file, a paths alias, an npm package's types and
+// node_modules/@types all resolve, and the sandbox's declarations are added. Checked
+// alone, the same workflow fails.
+func TestValidateTypeChecksProject(t *testing.T) {
+	needTSC(t)
+	dir := tsProject(t)
+	wf := putFile(t, filepath.Join(dir, "workflow.ts"), projectWorkflow)
+	code, out, errOut := runCLI(t, "validate", wf)
+	if code != 0 || !strings.Contains(out, "types ok") {
+		t.Fatalf("validate in a project: got exit %d %q %q, want 0 and types ok", code, out, errOut)
+	}
+	alone := putFile(t, filepath.Join(t.TempDir(), "workflow.ts"), projectWorkflow)
+	if code, _, errOut := runCLI(t, "validate", alone); code != 3 || !strings.Contains(errOut, "Cannot find module './types'") {
+		t.Errorf("validate alone: got exit %d %q, want the imports unresolved", code, errOut)
+	}
+	for _, f := range []string{"scripthost.d.ts", "tools.d.ts", "web.d.ts", "tsconfig.tsbuildinfo"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("validate wrote %s into the project", f)
+		}
+	}
+}
+
+// A type error in a module the workflow imports is reported at that module's file,
+// line and column, relative to the workflow's directory, and the workflow's own at its
+// path; the user's strict settings stay in force.
+func TestValidateProjectReportsImportedErrors(t *testing.T) {
+	needTSC(t)
+	dir := tsProject(t)
+	putFile(t, filepath.Join(dir, "lib", "money.ts"), "export type Money = { cents: number; currency: Currency };\n\nexport const zero: Money = { cents: '0', currency: 'eur' };\n")
+	wf := putFile(t, filepath.Join(dir, "flows", "workflow.ts"), strings.Replace(projectWorkflow, "'./types'", "'../types'", 1)+
+		"export function untyped(x) { return x; }\n")
+	code, _, errOut := runCLI(t, "validate", wf)
+	moneyAt := filepath.Join(dir, "flows", "..", "lib", "money.ts")
+	if code != 3 || !strings.Contains(errOut, filepath.Clean(moneyAt)+":3:30: TS2322") {
+		t.Errorf("got exit %d %q, want the error at %s:3:30", code, errOut, moneyAt)
+	}
+	if !strings.Contains(errOut, wf+":16:25: TS7006") {
+		t.Errorf("got %q, want the project's noImplicitAny at %s:16:25", errOut, wf)
+	}
+	// Named relative to the working directory as the workflow is.
+	t.Chdir(filepath.Join(dir, "flows"))
+	if code, _, errOut := runCLI(t, "validate", "workflow.ts"); code != 3 || !strings.Contains(errOut, "\n  ../lib/money.ts:3:30: TS2322") {
+		t.Errorf("relative: got exit %d %q, want ../lib/money.ts:3:30", code, errOut)
+	}
+}
+
+// The project's copies of the sandbox's declarations (init --ts writes them) give way to
+// validate's own, so a stale tools.d.ts neither hides nor duplicates the tools of
+// --tools.
+func TestValidateProjectOwnDeclarations(t *testing.T) {
+	needTSC(t)
+	dir := filepath.Join(t.TempDir(), "hello")
+	if code, _, errOut := runCLI(t, "init", dir, "--ts"); code != 0 {
+		t.Fatalf("init --ts: exit %d: %s", code, errOut)
+	}
+	tools := putFile(t, filepath.Join(t.TempDir(), "tools.yaml"), shopTools)
+	wf := putFile(t, filepath.Join(dir, "charge.ts"), `export default {
+  topics: ['orders'],
+  consumers: { bill: { subscribe: ['orders'],
+    async prepare() { return null; },
+    async mutate() { return await Shop.charge({ amount: 10 }); } } },
+} satisfies Workflow;
+`)
+	if code, out, errOut := runCLI(t, "validate", wf, "--tools", tools); code != 0 || !strings.Contains(out, "types ok") {
+		t.Errorf("got exit %d %q %q, want types ok with the tools of --tools", code, out, errOut)
+	}
+}
+
+// A malformed tsconfig.json is reported at its file and line, before any type check.
+func TestValidateMalformedTSConfig(t *testing.T) {
+	needTSC(t)
+	dir := t.TempDir()
+	putFile(t, filepath.Join(dir, "tsconfig.json"), "{\n  \"compilerOptions\": {\n    \"strict\": tru\n  }\n}\n")
+	wf := putFile(t, filepath.Join(dir, "sub", "workflow.ts"), "export default { topics: ['a'], consumers: { c: { subscribe: ['a'], prepare() { return null; } } } };\n")
+	code, _, errOut := runCLI(t, "validate", wf)
+	at := filepath.Join(dir, "tsconfig.json") + ":3:"
+	if code != 3 || !strings.Contains(errOut, at) || !strings.Contains(errOut, "is invalid") {
+		t.Errorf("got exit %d %q, want the tsconfig.json invalid at %s", code, errOut, at)
+	}
+}

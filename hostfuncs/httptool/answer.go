@@ -165,7 +165,7 @@ func (h *httpTool) replay(ctx context.Context, m scripthost.Mutation) (scripthos
 	if err != nil {
 		return scripthost.Reconciliation{}, err
 	}
-	reason := fmt.Sprintf("replay %s %s: HTTP %d%s", o.method, redactURL(o.url), resp.status, describe(resp.body))
+	reason := fmt.Sprintf("replay %s %s: HTTP %d%s", o.method, h.redactURL(o.url), resp.status, h.describe(resp.body))
 	wait, _ := h.retryAfter(resp)
 	later := scripthost.Reconciliation{Outcome: scripthost.ReconcileRetryLater, Reason: reason, RetryAfter: wait}
 	switch status := resp.status; {

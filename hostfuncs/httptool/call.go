@@ -126,6 +126,7 @@ type httpTool struct {
 	readOnly    bool
 	timeout     time.Duration
 	reconcile   *reconcileRequest
+	hide        *strings.Replacer // the URL templates' secrets, for messages; nil if none
 	now         func() time.Time
 	sleep       func(context.Context, time.Duration) error
 }
@@ -161,7 +162,7 @@ func (h *httpTool) execute(ctx context.Context, input json.RawMessage) (json.Raw
 			if d, ok := h.retryAfter(resp); ok && d <= h.timeout {
 				if err := h.sleep(ctx, d); err != nil {
 					return nil, &scripthost.Error{Class: scripthost.ClassNetwork, Op: h.name,
-						Message: fmt.Sprintf("%s %s: waiting %s as the service asked: %v", req.method, redactURL(req.url), d, err), Err: err}
+						Message: fmt.Sprintf("%s %s: waiting %s as the service asked: %v", req.method, h.redactURL(req.url), d, err), Err: err}
 				}
 				continue
 			}
@@ -198,14 +199,14 @@ func (h *httpTool) reconcileMutation(ctx context.Context, m scripthost.Mutation)
 		if until := m.CreatedAt.Add(h.timeout + h.reconcile.settle); !m.CreatedAt.IsZero() && h.now().Before(until) {
 			return scripthost.Reconciliation{Outcome: scripthost.ReconcileRetryLater, RetryAfter: until.Sub(h.now()),
 				Reason: fmt.Sprintf("%s %s: HTTP 404: no record yet; the first request may still be under way until %s",
-					h.reconcile.method, redactURL(u), until.UTC().Format(time.RFC3339Nano))}, nil
+					h.reconcile.method, h.redactURL(u), until.UTC().Format(time.RFC3339Nano))}, nil
 		}
 		return scripthost.Reconciliation{Outcome: scripthost.ReconcileFailed,
-			Reason: fmt.Sprintf("%s %s: HTTP 404: the service has no record of the mutation", h.reconcile.method, redactURL(u))}, nil
+			Reason: fmt.Sprintf("%s %s: HTTP 404: the service has no record of the mutation", h.reconcile.method, h.redactURL(u))}, nil
 	}
 	wait, _ := h.retryAfter(resp)
 	return scripthost.Reconciliation{Outcome: scripthost.ReconcileRetryLater, RetryAfter: wait,
-		Reason: fmt.Sprintf("%s %s: HTTP %d%s", h.reconcile.method, redactURL(u), resp.status, describe(resp.body))}, nil
+		Reason: fmt.Sprintf("%s %s: HTTP %d%s", h.reconcile.method, h.redactURL(u), resp.status, h.describe(resp.body))}, nil
 }
 
 // response is what came back: status, headers and the body (bounded).
@@ -228,7 +229,7 @@ func (h *httpTool) do(ctx context.Context, o outgoing, key string) (response, er
 	}
 	req, err := http.NewRequestWithContext(ctx, o.method, o.url, rd)
 	if err != nil {
-		return response{}, h.errorf(scripthost.ClassLogic, scripthost.CodeInvalidInput, "building the request: %v", errors.Unwrap(err))
+		return response{}, h.errorf(scripthost.ClassLogic, scripthost.CodeInvalidInput, "building the request: %v", h.redactURL(fmt.Sprint(errors.Unwrap(err))))
 	}
 	req.Header = h.header.Clone()
 	for k, v := range o.header {
@@ -260,7 +261,7 @@ func (h *httpTool) do(ctx context.Context, o outgoing, key string) (response, er
 		if errors.As(err, &ue) {
 			cause = ue.Err
 		}
-		msg := fmt.Sprintf("%s %s: %v", o.method, redactURL(o.url), cause)
+		msg := fmt.Sprintf("%s %s: %v", o.method, h.redactURL(o.url), cause)
 		if !trace.sent() {
 			// Nothing of the request left the host: a mutation definitely did not
 			// happen, and is sent again under its key. After any byte was written the
@@ -276,7 +277,7 @@ func (h *httpTool) do(ctx context.Context, o outgoing, key string) (response, er
 		// The status arrived but the body did not: for a mutation the outcome is
 		// unknown either way.
 		return response{}, &scripthost.Error{Class: scripthost.ClassNetwork, Op: h.name,
-			Message: fmt.Sprintf("%s %s: HTTP %d, reading the body: %v", o.method, redactURL(o.url), resp.StatusCode, err), Err: err}
+			Message: fmt.Sprintf("%s %s: HTTP %d, reading the body: %v", o.method, h.redactURL(o.url), resp.StatusCode, err), Err: err}
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: data}, nil
 }
@@ -301,7 +302,7 @@ func (h *httpTool) statusError(o outgoing, resp response, keyed bool) error {
 		class = scripthost.ClassLogic
 	}
 	e := serviceError(resp.body)
-	msg := fmt.Sprintf("%s %s: HTTP %d%s", o.method, redactURL(o.url), resp.status, describe(resp.body))
+	msg := fmt.Sprintf("%s %s: HTTP %d%s", o.method, h.redactURL(o.url), resp.status, h.describe(resp.body))
 	var cause error
 	if d, ok := h.retryAfter(resp); ok {
 		msg += fmt.Sprintf(" (retry after %s)", d)
@@ -338,8 +339,21 @@ func snippet(body []byte) string {
 	return ": " + s
 }
 
-// redactURL drops user info from a URL for messages.
-func redactURL(u string) string {
+// describe is describe with the secrets of the tool's URLs hidden: a service may echo
+// the path it was asked for.
+func (h *httpTool) describe(body []byte) string {
+	if h.hide == nil {
+		return describe(body)
+	}
+	return h.hide.Replace(describe(body))
+}
+
+// redactURL drops user info from a URL for messages, and hides the values of the
+// ${NAME} references of the tool's URL templates.
+func (h *httpTool) redactURL(u string) string {
+	if h.hide != nil {
+		u = h.hide.Replace(u)
+	}
 	p, err := url.Parse(u)
 	if err != nil || p.User == nil {
 		return u
@@ -403,20 +417,25 @@ func onePathSegment(name, v string) error {
 	if strings.TrimSpace(v) == "" {
 		return fmt.Errorf("input field %q is empty, and the URL path needs a segment from it", name)
 	}
-	for range 4 {
-		if dotSegment(v) {
-			return fmt.Errorf("input field %q is a dot segment (%q) once decoded, which would move the request off the URL's path", name, v)
-		}
-		d, err := url.PathUnescape(v)
-		if err != nil || d == v {
-			return nil
-		}
-		v = d
-	}
-	if dotSegment(v) {
+	if holdsDotSegment(v) {
 		return fmt.Errorf("input field %q is a dot segment (%q) once decoded, which would move the request off the URL's path", name, v)
 	}
 	return nil
+}
+
+// holdsDotSegment reports whether v, or v decoded up to four times, has a dot segment.
+func holdsDotSegment(v string) bool {
+	for range 4 {
+		if dotSegment(v) {
+			return true
+		}
+		d, err := url.PathUnescape(v)
+		if err != nil || d == v {
+			return false
+		}
+		v = d
+	}
+	return dotSegment(v)
 }
 
 // dotSegment reports whether v, split at slashes and backslashes, has a segment that

@@ -1,6 +1,7 @@
 package httptool
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,10 +63,11 @@ var (
 
 // Load reads the tool declarations in path (".json", ".yaml" or ".yml") and returns the
 // tools. The file is a list of tools, or an object whose "tools" field is one. Header
-// values may name environment variables as ${NAME}, looked up with env (nil means
-// os.LookupEnv); their values are secrets, carried in each tool's Secrets so that a
-// ToolWrapper redacts them, and are never part of an error message. Every error names
-// the file and, when it is about one tool, the tool.
+// values and the path and query of a URL may name environment variables as ${NAME},
+// looked up with env (nil means os.LookupEnv); their values are secrets, carried in
+// each tool's Secrets so that a ToolWrapper redacts them, and are never part of an
+// error message. Every error names the file and, when it is about one tool, the tool;
+// one about a ${NAME} reference also the line and column of its first use in the file.
 func Load(path string, env func(string) (string, bool)) ([]*hostfuncs.Tool, error) {
 	if env == nil {
 		env = os.LookupEnv
@@ -83,6 +85,12 @@ func Load(path string, env func(string) (string, bool)) ([]*hostfuncs.Tool, erro
 	for i, c := range list {
 		name := toolName(i, c)
 		t, err := c.tool(env)
+		var ee *envError
+		if errors.As(err, &ee) {
+			if line, col := refLine(data, ee.ref); line > 0 {
+				return nil, fmt.Errorf("httptool: %s:%d:%d: tool %s: %w", path, line, col, name, err)
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("httptool: %s: tool %s: %w", path, name, err)
 		}
@@ -227,13 +235,13 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 	}
 	props := schemaProperties(c.InputSchema)
 	var err error
-	if h.url, err = parseTemplate(c.URL, "url", props, !c.ReadOnly); err != nil {
+	var secrets []string
+	if h.url, secrets, err = urlTemplate(c.URL, "url", props, !c.ReadOnly, env); err != nil {
 		return nil, err
 	}
 	if err := checkHeaderNames(c.Headers); err != nil {
 		return nil, err
 	}
-	var secrets []string
 	for name, value := range c.Headers {
 		if headerFieldRE.MatchString(envRE.ReplaceAllString(value, "")) {
 			// {field} or {key}: filled from each call's input.
@@ -265,9 +273,11 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 		return nil, err
 	}
 	if c.Reconcile != nil {
-		if h.reconcile, err = c.reconcileRequest(props, h.timeout); err != nil {
+		var more []string
+		if h.reconcile, more, err = c.reconcileRequest(props, h.timeout, env); err != nil {
 			return nil, err
 		}
+		secrets = append(secrets, more...)
 		if h.reconcile.replay && len(c.SecretFields) > 0 {
 			return nil, fmt.Errorf("reconcile: strategy replay re-sends the stored params, where secret_fields %v are redacted: use a lookup url instead", c.SecretFields)
 		}
@@ -283,6 +293,7 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 		SecretFields: c.SecretFields,
 		Secrets:      secrets,
 	}
+	h.hide = urlSecretHider(h.url, h.reconcile)
 	if c.ReadOnly {
 		tool.ReadOnly = hostfuncs.ReadOnlyAlways
 	}
@@ -411,45 +422,52 @@ func (h *httpTool) placeFields(repeat []string) error {
 
 // reconcileRequest checks the reconcile declaration: a lookup (the default) asks a URL
 // about the key; replay re-sends the mutation itself.
-func (c *config) reconcileRequest(props []string, timeout time.Duration) (*reconcileRequest, error) {
+func (c *config) reconcileRequest(props []string, timeout time.Duration, env func(string) (string, bool)) (*reconcileRequest, []string, error) {
 	if c.ReadOnly {
-		return nil, fmt.Errorf("reconcile: a read-only tool has no mutations to reconcile")
+		return nil, nil, fmt.Errorf("reconcile: a read-only tool has no mutations to reconcile")
 	}
 	rc := c.Reconcile
 	switch rc.Strategy {
 	case "replay":
 		if rc.Method != "" || rc.URL != "" || rc.Settle != "" {
-			return nil, fmt.Errorf("reconcile: strategy replay re-sends the tool's own request: method, url and settle are not used")
+			return nil, nil, fmt.Errorf("reconcile: strategy replay re-sends the tool's own request: method, url and settle are not used")
 		}
-		return &reconcileRequest{replay: true}, nil
+		return &reconcileRequest{replay: true}, nil, nil
 	case "", "lookup":
 	default:
-		return nil, fmt.Errorf("reconcile: strategy %q: want lookup (the default, with a url) or replay", rc.Strategy)
+		return nil, nil, fmt.Errorf("reconcile: strategy %q: want lookup (the default, with a url) or replay", rc.Strategy)
 	}
 	m := strings.ToUpper(rc.Method)
 	if m == "" {
 		m = http.MethodGet
 	}
 	if m != http.MethodGet && m != http.MethodHead && m != http.MethodPost {
-		return nil, fmt.Errorf("reconcile: method %q: want GET, HEAD or POST", rc.Method)
+		return nil, nil, fmt.Errorf("reconcile: method %q: want GET, HEAD or POST", rc.Method)
 	}
 	if rc.URL == "" {
-		return nil, fmt.Errorf("reconcile: missing url (or declare strategy: replay)")
+		return nil, nil, fmt.Errorf("reconcile: missing url (or declare strategy: replay)")
 	}
-	t, err := parseTemplate(rc.URL, "reconcile url", props, true)
+	t, secrets, err := urlTemplate(rc.URL, "reconcile url", props, true, env)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	settle := timeout
 	if rc.Settle != "" {
 		d, err := time.ParseDuration(rc.Settle)
 		if err != nil || d < 0 {
-			return nil, fmt.Errorf("reconcile: settle %q: want a duration such as 30s (0s trusts a 404 at once)", rc.Settle)
+			return nil, nil, fmt.Errorf("reconcile: settle %q: want a duration such as 30s (0s trusts a 404 at once)", rc.Settle)
 		}
 		settle = d
 	}
-	return &reconcileRequest{method: m, url: t, settle: settle}, nil
+	return &reconcileRequest{method: m, url: t, settle: settle}, secrets, nil
 }
+
+// envError is a ${NAME} reference that cannot be filled; Load gives the line it is on.
+type envError struct {
+	ref, msg string
+}
+
+func (e *envError) Error() string { return e.msg }
 
 // expandEnv replaces ${NAME} in a header value and returns the values it used.
 func expandEnv(value string, env func(string) (string, bool)) (string, []string, error) {
@@ -459,14 +477,14 @@ func expandEnv(value string, env func(string) (string, bool)) (string, []string,
 		name := m[2 : len(m)-1]
 		if !envNameRE.MatchString(name) {
 			if err == nil {
-				err = fmt.Errorf("bad environment variable reference %q", m)
+				err = &envError{ref: m, msg: fmt.Sprintf("bad environment variable reference %q", m)}
 			}
 			return ""
 		}
 		v, ok := env(name)
 		if !ok || v == "" {
 			if err == nil {
-				err = fmt.Errorf("environment variable %s is not set", name)
+				err = &envError{ref: m, msg: fmt.Sprintf("environment variable %s is not set", name)}
 			}
 			return ""
 		}
@@ -474,6 +492,114 @@ func expandEnv(value string, env func(string) (string, bool)) (string, []string,
 		return v
 	})
 	return out, used, err
+}
+
+// refLine returns the line and column of the first ${NAME} reference ref in data, or 0.
+func refLine(data []byte, ref string) (int, int) {
+	i := bytes.Index(data, []byte(ref))
+	if i < 0 {
+		return 0, 0
+	}
+	before := data[:i]
+	line := bytes.Count(before, []byte("\n")) + 1
+	return line, i - bytes.LastIndexByte(before, '\n')
+}
+
+// urlTemplate is parseTemplate, then each ${NAME} reference replaced by the value of
+// the environment variable it names: a secret, percent-encoded but for the unreserved
+// characters (A-Z a-z 0-9 - . _ ~), so that it stays within its path segment or query
+// value whatever it holds (/ ? # @ & = % or braces, which could otherwise be read as
+// placeholders). A path value that is, or holds, a dot segment is refused: decoded by
+// the service it would move the request off the path. It returns the values and their
+// escaped forms, for the tool's Secrets.
+func urlTemplate(raw, what string, props []string, keyAllowed bool, env func(string) (string, bool)) (template, []string, error) {
+	t, err := parseTemplate(raw, what, props, keyAllowed)
+	if err != nil || !envRE.MatchString(raw) {
+		return t, nil, err
+	}
+	var secrets []string
+	var b strings.Builder
+	last := 0
+	for _, m := range envRE.FindAllStringIndex(raw, -1) {
+		ref := raw[m[0]:m[1]]
+		v, _, err := expandEnv(ref, env)
+		if err != nil {
+			return template{}, nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if err := hostfuncs.CheckSecret(v); err != nil {
+			return template{}, nil, fmt.Errorf("%s: %s: %w", what, ref, err)
+		}
+		if m[0] < t.query && holdsDotSegment(v) {
+			return template{}, nil, fmt.Errorf("%s: the value of %s is, or holds, a dot segment (. or ..), which would move the request off the URL's path", what, ref)
+		}
+		e := escapeAll(v)
+		b.WriteString(raw[last:m[0]])
+		b.WriteString(e)
+		last = m[1]
+		secrets = append(secrets, v, e)
+		t.secrets = append(t.secrets, v)
+	}
+	b.WriteString(raw[last:])
+	t.raw = b.String()
+	if t.query = strings.IndexByte(t.raw, '?'); t.query < 0 {
+		t.query = len(t.raw)
+	}
+	return t, secrets, nil
+}
+
+// escapeAll percent-encodes every byte of v but the unreserved characters of RFC 3986.
+func escapeAll(v string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '~':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
+}
+
+// authorityEnd returns the index in a URL where its scheme, user info and host end.
+func authorityEnd(raw string) int {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return 0
+	}
+	i += 3
+	if j := strings.IndexAny(raw[i:], "/?#"); j >= 0 {
+		return i + j
+	}
+	return len(raw)
+}
+
+// urlSecretHider returns what hides the secrets of the tool's URLs in its messages,
+// as they are and in each escaped form (in the URL, or echoed in an error body), or
+// nil when there are none.
+func urlSecretHider(u template, rc *reconcileRequest) *strings.Replacer {
+	values := slices.Clone(u.secrets)
+	if rc != nil {
+		values = append(values, rc.url.secrets...)
+	}
+	if len(values) == 0 {
+		return nil
+	}
+	var secrets []string
+	for _, v := range values {
+		j, _ := json.Marshal(v)
+		secrets = append(secrets, v, escapeAll(v), url.PathEscape(v), url.QueryEscape(v), string(j[1:len(j)-1]))
+	}
+	// Longest first, so that a secret holding another is hidden whole.
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
+	pairs := make([]string, 0, 2*len(secrets))
+	for _, s := range secrets {
+		pairs = append(pairs, s, hostfuncs.Redacted)
+	}
+	return strings.NewReplacer(pairs...)
 }
 
 // schemaProperties returns the names of the input schema's top-level properties, or
@@ -498,10 +624,17 @@ type template struct {
 	// query is the index in raw where the query string starts (len(raw) if none):
 	// values are path-escaped before it and query-escaped after.
 	query int
+	// secrets are the values of the ${NAME} references raw had: what messages about
+	// the request hide.
+	secrets []string
 }
 
+// parseTemplate checks a URL template: its placeholders name input fields ({key} only
+// where keyAllowed), and it is an absolute http or https URL with neither placeholders
+// nor ${NAME} references in its scheme or host. The references are left as they are.
 func parseTemplate(raw, what string, props []string, keyAllowed bool) (template, error) {
-	for _, m := range placeholderRE.FindAllStringSubmatch(raw, -1) {
+	plain := envRE.ReplaceAllString(raw, "x")
+	for _, m := range placeholderRE.FindAllStringSubmatch(plain, -1) {
 		f := m[1]
 		switch {
 		case !fieldRE.MatchString(f):
@@ -514,13 +647,17 @@ func parseTemplate(raw, what string, props []string, keyAllowed bool) (template,
 			return template{}, fmt.Errorf("%s: bad template field {%s}: not a property of the input schema", what, f)
 		}
 	}
-	probe := placeholderRE.ReplaceAllString(raw, "x")
+	if strings.Contains(raw[:authorityEnd(raw)], "{") {
+		return template{}, fmt.Errorf("%s %q: placeholders and ${NAME} are not allowed in the scheme, user info or host: "+
+			"a value there would choose the server (and a secret would go out in DNS look-ups and TLS server names); put it in the path, the query or a header", what, raw)
+	}
+	probe := placeholderRE.ReplaceAllString(plain, "x")
 	u, err := url.Parse(probe)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return template{}, fmt.Errorf("%s %q: want an absolute http or https URL", what, raw)
 	}
-	if strings.Contains(raw[:strings.Index(raw, "://")+3+len(u.Host)], "{") {
-		return template{}, fmt.Errorf("%s %q: placeholders are not allowed in the scheme or host", what, raw)
+	if i := strings.IndexByte(raw, '#'); i >= 0 && strings.Contains(raw[i:], "{") {
+		return template{}, fmt.Errorf("%s %q: placeholders and ${NAME} are not allowed in the fragment, which is never sent", what, raw)
 	}
 	q := strings.IndexByte(raw, '?')
 	if q < 0 {

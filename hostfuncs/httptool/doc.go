@@ -1,6 +1,6 @@
 // Package httptool builds host tools that call HTTP services from a declaration file
 // (JSON or YAML): each tool names its URL template, HTTP method, body encoding, headers
-// (secrets read from the environment), schemas, timeout, and optionally how to
+// (secrets read from the environment, in headers or the URL), schemas, timeout, and optionally how to
 // reconcile a mutation whose outcome is unknown.
 //
 // A declaration file (tools.yaml):
@@ -31,7 +31,17 @@
 // absent is dropped) and {key} is the mutation's idempotency key. A header value may
 // take {field} and {key} too (Stripe-Account: "{account}"), sent as they are; a value
 // holding a control character is refused. ${NAME} (the environment) and {field} do not
-// mix in one value. The body carries the top-level fields the URL and headers do not
+// mix in one header value.
+//
+// Secrets in a URL. ${NAME} may also stand in the path or the query of url and of the
+// reconcile url (a webhook whose token is its path: https://hooks.slack.com/services/
+// T0123/B0456/${SLACK_HOOK_TOKEN}). The value is read when the file is loaded, must be
+// 8 characters or more, and is percent-encoded but for A-Z a-z 0-9 - . _ ~, so that
+// whatever it holds (/ ? # @ & = %) it stays one path segment or one query value; a
+// path value that is, or holds, a dot segment is refused. It is refused in the scheme,
+// user info, host or port (it would choose the server, and go out in DNS look-ups and
+// TLS server names) and in the fragment (never sent). The value is a secret like a
+// header's: hidden in the tool's own messages and registered in the tool's Secrets. The body carries the top-level fields the URL and headers do not
 // take; repeat_in_body lists those to send in the body too. The body:
 //   - json: the fields as a JSON object (an input that is not an object is sent as it
 //     is);

@@ -58,7 +58,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad http method", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/\n  http_method: FETCH\n", []string{`http_method "FETCH"`}},
 		{"bad timeout", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/\n  timeout: soon\n", []string{`timeout "soon"`}},
 		{"not http", "t.yaml", "- namespace: Svc\n  method: charge\n  url: ftp://x/\n", []string{"want an absolute http or https URL"}},
-		{"placeholder in host", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://{host}/x\n", []string{"scheme or host"}},
+		{"placeholder in host", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://{host}/x\n", []string{"scheme, user info or host"}},
 		{"bad schema", "t.yaml", "- namespace: Svc\n  method: charge\n  url: http://x/\n  input_schema: {type: 5}\n", []string{"Svc.charge", "schema"}},
 		{"bad namespace", "t.yaml", "- namespace: 'S v c'\n  method: charge\n  url: http://x/\n", []string{"namespace"}},
 		{"duplicate", "t.yaml", "- {namespace: Svc, method: a, url: 'http://x/'}\n- {namespace: Svc, method: a, url: 'http://x/'}\n", []string{"declared twice"}},

@@ -31,8 +31,10 @@ type found struct {
 	env     []string
 }
 
-// Rust is rustc and cargo from Debian, with the wasm32 standard library and the
-// packaged crates (see the repository's .cargo/config.toml).
+// Rust is rustc and cargo with the wasm32 standard libraries (Debian's, when the one on
+// PATH lacks them), building offline from Debian's packaged crates: the Rust build.sh
+// scripts fetch from crates.io unless VendorEnv names vendored crates, and the tests
+// have no network.
 var Rust = Toolchain{Name: "Rust", Pinned: "rustc 1.63.0", find: findRust}
 
 // AssemblyScript is the asc compiler from npm, installed in sdk/assemblyscript.
@@ -88,17 +90,25 @@ func run(ctx context.Context, env []string, name string, args ...string) (string
 // the one the committed modules are built with.
 const debianBin = "/usr/bin"
 
+// VendorEnv is the variable that makes a Rust build.sh build offline from the vendored
+// crates in the directory it names instead of fetching them from crates.io.
+const VendorEnv = "SCRIPTHOST_CARGO_VENDOR"
+
+// DebianCrates is where Debian's librust-*-dev packages install their crates.
+const DebianCrates = "/usr/share/cargo/registry"
+
 // findRust looks for a Rust toolchain that builds the guests: the rustc and cargo on
 // PATH, then Debian's. Each needs both wasm32 standard libraries and a linker for
 // them (rust-lld; Debian's rustc only suggests lld-14, which provides it).
 func findRust(ctx context.Context) (found, error) {
-	if m, _ := filepath.Glob("/usr/share/cargo/registry/serde_json-*"); len(m) == 0 {
+	if m, _ := filepath.Glob(filepath.Join(DebianCrates, "serde_json-*")); len(m) == 0 {
 		return found{}, fmt.Errorf("guestbuild: no packaged serde_json crate (apt-get install librust-serde-json-dev)")
 	}
 	var errs []string
 	for _, dir := range []string{"", debianBin} {
 		f, err := rustIn(ctx, dir)
 		if err == nil {
+			f.env = append(f.env, VendorEnv+"="+DebianCrates)
 			return f, nil
 		}
 		errs = append(errs, err.Error())
