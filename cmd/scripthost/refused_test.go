@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/scripthost/scripthost/ledger"
 )
@@ -133,4 +136,47 @@ func containsAllStr(s string, subs ...string) (string, bool) {
 		}
 	}
 	return "", true
+}
+
+// The serve UI's run timeline shows a refused call with its reason and where the
+// script made it.
+func TestServeUIShowsRefusedCall(t *testing.T) {
+	browser := chromium(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "l.db")
+	wf := jobWorkflow(t, dir, map[string]string{"MUTATE": "await Files.write({ path: 'out/again', content: 'x' });"})
+	if code, _, stderr := runCLI(t, "--db", db, "run", wf, "--once"); code != 0 {
+		t.Fatalf("run: got exit %d %q, want 0", code, stderr)
+	}
+	runID := refusalsIn(t, db, "work")[0]["run"].(string)
+	s := startServe(t, db, "--token", testServeToken)
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-background-networking", true),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelTab := chromedp.NewContext(actx)
+	defer cancelTab()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	row := `#timeline li[data-phase="mutate"]`
+	var text string
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(s.base+"/"),
+		chromedp.WaitVisible(`#token`, chromedp.ByQuery),
+		chromedp.SendKeys(`#token`, testServeToken, chromedp.ByQuery),
+		chromedp.SendKeys(`#operator`, "dana", chromedp.ByQuery),
+		chromedp.Click(`#login`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#runs, table, main`, chromedp.ByQuery),
+		chromedp.Navigate(s.base+"/#/run/"+runID),
+		chromedp.WaitVisible(row, chromedp.ByQuery),
+		chromedp.Text(row, &text, chromedp.ByQuery))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing, ok := containsAllStr(text, "tool_refused", "tool=Files.write", "reason=second_mutation", "at=workflow.js:7:"); !ok {
+		t.Errorf("timeline row %q lacks %q", text, missing)
+	}
 }
