@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -130,6 +131,7 @@ type ToolWrapper struct {
 	published   []ledger.NewEvent
 	seen        map[string]bool // topic + "\x00" + message id
 	dropped     []error         // calls that ended the mutate phase after its mutation
+	refusals    []Refusal       // every refused call, in call order
 }
 
 // NewToolWrapper returns a wrapper for one run, with no phase set.
@@ -282,12 +284,13 @@ func (w *ToolWrapper) Call(ctx context.Context, namespace, method string, input 
 
 	tool := w.lookup(namespace, method)
 	if tool == nil {
-		err := scripthost.Errorf(scripthost.ClassLogic, scripthost.CodeUnknownTool, "unknown tool %s", name)
-		return nil, w.refuse(err, ended, nil)
+		err := scripthost.Errorf(scripthost.ClassLogic, scripthost.CodeUnknownTool,
+			"unknown tool %s: the host offers no tool of that name", name)
+		return nil, w.refuse(ctx, name, phase, err, ended, nil)
 	}
 	input, value, err := w.validateInput(tool, input)
 	if err != nil {
-		return nil, w.refuse(err, ended, nil)
+		return nil, w.refuse(ctx, name, phase, err, ended, nil)
 	}
 	secrets := callSecrets(value, tool.SecretFields)
 	op := Classify(tool, input)
@@ -300,8 +303,7 @@ func (w *ToolWrapper) Call(ctx context.Context, namespace, method string, input 
 	}
 	w.mu.Unlock()
 	if err != nil {
-		w.logf(slog.LevelInfo, "tool call refused", "tool", name, "op", op, "phase", phase.String(), "error", err.Error())
-		return nil, w.refuse(withOp(err, name), ended, callRedactor(secrets))
+		return nil, w.refuse(ctx, name, phase, withOp(err, name), ended, callRedactor(secrets))
 	}
 	if w.logging(slog.LevelDebug) {
 		w.logf(slog.LevelDebug, "tool call", "tool", name, "op", op, "phase", phase.String())
@@ -322,10 +324,27 @@ func (w *ToolWrapper) Call(ctx context.Context, namespace, method string, input 
 	return out, nil
 }
 
-// refuse scrubs err and, when the mutate phase has made its mutation, ends the
-// invocation with it.
-func (w *ToolWrapper) refuse(err error, ended bool, call *Redactor) error {
+// refuse scrubs err, records the refusal (Refusals) with where in the script the
+// call was made, and, when the mutate phase has made its mutation, ends the invocation
+// with it.
+func (w *ToolWrapper) refuse(ctx context.Context, name string, phase scripthost.Phase, err error, ended bool, call *Redactor) error {
 	err = w.scrub(err, call)
+	r := Refusal{Tool: name, Phase: phase, Reason: refusalReason(err), Message: err.Error(), Ended: ended}
+	var se *scripthost.Error
+	if errors.As(err, &se) {
+		r.Message = se.Message
+		if where, ok := sandbox.Caller(ctx); ok {
+			r.Where = where
+			if se.Line == 0 {
+				se.File, se.Line, se.Column = where.File, where.Line, where.Column
+			}
+		}
+	}
+	w.logf(slog.LevelInfo, "tool call refused", "tool", name, "phase", phase.String(), "reason", r.Reason,
+		"at", r.Where.String(), "error", r.Message)
+	w.mu.Lock()
+	w.refusals = append(w.refusals, r)
+	w.mu.Unlock()
 	if ended {
 		w.mu.Lock()
 		w.dropped = append(w.dropped, err)
@@ -333,6 +352,17 @@ func (w *ToolWrapper) refuse(err error, ended bool, call *Redactor) error {
 		return sandbox.Terminate(err)
 	}
 	return err
+}
+
+// TakeRefusals returns the tool calls the wrapper refused since it was last asked, in
+// call order, and forgets them. Nothing of a refused call ran; the script saw an error
+// it may have caught, or its invocation ended (Dropped).
+func (w *ToolWrapper) TakeRefusals() []Refusal {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rs := w.refusals
+	w.refusals = nil
+	return rs
 }
 
 // Dropped returns the tool calls the script made after the mutate phase's mutation:

@@ -44,6 +44,10 @@ const (
 	EventResolved EventType = "resolved"
 	// EventCommitted: the run committed ({published}).
 	EventCommitted EventType = "committed"
+	// EventToolRefused: the host refused one of the run's tool calls, which did
+	// nothing ({tool, phase, reason, message, handler?, file?, line?, column?});
+	// reason is second_mutation, phase, unknown_tool, invalid_input or refused.
+	EventToolRefused EventType = "tool_refused"
 )
 
 // LifecycleEvent is one entry of a run's lifecycle log. The log is append-only: each

@@ -25,8 +25,13 @@ const (
 	codeBadGuard = "invalid_guard_result"
 )
 
-// with attaches lifecycle events to the ledger call made with the returned context.
+// with attaches lifecycle events to the ledger call made with the returned context,
+// after the refused tool calls waiting in ctx's box (see noteRefusals), which it
+// empties: they happened before what the call records.
 func with(ctx context.Context, evs ...ledger.LifecycleEvent) context.Context {
+	if refused := refusedEvents(ctx); len(refused) > 0 {
+		evs = append(refused, evs...)
+	}
 	return ledger.WithEvents(ctx, evs...)
 }
 

@@ -217,7 +217,8 @@ func TestGuardResult(t *testing.T) {
 		{"undefined", `return;`, scripthost.StatusFailedLogic, "phase_failed(guard)", "must return a boolean"},
 		{"throws", `throw new Error('guard broke'); // line 4`, scripthost.StatusFailedLogic, "phase_failed(guard)", "guard broke"},
 		{"reads", `const r = await Svc.read({}); return r.count === 0;`, scripthost.StatusCommitted, "phase_started(prepare)", ""},
-		{"mutates", `await Svc.apply({ value: 1 }); return true;`, scripthost.StatusFailedLogic, "phase_failed(guard)", "Operation 'mutate' not allowed in 'hook' phase"},
+		// The refused call is logged first, in the hook phase guards run in.
+		{"mutates", `await Svc.apply({ value: 1 }); return true;`, scripthost.StatusFailedLogic, "tool_refused(hook) phase_failed(guard)", "Operation 'mutate' not allowed in 'hook' phase"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

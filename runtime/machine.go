@@ -263,7 +263,6 @@ func (c *creation) events() []ledger.LifecycleEvent {
 // leaves nothing.
 func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, run scripthost.Run, create *creation) (scripthost.Run, bool, error) {
 	st := rt.cfg.Store
-	completed := with(ctx, phaseEvent(run, ledger.EventPhaseCompleted, scripthost.PhaseMutate))
 	var ierr error
 	if c.Mutate != "" {
 		w := rt.wrapperFor(run, nil, nil, c.OnMutationFailure, nil, create)
@@ -283,10 +282,8 @@ func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, run scrip
 			if ierr != nil && !errors.Is(ierr, sandbox.ErrTerminate) {
 				rt.cfg.Logger.Warn("error after the mutation", "run", run.ID, "err", rt.redact(ierr.Error()))
 			}
-			for _, d := range w.Dropped() {
-				if err := rt.warn(ctx, run, scripthost.PhaseMutate, d); err != nil {
-					return scripthost.Run{}, false, err
-				}
+			if err := rt.warnRefused(ctx, run); err != nil {
+				return scripthost.Run{}, false, err
 			}
 			// The tool wrapper's outcome write moved the run: an applied mutation moves
 			// it on to emitting, as ledger.OutcomeRecorded says (the commit refuses if
@@ -301,7 +298,8 @@ func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, run scrip
 		if ierr != nil && ctx.Err() != nil {
 			return scripthost.Run{}, false, ctx.Err()
 		}
-		created, err := st.CreateRun(with(ctx, create.events()...), create.run)
+		// The phase's refused calls, if any, follow the events of its creation.
+		created, err := st.CreateRun(ledger.WithEvents(ctx, append(create.events(), refusedEvents(ctx)...)...), create.run)
 		if errors.Is(err, ledger.ErrEventUnavailable) {
 			// The events were taken since prepare looked: its result is refused, as
 			// storing it would have been.
@@ -315,7 +313,7 @@ func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, run scrip
 	if ierr != nil {
 		return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseMutate, ierr)
 	}
-	next, err := st.MarkMutated(completed, run.ID)
+	next, err := st.MarkMutated(with(ctx, phaseEvent(run, ledger.EventPhaseCompleted, scripthost.PhaseMutate)), run.ID)
 	return next, true, err
 }
 
@@ -505,6 +503,7 @@ func (rt *Runtime) call(ctx context.Context, l *loaded, run scripthost.Run, w *h
 		Deterministic: rt.cfg.Deterministic,
 	})
 	end(err)
+	rt.noteRefusals(ctx, run, w)
 	if rt.cfg.OnConsole != nil && len(res.Console) > 0 {
 		rt.cfg.OnConsole(run, res.Console)
 	}

@@ -16,8 +16,10 @@ type Observer interface {
 	Phase(ctx context.Context, run scripthost.Run, phase scripthost.Phase) (context.Context, func(error))
 }
 
-// observe starts a run or phase observation; without an Observer it does nothing.
+// observeRun starts a run observation; without an Observer it does nothing. The
+// context it returns carries the run's box of refused tool calls (withRefusals).
 func (rt *Runtime) observeRun(ctx context.Context, runID string) (context.Context, func(error)) {
+	ctx = withRefusals(ctx)
 	if rt.cfg.Observer == nil {
 		return ctx, func(error) {}
 	}

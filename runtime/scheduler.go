@@ -542,7 +542,8 @@ func (rt *Runtime) startProducer(ctx context.Context, l *loaded, p *Producer, nr
 		if err := ctx.Err(); err != nil {
 			return scripthost.Run{}, err
 		}
-		created, err := st.CreateRun(with(ctx, started...), nr)
+		// The phase's refused calls are logged with its failure (routeError).
+		created, err := st.CreateRun(ledger.WithEvents(ctx, started...), nr)
 		if err != nil {
 			return scripthost.Run{}, err
 		}
@@ -554,7 +555,8 @@ func (rt *Runtime) startProducer(ctx context.Context, l *loaded, p *Producer, nr
 		return st.Run(ctx, created.ID)
 	}
 	nr.Commit = &commit
-	committed, err := st.CreateRun(with(ctx, append(started, stamped(rt.now(), ended...)...)...), nr)
+	evs := append(append(started, refusedEvents(ctx)...), stamped(rt.now(), ended...)...)
+	committed, err := st.CreateRun(ledger.WithEvents(ctx, evs...), nr)
 	if err != nil {
 		return scripthost.Run{}, err
 	}
@@ -586,7 +588,8 @@ func (rt *Runtime) startConsumer(ctx context.Context, l *loaded, c *Consumer, nr
 		next, _, err = rt.prepareFailed(ctx, c, nr, started, failed)
 	} else {
 		nr.Prepared = &pr
-		create := &creation{run: nr, started: started, passed: stamped(rt.now(), prepareEnded(run)...)}
+		passed := append(refusedEvents(ctx), stamped(rt.now(), prepareEnded(run)...)...)
+		create := &creation{run: nr, started: started, passed: passed}
 		run.Phase, run.Prepared, run.Reservations = scripthost.RunMutating, pr.Data, pr.Reservations
 		next, _, err = rt.mutate(ctx, l, c, run, create)
 	}
@@ -616,7 +619,8 @@ func (rt *Runtime) startConsumer(ctx context.Context, l *loaded, c *Consumer, nr
 func (rt *Runtime) prepareFailed(ctx context.Context, c *Consumer, nr ledger.NewRun, started ledger.LifecycleEvent,
 	cause error) (scripthost.Run, bool, error) {
 	nr.Start, nr.Prepared = scripthost.RunPreparing, nil
-	created, err := rt.cfg.Store.CreateRun(with(ctx, started), nr)
+	// The phase's refused calls are logged with its failure (routeError).
+	created, err := rt.cfg.Store.CreateRun(ledger.WithEvents(ctx, started), nr)
 	if err != nil {
 		return scripthost.Run{}, false, err
 	}

@@ -16,7 +16,8 @@ import (
 func WarningPlan(workflow string) string { return "workflow:" + workflow }
 
 // Warning is something a run did that had no effect but that its author should know:
-// a tool call after the mutate phase's one mutation, which ended the phase unexecuted.
+// a tool call after the mutate phase's one mutation, which ended the phase unexecuted,
+// or another call the host refused in a mutate phase that made its mutation.
 type Warning struct {
 	RunID   string    `json:"run_id"`
 	Handler string    `json:"handler"`
@@ -27,20 +28,27 @@ type Warning struct {
 	At      time.Time `json:"at"`
 }
 
-// warn records a warning on the run and logs it.
-func (rt *Runtime) warn(ctx context.Context, run scripthost.Run, phase scripthost.Phase, cause error) error {
+// The warnings of refused calls (see warnRefused): what begins their message.
+const (
+	droppedWarning = "not executed: the mutate phase had made its one mutation"
+	refusedWarning = "refused"
+)
+
+// warn records a warning on the run, its message what followed by the cause, and logs
+// it. Lifecycle events attached to ctx are logged with it.
+func (rt *Runtime) warn(ctx context.Context, run scripthost.Run, phase scripthost.Phase, what string, cause error) error {
 	msg := rt.redact(cause.Error())
 	var se *scripthost.Error
 	code, tool := "", ""
 	if errors.As(cause, &se) {
 		code, tool = se.Code, se.Op
 	}
-	rt.cfg.Logger.Warn("tool call after the mutation was not executed", "run", run.ID, "handler", run.Handler, "err", msg)
+	rt.cfg.Logger.Warn("tool call "+what, "run", run.ID, "handler", run.Handler, "err", msg)
 	now := rt.now()
 	err := rt.cfg.Store.AppendExecution(context.WithoutCancel(ctx), ledger.ExecutionRecord{
 		ExecutionID: run.ID, PlanID: WarningPlan(run.Workflow), StepID: run.Handler + "/" + phase.String(),
 		Tool: tool, StartedAt: now, EndedAt: now, ErrorCode: code,
-		Error: "not executed: the mutate phase had made its one mutation: " + msg,
+		Error: what + ": " + msg,
 	})
 	if err != nil {
 		return fmt.Errorf("runtime: run %s: record warning: %w", run.ID, err)

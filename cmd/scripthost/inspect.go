@@ -128,7 +128,8 @@ func newShowCmd(g *globals) *cobra.Command {
 		Long: `Show one run as JSON. With --events, print only the run's lifecycle events, one a
 line (phase_started, phase_completed, phase_failed, guard_skipped, retry_scheduled,
 retry_started, paused, resumed, mutation_recorded, mutation_outcome, reconcile_attempt,
-resolved, committed); add --json for JSON lines.
+resolved, committed, tool_refused: a tool call the host refused, with its reason and
+where the script made it); add --json for JSON lines.
 
 Given a workflow's name instead, show its newest stored version (--version N for
 another): path, hash, and the manifest, the files it was bundled from with their

@@ -107,11 +107,23 @@ func printEvents(w io.Writer, run scripthost.Run, evs []ledger.LifecycleEvent, a
 	return table(w, "SEQ\tTIME\tEVENT\tDETAILS", rows)
 }
 
-// details renders an event's data as key=value pairs in key order.
+// details renders an event's data as key=value pairs in key order; a place in a
+// script (file, line, column) is one pair, at=file:line:col.
 func details(data json.RawMessage) string {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(data, &m) != nil {
 		return oneLine(string(data), 120)
+	}
+	var where struct {
+		File   string `json:"file"`
+		Line   int    `json:"line"`
+		Column int    `json:"column"`
+	}
+	if json.Unmarshal(data, &where) == nil && where.Line > 0 {
+		delete(m, "file")
+		delete(m, "line")
+		delete(m, "column")
+		m["at"], _ = json.Marshal(fmt.Sprintf("%s:%d:%d", where.File, where.Line, where.Column))
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {

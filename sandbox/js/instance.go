@@ -34,6 +34,8 @@ type instance struct {
 	lim   sandbox.Limits
 	ctx   context.Context
 	tools sandbox.Tools
+	// toolCtx is ctx as tool calls get it (see callCtx).
+	toolCtx context.Context
 	// toolList is what tools offers, listed once.
 	toolList []sandbox.ToolName
 	start    time.Time

@@ -1,6 +1,7 @@
 package js
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,7 +154,39 @@ func (in *instance) callTool(t sandbox.ToolName, input json.RawMessage) (out jso
 				Message: fmt.Sprintf("sandbox/js: tool panicked: %v", r)}
 		}
 	}()
-	return in.tools.Call(in.ctx, t.Namespace, t.Method, input)
+	return in.tools.Call(in.callCtx(), t.Namespace, t.Method, input)
+}
+
+// callCtx is the context of the instance's tool calls: it tells the tool where in the
+// script the call is made (sandbox.Caller), read from the stack only when asked. It is
+// made at the first call and kept; calls run on the instance's goroutine.
+func (in *instance) callCtx() context.Context {
+	if in.toolCtx == nil {
+		in.toolCtx = sandbox.WithCaller(in.ctx, in.caller)
+	}
+	return in.toolCtx
+}
+
+// caller returns the script location of the innermost frame of the script's code: the
+// module's own, or failing that any frame of a named source (the host's own programs
+// are named "<...>"). Columns from goja are 0-based; Location's are 1-based.
+func (in *instance) caller() sandbox.Location {
+	frames := in.vm.CaptureCallStack(0, nil)
+	var other sandbox.Location
+	for _, f := range frames {
+		p := f.Position()
+		if p.Line <= 0 || p.Filename == "" || strings.HasPrefix(p.Filename, "<") {
+			continue
+		}
+		l := sandbox.Location{File: p.Filename, Line: p.Line, Column: p.Column + 1}
+		if p.Filename == in.mod.name {
+			return l
+		}
+		if !other.Known() {
+			other = l
+		}
+	}
+	return other
 }
 
 // toolError builds the Error object a tool call rejects with: name "ToolError", the

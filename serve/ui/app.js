@@ -169,7 +169,7 @@ function diff(before, after) {
 }
 
 // phasesOf groups a run's lifecycle log into phases: start, end, outcome and the
-// events in between (mutations, reconcile attempts, resolutions).
+// events in between (mutations, reconcile attempts, resolutions, refused calls).
 function phasesOf(lifecycle) {
   const out = [];
   let cur = null;
@@ -184,14 +184,21 @@ function phasesOf(lifecycle) {
     } else if (cur && (ev.type === "phase_completed" || ev.type === "phase_failed") && d.phase === cur.phase) {
       cur.end = ev.at; cur.result = ev.type === "phase_completed" ? "ok" : "failed"; cur.events.push(ev);
       if (ev.type === "phase_completed") cur = null;
+    } else if (ev.type === "tool_refused" && out.findLast((p) => p.phase === d.phase)) {
+      // A refused call belongs to the phase that made it, though the log may hold it
+      // after the next phase started (a mutate phase's mutation moves the run on).
+      out.findLast((p) => p.phase === d.phase).events.push(ev);
     } else if (cur) cur.events.push(ev);
     else out.push({ phase: ev.type, start: ev.at, end: ev.at, result: "event", events: [ev] });
   }
   return out;
 }
 
+// eventText renders an event's data as key=value pairs; a place in a script (file,
+// line, column) is one pair, at=file:line:col.
 function eventText(ev) {
-  const d = ev.data || {};
+  const d = { ...(ev.data || {}) };
+  if (d.line) { d.at = d.file + ":" + d.line + ":" + (d.column || 0); delete d.file; delete d.line; delete d.column; }
   return Object.entries(d).filter(([k]) => k !== "phase").map(([k, v]) => k + "=" + (typeof v === "string" ? v : JSON.stringify(v))).join(" ");
 }
 
