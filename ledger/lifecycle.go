@@ -84,6 +84,7 @@ type eventsKey struct{}
 // Events ride on the context so that every Store method keeps its signature: a store
 // reads them with EventsFrom in the one helper that runs its transactions.
 func WithEvents(ctx context.Context, evs ...LifecycleEvent) context.Context {
+	evs = append(takeCalls(ctx), evs...) // the reads since the run's last write
 	if len(evs) == 0 {
 		return ctx
 	}

@@ -18,6 +18,7 @@ type Observer interface {
 
 // observe starts a run or phase observation; without an Observer it does nothing.
 func (rt *Runtime) observeRun(ctx context.Context, runID string) (context.Context, func(error)) {
+	ctx = rt.recordCalls(ctx)
 	if rt.cfg.Observer == nil {
 		return ctx, func(error) {}
 	}
