@@ -41,3 +41,13 @@ func (w *ToolWrapper) noteRead(ctx context.Context, t *Tool, phase scripthost.Ph
 	}
 	ledger.NoteCall(ctx, ledger.NewLifecycleEvent(w.info.RunID, ledger.EventToolCalled, d))
 }
+
+// CallingRun returns the run and handler whose script made the tool call running with
+// ctx (a tool's Execute receives such a context).
+func CallingRun(ctx context.Context) (runID, handler string, ok bool) {
+	w, ok := ctx.Value(wrapperKey{}).(*ToolWrapper)
+	if !ok {
+		return "", "", false
+	}
+	return w.info.RunID, w.info.Handler, true
+}

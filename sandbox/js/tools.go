@@ -153,7 +153,7 @@ func (in *instance) callTool(t sandbox.ToolName, input json.RawMessage) (out jso
 				Message: fmt.Sprintf("sandbox/js: tool panicked: %v", r)}
 		}
 	}()
-	return in.tools.Call(in.ctx, t.Namespace, t.Method, input)
+	return in.tools.Call(sandbox.WithCallSite(in.ctx, in.callSite()), t.Namespace, t.Method, input)
 }
 
 // toolError builds the Error object a tool call rejects with: name "ToolError", the
