@@ -43,11 +43,11 @@ func (w *ToolWrapper) noteRead(ctx context.Context, t *Tool, phase scripthost.Ph
 }
 
 // CallingRun returns the run and handler whose script made the tool call running with
-// ctx (a tool's Execute receives such a context).
-func CallingRun(ctx context.Context) (runID, handler string, ok bool) {
+// ctx (a tool's Execute receives such a context), and the phase it was made in.
+func CallingRun(ctx context.Context) (runID, handler string, phase scripthost.Phase, ok bool) {
 	w, ok := ctx.Value(wrapperKey{}).(*ToolWrapper)
 	if !ok {
-		return "", "", false
+		return "", "", scripthost.PhaseNone, false
 	}
-	return w.info.RunID, w.info.Handler, true
+	return w.info.RunID, w.info.Handler, w.Phase(), true
 }

@@ -13,7 +13,7 @@ const EventToolCalled EventType = "tool_called"
 
 // CallLog holds the tool_called events of one run until its next write: a read
 // changes nothing in the ledger, so its event waits for the write that follows it
-// (WithEvents takes it). A CallLog is safe for concurrent use.
+// (the store takes it with EventsFrom). A CallLog is safe for concurrent use.
 type CallLog struct {
 	mu      sync.Mutex
 	pending []LifecycleEvent
