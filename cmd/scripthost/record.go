@@ -18,7 +18,6 @@ import (
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/ledger/postgres"
 	"github.com/scripthost/scripthost/ledger/sqlite"
-	"github.com/scripthost/scripthost/runtime"
 	"github.com/scripthost/scripthost/sandbox"
 )
 
@@ -315,7 +314,7 @@ func replayWorkflow(ctx context.Context, g *globals, f testFlags, path string) e
 	defer done()
 	name := f.replay.workflow
 	if name == "" {
-		if name, err = recordedName(ctx, st, path); err != nil {
+		if name, err = fixture.RecordedName(ctx, st, path); err != nil {
 			return err
 		}
 	}
@@ -358,27 +357,6 @@ func replayWorkflow(ctx context.Context, g *globals, f testFlags, path string) e
 		return replayDiverged{diverged: diverged, total: len(results)}
 	}
 	return nil
-}
-
-// recordedName is the name the ledger stores the workflow at path under: the
-// workflow whose newest version came from that file, else the name the file's
-// definition or path gives it.
-func recordedName(ctx context.Context, st ledger.Store, path string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	wfs, err := st.Workflows(ctx)
-	if err != nil {
-		return "", err
-	}
-	for _, w := range wfs {
-		v, err := st.WorkflowVersion(ctx, w.Name, 0)
-		if err == nil && v.Path == abs {
-			return w.Name, nil
-		}
-	}
-	return runtime.WorkflowName(abs), nil
 }
 
 // replayDiverged is the exit of a replay in which runs diverged.
