@@ -72,6 +72,9 @@ type Options struct {
 	Lease runtime.LeaseOptions
 	// Observer sees every run driven and phase invoked (metrics, traces).
 	Observer runtime.Observer
+	// RecordCalls logs every read tool call with its result, so that runs can be
+	// turned into fixtures and replayed (see runtime.Config.RecordCalls).
+	RecordCalls bool
 }
 
 // Host runs workflows against one ledger.
@@ -159,6 +162,7 @@ func (h *Host) build(ctx context.Context, opts Options) error {
 		Concurrency:   opts.Concurrency,
 		Lease:         opts.Lease,
 		Observer:      opts.Observer,
+		RecordCalls:   opts.RecordCalls,
 	})
 	if err != nil {
 		return fmt.Errorf("host: %w", err)

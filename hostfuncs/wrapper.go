@@ -316,11 +316,13 @@ func (w *ToolWrapper) Call(ctx context.Context, namespace, method string, input 
 	if err != nil {
 		err = w.scrub(withOp(err, name), callRedactor(secrets))
 		w.logf(slog.LevelInfo, "tool call failed", "tool", name, "op", op, "error", err.Error())
+		w.noteRead(ctx, tool, phase, value, secrets, nil, err)
 		return nil, err
 	}
 	if err := w.checkOutput(tool, out); err != nil {
 		return nil, w.scrub(err, callRedactor(secrets))
 	}
+	w.noteRead(ctx, tool, phase, value, secrets, out, nil)
 	return out, nil
 }
 

@@ -91,14 +91,19 @@ func WithEvents(ctx context.Context, evs ...LifecycleEvent) context.Context {
 	if len(evs) == 0 {
 		return ctx
 	}
-	prev := EventsFrom(ctx)
+	prev, _ := ctx.Value(eventsKey{}).([]LifecycleEvent)
 	all := make([]LifecycleEvent, 0, len(prev)+len(evs))
 	return context.WithValue(ctx, eventsKey{}, append(append(all, prev...), evs...))
 }
 
-// EventsFrom returns the lifecycle events attached to ctx by WithEvents.
+// EventsFrom returns the lifecycle events attached to ctx by WithEvents. A store calls
+// it once per write, when the write runs: the reads noted in a CallLog of ctx since the
+// run's last write come first (see NoteCall).
 func EventsFrom(ctx context.Context) []LifecycleEvent {
 	evs, _ := ctx.Value(eventsKey{}).([]LifecycleEvent)
+	if calls := takeCalls(ctx); len(calls) > 0 {
+		return append(calls, evs...)
+	}
 	return evs
 }
 

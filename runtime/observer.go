@@ -20,6 +20,7 @@ type Observer interface {
 // context it returns carries the run's box of refused tool calls (withRefusals).
 func (rt *Runtime) observeRun(ctx context.Context, runID string) (context.Context, func(error)) {
 	ctx = withRefusals(ctx)
+	ctx = rt.recordCalls(ctx)
 	if rt.cfg.Observer == nil {
 		return ctx, func(error) {}
 	}

@@ -52,6 +52,10 @@ type Config struct {
 	Lease LeaseOptions
 	// Observer, when set, sees every run driven and every phase invoked.
 	Observer Observer
+	// RecordCalls logs every read tool call of a run with its input and result
+	// (ledger.EventToolCalled), so that the run can be turned into a fixture or
+	// replayed against changed code (fixture.Record, fixture.Replay).
+	RecordCalls bool
 }
 
 // DefaultConcurrency is the default bound on runs driven at once: a few per CPU, and

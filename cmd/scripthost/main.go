@@ -46,6 +46,8 @@ type globals struct {
 	LogFormat string
 	// observer, when set, sees the ledger's commits and the host's runs (serve).
 	observer atomic.Pointer[observe.Observer]
+	// recordCalls logs every read tool call for replay (run and serve --record-calls).
+	recordCalls bool
 }
 
 // logger returns the logger every command writes its log lines with, to stderr in

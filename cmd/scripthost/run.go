@@ -79,6 +79,7 @@ within D.`,
 	cmd.Flags().IntVar(&f.concurrency, "concurrency", 0, "most runs driven at once, across every workflow (0: 4 per CPU, at least 16)")
 	cmd.Flags().StringVar(&f.lease.Owner, "host-id", "", "this host's name in the leases of a shared (postgres://) ledger (default hostname/pid/random)")
 	cmd.Flags().DurationVar(&f.lease.TTL, "lease-ttl", 15*time.Second, "shared ledger: how long a dead host's workflows wait before another host takes them over")
+	addRecordCallsFlag(cmd, g)
 	return cmd
 }
 
@@ -134,6 +135,7 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 		Failpoint:   failpoint,
 		Lease:       lease,
 		Observer:    observer,
+		RecordCalls: g.recordCalls,
 		// keepLedgerOut and host.New keep the ledger out of the workspace, and so out
 		// of the command sandbox.
 		CommandOptions: command.Config{Unsafe: g.UnsafeCommands},

@@ -91,6 +91,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set.`,
 	fl.IntVar(&f.concurrency, "concurrency", 0, "most runs driven at once, across every workflow (0: 4 per CPU, at least 16)")
 	fl.StringVar(&f.lease.Owner, "host-id", "", "this host's name in the leases of a shared (postgres://) ledger")
 	fl.DurationVar(&f.lease.TTL, "lease-ttl", 15*time.Second, "shared ledger: how long a dead host's workflows wait before another host takes them over")
+	addRecordCallsFlag(cmd, g)
 	return cmd
 }
 

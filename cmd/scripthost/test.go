@@ -25,6 +25,7 @@ type testFlags struct {
 	update   bool
 	tools    string
 	timeout  time.Duration
+	replay   replayFlags
 }
 
 func newTestCmd(g *globals) *cobra.Command {
@@ -46,9 +47,13 @@ the run did (the rest of the file is kept); check the diff before committing it.
 See docs/testing.md for the fixture format.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.replay.ledger != "" || cmd.Flags().Changed("replay") {
+				return replayWorkflow(cmd.Context(), g, f, args[0])
+			}
 			return testWorkflow(cmd.Context(), g, f, args[0])
 		},
 	}
+	addReplayFlags(cmd, &f.replay)
 	cmd.Flags().StringVar(&f.fixtures, "fixtures", "", "fixture file or directory (default: fixtures/ beside the workflow)")
 	cmd.Flags().BoolVar(&f.update, "update", false, "rewrite the expectations of fixtures that differ with what the run did")
 	cmd.Flags().StringVar(&f.tools, "tools", "", "HTTP tools declared in a JSON or YAML file (their schemas are used; the fixtures answer them)")

@@ -1,0 +1,93 @@
+package hosttest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/scripthost/scripthost/fixture"
+	"github.com/scripthost/scripthost/ledger/sqlite"
+)
+
+// ReplayOptions select the recorded runs to replay and configure their runs.
+type ReplayOptions struct {
+	Options
+	// Workflow names the recorded workflow; empty means the one the ledger stores the
+	// workflow file under (fixture.RecordedName).
+	Workflow string
+	// Since keeps the runs created at or after it; zero keeps all.
+	Since time.Time
+}
+
+// CheckReplay re-runs every finished run recorded in the SQLite ledger at ledgerPath
+// (read through a copy, never written; its host ran with RecordCalls) against the
+// workflow at path, the current code, and returns each run's verdict and the report
+// `scripthost test --replay` would print. Update in opts is ignored.
+func CheckReplay(ctx context.Context, path, ledgerPath string, opts ReplayOptions) ([]*fixture.Replayed, string, error) {
+	dir, err := os.MkdirTemp("", "scripthost-replay-")
+	if err != nil {
+		return nil, "", err
+	}
+	defer os.RemoveAll(dir)
+	st, err := sqlite.OpenSnapshot(ctx, ledgerPath, dir, sqlite.Options{})
+	if err != nil {
+		return nil, "", err
+	}
+	defer st.Close()
+	name := opts.Workflow
+	if name == "" {
+		if name, err = fixture.RecordedName(ctx, st, path); err != nil {
+			return nil, "", err
+		}
+	}
+	recs, err := fixture.Recordings(ctx, st, fixture.RecordFilter{Workflow: name, Since: opts.Since})
+	if err != nil {
+		return nil, "", err
+	}
+	if len(recs) == 0 {
+		return nil, "", fmt.Errorf("hosttest: no finished runs of workflow %s in %s", name, ledgerPath)
+	}
+	r, err := fixture.NewRunner(fixture.Options{
+		OpenStore:    openStore,
+		Tools:        opts.Tools,
+		Limits:       opts.Limits,
+		WasmCacheDir: opts.WasmCacheDir,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	defer r.Close(context.WithoutCancel(ctx))
+	results := make([]*fixture.Replayed, 0, len(recs))
+	for _, rec := range recs {
+		res, err := r.Replay(ctx, path, rec)
+		if err != nil {
+			return nil, "", fmt.Errorf("hosttest: replay of run %s: %w", rec.Run.ID, err)
+		}
+		results = append(results, res)
+	}
+	var b bytes.Buffer
+	fixture.ReportReplay(&b, name, results)
+	return results, b.String(), nil
+}
+
+// Replay replays the runs recorded in the ledger at ledgerPath against the workflow at
+// path, each as a subtest of t named HANDLER/RUN, which fails with the run's first
+// divergence.
+func Replay(t *testing.T, path, ledgerPath string, opts ReplayOptions) {
+	t.Helper()
+	results, _, err := CheckReplay(t.Context(), path, ledgerPath, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range results {
+		run := res.Recording.Run
+		t.Run(run.Handler+"/"+run.ID, func(t *testing.T) {
+			if res.Diverged != nil {
+				t.Errorf("run %s diverged: %v", run.ID, res.Diverged)
+			}
+		})
+	}
+}
