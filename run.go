@@ -167,6 +167,9 @@ type Run struct {
 	Status  RunStatus   `json:"status"`
 	// RetryOf is the run this one retries, if any.
 	RetryOf string `json:"retry_of,omitempty"`
+	// SupersededBy is the run that retries this one, if any: this run keeps the
+	// status it had, but it never moves again (see Shown).
+	SupersededBy string `json:"superseded_by,omitempty"`
 	// Attempt counts runs in a retry chain, starting at 1.
 	Attempt int `json:"attempt"`
 	// RetryFromEmitting marks a run that failed after its mutation: its retry resumes
@@ -188,6 +191,20 @@ type Run struct {
 	NotBefore time.Time `json:"not_before,omitzero"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// StatusSuperseded is how a run that a retry superseded is shown to operators (Shown);
+// it is never a stored status.
+const StatusSuperseded = "superseded"
+
+// Shown is the run's status as operators see it: "superseded" for a run a retry
+// took over (its stored status, kept for the record, no longer says what happens
+// next), else its status.
+func (r Run) Shown() string {
+	if r.SupersededBy != "" {
+		return StatusSuperseded
+	}
+	return string(r.Status)
 }
 
 // Mutation is one side effect recorded in the ledger.

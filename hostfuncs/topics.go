@@ -76,6 +76,7 @@ var TopicsPeek = &Tool{
 				return nil, ledgerError("Topics.peek", err)
 			}
 		}
+		w.notePeek(in.Topic, events)
 		out := make([]PeekedEvent, 0, len(events))
 		for _, e := range events {
 			out = append(out, PeekedEvent{ID: e.MessageID, Topic: e.Topic, Payload: e.Payload, Attempt: e.Attempt})
@@ -166,4 +167,35 @@ func wrapperFrom(ctx context.Context, tool string) (*ToolWrapper, error) {
 		return nil, scripthost.Errorf(scripthost.ClassInternal, "", "%s: called outside a ToolWrapper", tool)
 	}
 	return w, nil
+}
+
+// notePeek records the events a Topics.peek answered with, for Peeks.
+func (w *ToolWrapper) notePeek(topic string, events []scripthost.Event) {
+	if len(events) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i := slices.IndexFunc(w.peeks, func(r scripthost.Reservation) bool { return r.Topic == topic })
+	if i < 0 {
+		w.peeks = append(w.peeks, scripthost.Reservation{Topic: topic})
+		i = len(w.peeks) - 1
+	}
+	for _, e := range events {
+		if !slices.Contains(w.peeks[i].IDs, e.MessageID) {
+			w.peeks[i].IDs = append(w.peeks[i].IDs, e.MessageID)
+		}
+	}
+}
+
+// Peeks are the events the run's Topics.peek calls answered with, by topic in the
+// order first seen: what a prepare phase that failed was looking at.
+func (w *ToolWrapper) Peeks() []scripthost.Reservation {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]scripthost.Reservation, 0, len(w.peeks))
+	for _, r := range w.peeks {
+		out = append(out, scripthost.Reservation{Topic: r.Topic, IDs: slices.Clone(r.IDs)})
+	}
+	return out
 }

@@ -130,6 +130,7 @@ type ToolWrapper struct {
 	hasMutation bool
 	published   []ledger.NewEvent
 	seen        map[string]bool // topic + "\x00" + message id
+	peeks       []scripthost.Reservation
 	dropped     []error         // calls that ended the mutate phase after its mutation
 	refusals    []Refusal       // every refused call, in call order
 }

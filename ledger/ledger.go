@@ -348,8 +348,11 @@ type (
 	EventFilter struct {
 		Workflow string
 		Topic    string
-		Status   scripthost.EventStatus
-		Limit    int
+		// MessageID selects the event with this message id (with Workflow and Topic,
+		// at most one).
+		MessageID string
+		Status    scripthost.EventStatus
+		Limit     int
 	}
 	ExecutionFilter struct {
 		ExecutionID string
@@ -385,6 +388,11 @@ type Store interface {
 	// every topic, a limit of 0 no limit.
 	PendingEvents(ctx context.Context, workflow, topic string, limit int) ([]scripthost.Event, error)
 	Events(ctx context.Context, f EventFilter) ([]scripthost.Event, error)
+	// SkipEvent sets a pending event aside: its status becomes skipped, so no run
+	// peeks at or reserves it again, and it stays listed. An event already skipped is
+	// returned unchanged; a reserved or consumed one is refused with a
+	// *TransitionError; an unknown one is ErrNotFound.
+	SkipEvent(ctx context.Context, workflow, topic, messageID string) (scripthost.Event, error)
 
 	// Runs.
 	// NewID returns a fresh id for a run or a mutation, unique in this ledger.

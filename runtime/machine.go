@@ -327,11 +327,11 @@ func (rt *Runtime) prepare(ctx context.Context, l *loaded, c *Consumer, run scri
 	res, err := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhasePrepare, c.Prepare,
 		sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
 	if err != nil {
-		return ledger.PrepareResult{}, err
+		return ledger.PrepareResult{}, withPeeked(err, w.Peeks())
 	}
 	pr, err := parsePrepared(res, c)
 	if err != nil {
-		return ledger.PrepareResult{}, &stepError{step: stepResult, err: err}
+		return ledger.PrepareResult{}, withPeeked(&stepError{step: stepResult, err: err}, w.Peeks())
 	}
 	pr.Mutate = true
 	return pr, nil
@@ -582,6 +582,9 @@ func (rt *Runtime) routeError(ctx context.Context, run scripthost.Run, lc Lifecy
 	msg := rt.redact(cause.Error())
 	data := failure(cause)
 	data["phase"], data["step"], data["attempt"] = fmt.Sprint(phase), stepOf(cause), run.Attempt
+	for k, v := range failedEvents(run, cause) {
+		data[k] = v
+	}
 	for _, k := range []string{"message", "file"} {
 		if s, ok := data[k].(string); ok {
 			data[k] = rt.redact(s)

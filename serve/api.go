@@ -41,6 +41,8 @@ func routes(s *Server) []route {
 		{"GET", "/api/v1/mutations/{id}", s.mutation},
 		{"POST", "/api/v1/mutations/{id}/resolve", s.resolve},
 		{"GET", "/api/v1/events", s.events},
+		{"POST", "/api/v1/events", s.publish},
+		{"POST", "/api/v1/events/skip", s.skipEvent},
 		{"GET", "/api/v1/executions", s.executions},
 		{"GET", "/api/v1/executions/{plan}/{n}", s.execution},
 		{"GET", "/api/v1/agent/sessions", s.agentSessions},
@@ -442,4 +444,51 @@ func (s *Server) wake(workflow string) {
 	if s.cfg.Wake != nil && workflow != "" {
 		s.cfg.Wake(workflow)
 	}
+}
+
+func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Workflow string          `json:"workflow"`
+		Topic    string          `json:"topic"`
+		ID       string          `json:"id"`
+		Payload  json.RawMessage `json:"payload"`
+		By       string          `json:"by"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if body.Workflow == "" || body.Topic == "" {
+		return badf("workflow and topic are required")
+	}
+	if len(body.Payload) == 0 {
+		return badf("payload is required (JSON; null for none)")
+	}
+	target := body.Workflow + "/" + body.Topic + "/" + body.ID
+	return s.act(w, r, "publish", target, body.By, body, func(ctx context.Context) (any, error) {
+		return view.Publish(ctx, s.cfg.Store, s.cfg.Publish, body.Workflow, body.Topic, body.ID, body.Payload)
+	})
+}
+
+func (s *Server) skipEvent(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Workflow string `json:"workflow"`
+		Topic    string `json:"topic"`
+		ID       string `json:"id"`
+		Reason   string `json:"reason"`
+		By       string `json:"by"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if body.Workflow == "" || body.Topic == "" || body.ID == "" {
+		return badf("workflow, topic and id are required")
+	}
+	target := body.Workflow + "/" + body.Topic + "/" + body.ID
+	return s.act(w, r, "skip_event", target, body.By, body, func(ctx context.Context) (any, error) {
+		res, err := view.SkipEvent(ctx, s.cfg.Store, body.Workflow, body.Topic, body.ID)
+		if err == nil {
+			s.wake(body.Workflow)
+		}
+		return res, err
+	})
 }

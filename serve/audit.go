@@ -14,10 +14,9 @@ import (
 	"github.com/scripthost/scripthost/plan"
 )
 
-// auditPlan is the plan id under which the execution log keeps operator actions: each
-// action is execution _operator/N with one step named after the action. Plan ids
-// cannot start with an underscore, so no plan shares it.
-const auditPlan = "_operator"
+// auditPlan is the plan id under which the execution log keeps operator actions (see
+// view.AuditPlan).
+const auditPlan = view.AuditPlan
 
 // action is one recorded operator action, as /api/v1/actions lists it.
 type action struct {
@@ -49,28 +48,16 @@ func operator(by string) string {
 	return by
 }
 
-// act runs an operator action and records it, done or refused, in the execution log
-// with who asked for it; it answers with the action's result.
+// act runs an operator action and records it, done or refused, in the audit trail
+// (view.RecordAction) with who asked for it; it answers with the action's result.
 func (s *Server) act(w http.ResponseWriter, r *http.Request, name, target, by string, req any,
 	do func(ctx context.Context) (any, error)) error {
 	ctx := r.Context()
 	by = operator(by)
 	started := s.cfg.Clock()
 	res, err := do(ctx)
-	ended := s.cfg.Clock()
-	args, _ := json.Marshal(map[string]any{"target": target, "by": by, "request": req})
-	rec := ledger.ExecutionRecord{PlanID: auditPlan, StepID: name, Seq: 1, Tool: "operator." + name, Arguments: args,
-		StartedAt: started, EndedAt: ended, DurationMS: ended.Sub(started).Milliseconds(), Success: err == nil}
-	if err != nil {
-		rec.Error = err.Error()
-	} else if rec.Result, _ = json.Marshal(res); string(rec.Result) == "null" {
-		rec.Result = nil
-	}
-	n, rerr := s.cfg.Store.ReserveExecution(context.WithoutCancel(ctx), auditPlan)
-	if rerr == nil {
-		rec.ExecutionID = fmt.Sprintf("%s/%d/%s", auditPlan, n, name)
-		rerr = s.cfg.Store.AppendExecution(context.WithoutCancel(ctx), rec)
-	}
+	rerr := view.RecordAction(ctx, s.cfg.Store, view.Action{Name: name, Target: target, By: by, Request: req,
+		Result: res, Err: err, Started: started, Ended: s.cfg.Clock()})
 	if rerr != nil {
 		// The action happened (or was refused): say so, and that its record is missing.
 		s.cfg.Logger.Error("operator action not recorded", "action", name, "target", target, "by", by, "err", rerr)

@@ -1,10 +1,11 @@
 // Package serve is the HTTP side of `scripthost serve`: a JSON API over the ledger
 // (the shapes of the CLI's --json output, from internal/view), the operator actions
-// (resolve, pause, resume, retry, approve and deny an agent's tool call), each recorded with who did it, the embedded web UI
+// (resolve, pause, resume, retry, publish, skip an event, approve and deny an agent's tool call), each recorded with who did it, the embedded web UI
 // and the metrics. Every /api and /metrics request needs the bearer token.
 package serve
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"embed"
@@ -19,7 +20,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/agent"
+	"github.com/scripthost/scripthost/internal/view"
 	"github.com/scripthost/scripthost/ledger"
 	"golang.org/x/net/netutil"
 )
@@ -36,8 +39,11 @@ type Config struct {
 	Metrics http.Handler
 	// Wake, when set, is called with a workflow's name after an action that gives its
 	// host work (resume, retry, resolve), so that it does not wait for its next poll.
-	Wake   func(workflows ...string)
-	Logger *slog.Logger
+	Wake func(workflows ...string)
+	// Publish, when set, stores events published through the API (host.Host.Publish,
+	// which wakes the workflow too); unset, the store's Publish, then Wake.
+	Publish func(ctx context.Context, events ...ledger.NewEvent) ([]scripthost.Event, error)
+	Logger  *slog.Logger
 	// Clock defaults to time.Now.
 	Clock func() time.Time
 }
@@ -63,6 +69,17 @@ func New(cfg Config) (*Server, error) {
 		cfg.Clock = time.Now
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	if s.cfg.Publish == nil {
+		s.cfg.Publish = func(ctx context.Context, events ...ledger.NewEvent) ([]scripthost.Event, error) {
+			out, err := cfg.Store.Publish(ctx, events...)
+			if err == nil {
+				for _, e := range events {
+					s.wake(e.Workflow)
+				}
+			}
+			return out, err
+		}
+	}
 	for _, r := range routes(s) {
 		s.mux.Handle(r.Method+" "+r.Path, s.authed(r.handle))
 	}
@@ -129,8 +146,10 @@ func badf(format string, args ...any) error { return badRequest{fmt.Errorf(forma
 func statusOf(err error) int {
 	var br badRequest
 	switch {
-	case errors.As(err, &br):
+	case errors.As(err, &br), errors.Is(err, view.ErrBadEvent):
 		return http.StatusBadRequest
+	case errors.Is(err, view.ErrEventConflict):
+		return http.StatusConflict
 	case errors.Is(err, ledger.ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, ledger.ErrIllegalTransition), errors.Is(err, ledger.ErrEventUnavailable), errors.Is(err, agent.ErrNotPending):

@@ -93,10 +93,10 @@ func newRunsCmd(g *globals) *cobra.Command {
 				}
 				return list(g, asJSON, runs, "ID\tWORKFLOW\tHANDLER\tPHASE\tSTATUS\tATTEMPT\tNEXT\tERROR", func(r scripthost.Run) []string {
 					next := "-"
-					if !r.NotBefore.IsZero() && !r.Status.Final() {
+					if !r.NotBefore.IsZero() && !r.Status.Final() && r.SupersededBy == "" {
 						next = r.NotBefore.Format(time.RFC3339)
 					}
-					return []string{r.ID, r.Workflow, r.Handler, string(r.Phase), string(r.Status), fmt.Sprint(r.Attempt), next, oneLine(r.Error, 80)}
+					return []string{r.ID, r.Workflow, r.Handler, string(r.Phase), r.Shown(), fmt.Sprint(r.Attempt), next, oneLine(r.Error, 80)}
 				})
 			})
 		},
@@ -256,6 +256,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&f.Topic, "topic", "", "only this topic")
 	cmd.Flags().StringVar(&status, "status", "", "only this status")
 	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the newest N (0: all)")
+	cmd.AddCommand(newEventsSkipCmd(g))
 	return cmd
 }
 
@@ -345,17 +346,30 @@ func newResolveCmd(g *globals) *cobra.Command {
 
 func newRetryCmd(g *globals) *cobra.Command {
 	var version int
+	var now retryNow
 	cmd := &cobra.Command{
-		Use:   "retry RUN_ID [--version N]",
+		Use:   "retry RUN_ID [--version N] [--now]",
 		Short: "Create a retry of a failed or paused run, on the workflow's newest version",
 		Long: `Create the run that retries a failed or paused run. It runs the newest stored version
 of the workflow, so a fix stored since (by scripthost run) is what runs; --version pins
 another. A run whose mutation was applied resumes at next (emitting); any other starts
-again at prepare.`,
+again at prepare. The run retried is then shown as superseded.
+
+Without --now the retry is only queued: nothing runs it until the next pass of
+scripthost run or scripthost serve over the workflow picks it up. With --now this
+command drives it at once, to its commit or its next pause (--tools, --workspace and
+--timeout as for run); the exit code is then 0 when it committed and 9 when it failed
+or paused again.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if version < 0 {
 				return usagef("--version %d: want a stored version number (0: the newest)", version)
+			}
+			if now.now {
+				return retryAndDrive(cmd.Context(), g, args[0], version, now)
+			}
+			if now.set(cmd) {
+				return usagef("--tools, --workspace and --timeout go with --now")
 			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
 				ctx := cmd.Context()
@@ -364,10 +378,15 @@ again at prepare.`,
 					return err
 				}
 				fmt.Fprintf(g.Stdout, "run %s retries %s from %s on version %d\n", r.ID, src.ID, r.Phase, r.Version)
+				fmt.Fprintf(g.Stdout, "queued: it runs at the next pass of scripthost run or scripthost serve over %s (or now: scripthost retry --now)\n", r.Workflow)
 				return nil
 			})
 		},
 	}
 	cmd.Flags().IntVar(&version, "version", 0, "the workflow version to run (default: the newest stored)")
+	cmd.Flags().BoolVar(&now.now, "now", false, "drive the retry at once, to its commit or its next pause")
+	cmd.Flags().StringVar(&now.tools, "tools", "", "with --now: HTTP tools declared in a JSON or YAML file")
+	cmd.Flags().StringVar(&now.workspace, "workspace", "", "with --now: directory the Files.* tools are confined to (default: the workflow's directory)")
+	cmd.Flags().DurationVar(&now.timeout, "timeout", 0, "with --now: wall-clock limit of one handler invocation (default 5s)")
 	return cmd
 }

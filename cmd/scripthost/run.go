@@ -41,6 +41,8 @@ type runFlags struct {
 	// concurrency bounds the runs driven at once (0: runtime.DefaultConcurrency).
 	concurrency int
 	lease       runtime.LeaseOptions
+	// grace is how long the phases under way may take to finish after a signal.
+	grace time.Duration
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -50,7 +52,9 @@ func newRunCmd(g *globals) *cobra.Command {
 		Short: "Load workflows (.js, .ts, .wasm) and run them",
 		Long: `Load each workflow file, store it as the workflow's newest version, recover what a
 previous process left unfinished, and run producers and consumers. Without --once, run
-until interrupted.
+until SIGINT (Ctrl-C) or SIGTERM: then it stops starting new work, lets the phases
+under way finish for up to --grace, and exits 0; a phase cut short by the end of the
+grace period is picked up by the next start.
 
 With --once, run until no work is left, print a summary and exit: 0 when every
 handler's newest run committed, 9 when a run failed or paused and waits for a person
@@ -62,6 +66,7 @@ within D.`,
 			return runWorkflows(cmd.Context(), g, f, args)
 		},
 	}
+	cmd.Flags().DurationVar(&f.grace, "grace", 30*time.Second, "on SIGINT or SIGTERM, how long running phases may take to finish")
 	cmd.Flags().BoolVar(&f.once, "once", false, "run until no work is left, then exit (see the exit codes above)")
 	cmd.Flags().DurationVar(&f.wait, "wait", 0, "with --once: keep going while a retry, reconcile attempt or wake-up is due within this time")
 	cmd.Flags().StringVar(&f.workspace, "workspace", "", "directory the Files.* tools are confined to (default: the workflow's directory)")
@@ -170,6 +175,26 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 	return h, store, nil
 }
 
+// runUntilSignal runs the host's loop until the command's context is done (SIGINT,
+// SIGTERM), then drains it as serve does (hostLoop): no new work, the phases under way
+// finish within the grace period, and the command exits 0.
+func runUntilSignal(ctx context.Context, g *globals, h *host.Host, f runFlags) error {
+	loop := newHostLoop(ctx)
+	defer loop.cancel()
+	loop.start(func(ctx context.Context, stop <-chan struct{}) error { return h.RunUntil(ctx, stop, f.poll) })
+	select {
+	case err := <-loop.ran:
+		return err
+	case <-ctx.Done():
+	}
+	logger := g.logger(slog.LevelInfo)
+	if err := loop.drain(logger, f.grace); err != nil {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
 func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (err error) {
 	if f.name != "" && len(paths) > 1 {
 		return usagef("--name names one workflow, got %d files", len(paths))
@@ -188,6 +213,9 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 	}
 	if f.lease.TTL <= 0 {
 		return usagef("--lease-ttl must be positive")
+	}
+	if f.grace < 0 {
+		return usagef("--grace must be 0 or more")
 	}
 	console := g.Stdout
 	if f.jsonl {
@@ -236,7 +264,7 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 			return err
 		}
 		reportOutstanding(g, out)
-		return h.Run(ctx, f.poll)
+		return runUntilSignal(ctx, g, h, f)
 	}
 	if f.wait < 0 {
 		return usagef("--wait %v: want a positive duration", f.wait)

@@ -163,7 +163,8 @@ func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) err
 		}
 		logger.Info("workflow loaded", "workflow", v.Workflow, "version", v.Version, "path", p)
 	}
-	srv, err := serve.New(serve.Config{Store: store, Token: token, Metrics: obs.Handler(), Wake: h.Runtime().Wake, Logger: logger})
+	srv, err := serve.New(serve.Config{Store: store, Token: token, Metrics: obs.Handler(), Wake: h.Runtime().Wake,
+		Publish: h.Publish, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -186,15 +187,13 @@ func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) err
 	fmt.Fprintf(g.Stderr, "serving on %s://%s\n", scheme, ln.Addr())
 
 	// The host runs with a context of its own: a signal stops it claiming work, and
-	// only the end of the grace period cancels what is under way.
-	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelRun()
-	if err := obs.Follow(runCtx, store, f.poll); err != nil {
+	// only the end of the grace period cancels what is under way (hostLoop).
+	loop := newHostLoop(ctx)
+	defer loop.cancel()
+	if err := obs.Follow(loop.ctx, store, f.poll); err != nil {
 		return err
 	}
-	stop := make(chan struct{})
-	ran := make(chan error, 1)
-	go func() { ran <- h.RunUntil(runCtx, stop, f.poll) }()
+	loop.start(func(ctx context.Context, stop <-chan struct{}) error { return h.RunUntil(ctx, stop, f.poll) })
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 
@@ -204,32 +203,19 @@ wait:
 	for {
 		select {
 		case <-ctx.Done():
-			if !running {
-				break wait
-			}
-			logger.Info("stopping: no new work; waiting for the phases under way", "grace", f.grace)
-			close(stop)
-			grace := time.NewTimer(f.grace)
-			select {
-			case runErr = <-ran:
-				grace.Stop()
-			case <-grace.C:
-				logger.Warn("grace period over: cancelling what is left; the next start picks it up")
-				cancelRun()
-				runErr = <-ran
+			if running {
+				runErr = loop.drain(logger, f.grace)
 			}
 			break wait
-		case runErr = <-ran:
+		case runErr = <-loop.ran:
 			// Without workflows the host has nothing to run: serve the ledger alone.
 			running = false
 			if runErr != nil {
 				break wait
 			}
 		case err := <-served:
-			close(stop)
-			cancelRun()
 			if running {
-				<-ran
+				loop.abort()
 			}
 			return fmt.Errorf("serve: %w", err)
 		}

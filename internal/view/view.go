@@ -120,7 +120,13 @@ func Newest[T any](items []T, n int) []T {
 
 // RunDetail is one run with its mutation, its snapshots and its lifecycle log.
 type RunDetail struct {
-	Run       scripthost.Run          `json:"run"`
+	// Status is the run's status as operators see it (scripthost.Run.Shown):
+	// "superseded" for a run a retry took over.
+	Status string         `json:"status"`
+	Run    scripthost.Run `json:"run"`
+	// Events are the events the run reserved or, for a failed prepare phase, peeked
+	// at, with their status now: the candidates for `events skip`.
+	Events    []RunEvent              `json:"events,omitempty"`
 	Mutation  *Mutation               `json:"mutation,omitempty"`
 	Snapshots []ledger.Snapshot       `json:"snapshots"`
 	Lifecycle []ledger.LifecycleEvent `json:"lifecycle"`
@@ -135,12 +141,15 @@ func Detail(ctx context.Context, store ledger.Store, runID string) (RunDetail, e
 	if err != nil {
 		return RunDetail{}, err
 	}
-	d := RunDetail{Run: run}
+	d := RunDetail{Status: run.Shown(), Run: run}
 	if d.Lifecycle, err = store.LifecycleEvents(ctx, ledger.LifecycleFilter{RunID: run.ID}); err != nil {
 		return d, err
 	}
 	if d.Lifecycle == nil {
 		d.Lifecycle = []ledger.LifecycleEvent{}
+	}
+	if d.Events, err = RunEvents(ctx, store, run, d.Lifecycle); err != nil {
+		return d, err
 	}
 	switch m, err := store.RunMutation(ctx, run.ID); {
 	case err == nil:

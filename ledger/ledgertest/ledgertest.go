@@ -25,6 +25,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 	}{
 		{"Workflows", testWorkflows},
 		{"Publish", testPublish},
+		{"SkipEvent", testSkipEvent},
 		{"CreateRun", testCreateRun},
 		{"AdvancePhase", testAdvancePhase},
 		{"MarkPrepared", testMarkPrepared},
@@ -42,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"DispositionAfterMutation", testDispositionAfter},
 		{"SetRunStatusRefused", testSetRunStatusRefused},
 		{"RetryRun", testRetryRun},
+		{"Superseded", testSuperseded},
 		{"CommitConsumer", testCommitConsumer},
 		{"CommitProducer", testCommitProducer},
 		{"SkipRun", testSkipRun},

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -130,6 +132,9 @@ func (s *Store) Events(ctx context.Context, f ledger.EventFilter) ([]scripthost.
 	if f.Topic != "" {
 		where, args = append(where, "topic = ?"), append(args, f.Topic)
 	}
+	if f.MessageID != "" {
+		where, args = append(where, "message_id = ?"), append(args, f.MessageID)
+	}
 	switch f.Status {
 	case "":
 	case scripthost.EventPending:
@@ -162,4 +167,40 @@ func (s *Store) Events(ctx context.Context, f ledger.EventFilter) ([]scripthost.
 		out = append(out, r.event())
 	}
 	return out, nil
+}
+
+// SkipEvent sets a pending event aside as skipped (see ledger.Store).
+func (s *Store) SkipEvent(ctx context.Context, workflow, topic, messageID string) (scripthost.Event, error) {
+	var out scripthost.Event
+	err := s.write(ctx, func(ctx context.Context, tx Tx) error {
+		var row eventRow
+		err := tx.GetContext(ctx, &row, `SELECT `+eventColumns+` FROM events WHERE workflow = ? AND topic = ? AND message_id = ?`,
+			workflow, topic, messageID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: event %s/%s/%s", ledger.ErrNotFound, workflow, topic, messageID)
+		}
+		if err != nil {
+			return s.dbErr("skip event", err)
+		}
+		ev := row.event()
+		switch ev.Status {
+		case scripthost.EventSkipped:
+			out = ev
+			return nil
+		case scripthost.EventPending:
+		case scripthost.EventReserved:
+			return refuse("event", workflow+"/"+topic+"/"+messageID, ev.Status, scripthost.EventSkipped,
+				"run %s holds it: retry, resolve or skip that run instead", ev.ReservedBy)
+		default:
+			return refuse("event", workflow+"/"+topic+"/"+messageID, ev.Status, scripthost.EventSkipped,
+				"only a pending event is set aside")
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE events SET status = 'skipped' WHERE seq = ? AND status = 'pending'`, ev.Seq); err != nil {
+			return s.dbErr("skip event", err)
+		}
+		ev.Status = scripthost.EventSkipped
+		out = ev
+		return nil
+	})
+	return out, err
 }

@@ -48,7 +48,6 @@ const runColumns = `id, workflow, version, handler, kind, phase, status, retry_o
 // runRec is a run as transitions see it: the public fields plus the store's own.
 type runRec struct {
 	scripthost.Run
-	SupersededBy string
 	// WakeAt is the prepare phase's requested wake-up, saved with the state at commit.
 	WakeAt time.Time
 	// stored is the status the row held when it was read ("" for a run not read from
@@ -61,15 +60,15 @@ func (r runRow) rec() (runRec, error) {
 		Run: scripthost.Run{
 			ID: r.ID, Workflow: r.Workflow, Version: r.Version, Handler: r.Handler,
 			Kind: scripthost.HandlerKind(r.Kind), Phase: scripthost.RunPhase(r.Phase),
-			Status: scripthost.RunStatus(r.Status), RetryOf: string(r.RetryOf), Attempt: r.Attempt,
+			Status: scripthost.RunStatus(r.Status), RetryOf: string(r.RetryOf),
+			SupersededBy: string(r.SupersededBy), Attempt: r.Attempt,
 			RetryFromEmitting: r.RetryFromEmitting, Prepared: r.Prepared.msg(),
 			InputState: r.InputState.msg(), OutputState: r.OutputState.msg(), Error: r.Error,
 			ErrorClass: scripthost.ErrorClass(r.ErrorClass), NotBefore: r.NotBefore.Time(),
 			CreatedAt: r.CreatedAt.Time(), UpdatedAt: r.UpdatedAt.Time(),
 		},
-		SupersededBy: string(r.SupersededBy),
-		WakeAt:       r.WakeAt.Time(),
-		stored:       scripthost.RunStatus(r.Status),
+		WakeAt: r.WakeAt.Time(),
+		stored: scripthost.RunStatus(r.Status),
 	}
 	if len(r.Reservations) > 0 {
 		if err := json.Unmarshal(r.Reservations, &rec.Reservations); err != nil {
