@@ -45,6 +45,12 @@ func TestTypesCommand(t *testing.T) {
 	if b, _ := os.ReadFile(outFile); string(b) != out {
 		t.Error("--out wrote something else than stdout shows")
 	}
+	// Secrets need not be set to generate the declarations, in headers or URLs.
+	secretTools := putFile(t, filepath.Join(t.TempDir(), "secret.yaml"), strings.Replace(shopTools,
+		"url: http://127.0.0.1:1/charges", "url: http://127.0.0.1:1/${TYPES_TEST_HOOK}/charges\n    headers: {Authorization: 'Bearer ${TYPES_TEST_KEY}'}", 1))
+	if code, out2, errOut := runCLI(t, "types", "--tools", secretTools); code != 0 || out2 != out {
+		t.Errorf("types with unset secrets: exit %d %q, want the same declarations", code, errOut)
+	}
 	if code, _, errOut := runCLI(t, "types", "--tools", filepath.Join(t.TempDir(), "none.yaml")); code != 2 || !strings.Contains(errOut, "none.yaml") {
 		t.Errorf("missing tools file: got exit %d %q, want 2 naming it", code, errOut)
 	}
