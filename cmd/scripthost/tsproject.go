@@ -68,7 +68,19 @@ func projectCheck(ctx context.Context, tsc, dir, path, config string, decls map[
 		return fmt.Errorf("types: %w", err)
 	}
 	out, runErr := runTSC(ctx, tsc, dir, "-p", dir)
-	return typeErrors(diagnostics(out, name), runErr, out)
+	problems, inConfig := diagnostics(out, name)
+	if len(inConfig) > 0 {
+		// A syntax error tsc --showConfig let through: the type errors that follow
+		// from a half-read configuration are not the user's.
+		return configError(name(config), inConfig)
+	}
+	return typeErrors(problems, runErr, out)
+}
+
+// configError is the tsconfig_error validate reports for the errors in the
+// configuration named file.
+func configError(file string, problems []string) error {
+	return scripthost.Errorf(scripthost.ClassLogic, "tsconfig_error", "%s is invalid:\n  %s", file, strings.Join(problems, "\n  "))
 }
 
 // projectFileName returns how a diagnostic names a file tsc, run in dir, printed: the
@@ -101,14 +113,15 @@ func showConfig(ctx context.Context, tsc, dir, config string, name func(string) 
 	out, runErr := runTSC(ctx, tsc, dir, "-p", config, "--showConfig")
 	if runErr != nil {
 		var problems []string
-		for _, p := range diagnostics(out, name) {
+		found, inConfig := diagnostics(out, name)
+		for _, p := range append(inConfig, found...) {
 			// No inputs matched include: the workflow is added to the files anyway.
 			if !strings.Contains(p, "TS18003") {
 				problems = append(problems, p)
 			}
 		}
 		if len(problems) > 0 {
-			return rc, scripthost.Errorf(scripthost.ClassLogic, "tsconfig_error", "%s is invalid:\n  %s", name(config), strings.Join(problems, "\n  "))
+			return rc, configError(name(config), problems)
 		}
 		if !strings.Contains(out, "TS18003") {
 			return rc, fmt.Errorf("tsc --showConfig %s: %v: %s", config, runErr, strings.TrimSpace(out))

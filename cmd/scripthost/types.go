@@ -81,7 +81,8 @@ func callableTools(toolsFile string) ([]*hostfuncs.Tool, error) {
 		if _, err := os.Stat(toolsFile); err != nil {
 			return nil, usagef("--tools: %v", err)
 		}
-		placeholder := func(string) (string, bool) { return "x", true }
+		// Any value long enough to pass as a secret: the requests are never sent.
+		placeholder := func(string) (string, bool) { return "placeholder-secret", true }
 		http, err := httptool.Load(toolsFile, placeholder)
 		if err != nil {
 			return nil, usageError{err: err}
@@ -208,13 +209,13 @@ func scratchCheck(ctx context.Context, tsc, dir, path string, src []byte, files 
 		return err
 	}
 	out, runErr := runTSC(ctx, tsc, dir, "-p", dir)
-	problems := diagnostics(out, func(file string) string {
+	problems, config := diagnostics(out, func(file string) string {
 		if filepath.Base(file) == base {
 			return path
 		}
 		return "(declarations) " + filepath.Base(file)
 	})
-	return typeErrors(problems, runErr, out)
+	return typeErrors(append(config, problems...), runErr, out)
 }
 
 // writeFiles writes each file of files into dir.
@@ -239,17 +240,22 @@ func runTSC(ctx context.Context, tsc, dir string, args ...string) (string, error
 
 // diagnostics returns tsc's errors in out as "file:line:col: TSnnnn text", naming each
 // file as name says; an error without a file (an option tsc refuses) is kept as it is.
-func diagnostics(out string, name func(file string) string) []string {
-	var problems []string
+// Errors in the configuration (a .json file, or none) come back apart from the others.
+func diagnostics(out string, name func(file string) string) (problems, config []string) {
 	for _, line := range strings.Split(out, "\n") {
 		line = strings.TrimSpace(line)
 		if m := tscDiagnostic.FindStringSubmatch(line); m != nil {
-			problems = append(problems, fmt.Sprintf("%s:%s:%s: %s %s", name(m[1]), m[2], m[3], m[4], m[5]))
+			p := fmt.Sprintf("%s:%s:%s: %s %s", name(m[1]), m[2], m[3], m[4], m[5])
+			if strings.EqualFold(filepath.Ext(m[1]), ".json") {
+				config = append(config, p)
+			} else {
+				problems = append(problems, p)
+			}
 		} else if strings.HasPrefix(line, "error TS") {
-			problems = append(problems, line)
+			config = append(config, line)
 		}
 	}
-	return problems
+	return problems, config
 }
 
 // typeErrors turns tsc's diagnostics into the type_error validate reports, or tsc's

@@ -45,6 +45,12 @@ func TestTypesCommand(t *testing.T) {
 	if b, _ := os.ReadFile(outFile); string(b) != out {
 		t.Error("--out wrote something else than stdout shows")
 	}
+	// Secrets need not be set to generate the declarations, in headers or URLs.
+	secretTools := putFile(t, filepath.Join(t.TempDir(), "secret.yaml"), strings.Replace(shopTools,
+		"url: http://127.0.0.1:1/charges", "url: http://127.0.0.1:1/${TYPES_TEST_HOOK}/charges\n    headers: {Authorization: 'Bearer ${TYPES_TEST_KEY}'}", 1))
+	if code, out2, errOut := runCLI(t, "types", "--tools", secretTools); code != 0 || out2 != out {
+		t.Errorf("types with unset secrets: exit %d %q, want the same declarations", code, errOut)
+	}
 	if code, _, errOut := runCLI(t, "types", "--tools", filepath.Join(t.TempDir(), "none.yaml")); code != 2 || !strings.Contains(errOut, "none.yaml") {
 		t.Errorf("missing tools file: got exit %d %q, want 2 naming it", code, errOut)
 	}
@@ -246,15 +252,28 @@ func TestValidateProjectOwnDeclarations(t *testing.T) {
 	}
 }
 
-// A malformed tsconfig.json is reported at its file and line, before any type check.
+// A malformed tsconfig.json is reported at its file and line, instead of type errors.
 func TestValidateMalformedTSConfig(t *testing.T) {
 	needTSC(t)
 	dir := t.TempDir()
 	putFile(t, filepath.Join(dir, "tsconfig.json"), "{\n  \"compilerOptions\": {\n    \"strict\": tru\n  }\n}\n")
 	wf := putFile(t, filepath.Join(dir, "sub", "workflow.ts"), "export default { topics: ['a'], consumers: { c: { subscribe: ['a'], prepare() { return null; } } } };\n")
 	code, _, errOut := runCLI(t, "validate", wf)
-	at := filepath.Join(dir, "tsconfig.json") + ":3:"
-	if code != 3 || !strings.Contains(errOut, at) || !strings.Contains(errOut, "is invalid") {
+	at := filepath.Join(dir, "tsconfig.json") + ":3:15: TS5024"
+	if code != 3 || !strings.Contains(errOut, at) || !strings.Contains(errOut, "tsconfig.json is invalid") {
 		t.Errorf("got exit %d %q, want the tsconfig.json invalid at %s", code, errOut, at)
+	}
+	// A syntax error, which tsc reads past, is reported alone, not with the type
+	// errors a half-read configuration leads to.
+	putFile(t, filepath.Join(dir, "tsconfig.json"), "{\n  \"compilerOptions\": {\n    \"strict\": true,\n\n")
+	code, _, errOut = runCLI(t, "validate", wf)
+	at = filepath.Join(dir, "tsconfig.json") + ":5:1: TS1005 '}' expected."
+	if code != 3 || !strings.Contains(errOut, at) || strings.Contains(errOut, "declarations") || strings.Count(errOut, "\n  ") != 1 {
+		t.Errorf("got exit %d %q, want only the syntax error at %s", code, errOut, at)
+	}
+	// A base configuration that cannot be read is named.
+	putFile(t, filepath.Join(dir, "tsconfig.json"), `{"extends": "./base.json"}`)
+	if code, _, errOut = runCLI(t, "validate", wf); code != 3 || !strings.Contains(errOut, "TS5083") || !strings.Contains(errOut, "base.json") {
+		t.Errorf("got exit %d %q, want the missing base.json named", code, errOut)
 	}
 }
