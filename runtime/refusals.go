@@ -96,7 +96,7 @@ func refusedEvents(ctx context.Context) []ledger.LifecycleEvent {
 
 // warnRefused records the refused calls of a mutate phase that made its mutation as
 // warnings on the run, each carrying its lifecycle event. A call that ended the phase
-// after its mutation (hostfuncs.ToolWrapper.Dropped) was not executed because of it,
+// after its mutation (hostfuncs.Refusal.Ended) was not executed because of it,
 // and its warning says so.
 func (rt *Runtime) warnRefused(ctx context.Context, run scripthost.Run) error {
 	for _, it := range takeRefused(ctx) {
