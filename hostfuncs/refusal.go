@@ -37,7 +37,7 @@ type Refusal struct {
 	// Where is the call's place in the script, when the engine tells it.
 	Where sandbox.Location
 	// Ended reports that the call came after the mutate phase's mutation, and ended
-	// the invocation (see ToolWrapper.Dropped).
+	// the invocation: whatever it was, it did not run because the mutation was made.
 	Ended bool
 }
 

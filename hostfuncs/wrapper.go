@@ -131,8 +131,7 @@ type ToolWrapper struct {
 	published   []ledger.NewEvent
 	seen        map[string]bool // topic + "\x00" + message id
 	peeks       []scripthost.Reservation
-	dropped     []error         // calls that ended the mutate phase after its mutation
-	refusals    []Refusal       // every refused call, in call order
+	refusals    []Refusal // refused calls not yet taken, in call order
 }
 
 // NewToolWrapper returns a wrapper for one run, with no phase set.
@@ -327,7 +326,7 @@ func (w *ToolWrapper) Call(ctx context.Context, namespace, method string, input 
 	return out, nil
 }
 
-// refuse scrubs err, records the refusal (Refusals) with where in the script the
+// refuse scrubs err, records the refusal (TakeRefusals) with where in the script the
 // call was made, and, when the mutate phase has made its mutation, ends the invocation
 // with it.
 func (w *ToolWrapper) refuse(ctx context.Context, name string, phase scripthost.Phase, err error, ended bool, call *Redactor) error {
@@ -349,9 +348,6 @@ func (w *ToolWrapper) refuse(ctx context.Context, name string, phase scripthost.
 	w.refusals = append(w.refusals, r)
 	w.mu.Unlock()
 	if ended {
-		w.mu.Lock()
-		w.dropped = append(w.dropped, err)
-		w.mu.Unlock()
 		return sandbox.Terminate(err)
 	}
 	return err
@@ -359,22 +355,14 @@ func (w *ToolWrapper) refuse(ctx context.Context, name string, phase scripthost.
 
 // TakeRefusals returns the tool calls the wrapper refused since it was last asked, in
 // call order, and forgets them. Nothing of a refused call ran; the script saw an error
-// it may have caught, or its invocation ended (Dropped).
+// it may have caught, or, for a call after the mutate phase's mutation, its invocation
+// ended (Refusal.Ended). The caller records them on the run.
 func (w *ToolWrapper) TakeRefusals() []Refusal {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	rs := w.refusals
 	w.refusals = nil
 	return rs
-}
-
-// Dropped returns the tool calls the script made after the mutate phase's mutation:
-// each ended the invocation and did nothing. A script that makes one usually expected
-// it to run, so the caller records it as a warning on the run.
-func (w *ToolWrapper) Dropped() []error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]error(nil), w.dropped...)
 }
 
 // validateInput parses input (empty means null) and checks it against the tool's

@@ -504,6 +504,7 @@ func (rt *Runtime) call(ctx context.Context, l *loaded, run scripthost.Run, w *h
 	})
 	end(err)
 	rt.noteRefusals(ctx, run, w)
+	err = rt.namespaceHint(err)
 	if rt.cfg.OnConsole != nil && len(res.Console) > 0 {
 		rt.cfg.OnConsole(run, res.Console)
 	}

@@ -2,6 +2,10 @@ package runtime
 
 import (
 	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
 	"sync"
 
 	"github.com/scripthost/scripthost"
@@ -92,7 +96,7 @@ func refusedEvents(ctx context.Context) []ledger.LifecycleEvent {
 
 // warnRefused records the refused calls of a mutate phase that made its mutation as
 // warnings on the run, each carrying its lifecycle event. A call that ended the phase
-// after its mutation (hostfuncs.ToolWrapper.Dropped) was not executed because of it,
+// after its mutation (hostfuncs.Refusal.Ended) was not executed because of it,
 // and its warning says so.
 func (rt *Runtime) warnRefused(ctx context.Context, run scripthost.Run) error {
 	for _, it := range takeRefused(ctx) {
@@ -107,4 +111,39 @@ func (rt *Runtime) warnRefused(ctx context.Context, run scripthost.Run) error {
 		}
 	}
 	return nil
+}
+
+// undefinedName matches the error of a script that used a name nothing defines.
+var undefinedName = regexp.MustCompile(`^ReferenceError: ([A-Z][A-Za-z0-9_$]*) is not defined$`)
+
+// namespaceHint adds to a script's error that a capitalized name it used but nothing
+// defines is not a tool namespace of the host, naming the ones it offers: the usual
+// cause is a tool missing from the host's configuration (an HTTP tool not in the
+// --tools file), which the script reaches only as Namespace.method. Other errors are
+// returned as they are.
+func (rt *Runtime) namespaceHint(err error) error {
+	se, ok := err.(*scripthost.Error)
+	if !ok || se.Code != scripthost.CodeScript {
+		return err
+	}
+	m := undefinedName.FindStringSubmatch(se.Message)
+	if m == nil {
+		return err
+	}
+	var offered []string
+	seen := map[string]bool{}
+	for _, t := range append(rt.cfg.Tools.Tools(), hostfuncs.TopicTools()...) {
+		if t.Namespace == m[1] {
+			return err
+		}
+		if !seen[t.Namespace] {
+			seen[t.Namespace] = true
+			offered = append(offered, t.Namespace+".*")
+		}
+	}
+	sort.Strings(offered)
+	hinted := *se
+	hinted.Message = fmt.Sprintf("%s (the host offers no tool %s.*: is it missing from the host's tools, such as the --tools file? It offers %s)",
+		se.Message, m[1], strings.Join(offered, ", "))
+	return &hinted
 }

@@ -124,8 +124,16 @@ func TestToolMissingFromToolsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if code, _, stderr := runCLI(t, "--db", db, "run", wf, "--tools", tools, "--workspace", filepath.Join(dir, "ws"), "--once"); code == 0 ||
-		!strings.Contains(stderr, "workflow.js:9:") || !strings.Contains(stderr, "Directory") || strings.Contains(stderr, "phase") {
+		!strings.Contains(stderr, "workflow.js:9:") || strings.Contains(stderr, "phase") {
 		t.Errorf("run: got exit %d %q, want the missing Directory named at workflow.js:9", code, stderr)
+	}
+	runs, err := openLedger(t, db).Runs(context.Background(), ledger.RunFilter{Handler: "greet"})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs of greet: got %d (%v), want 1", len(runs), err)
+	}
+	if missing, ok := containsAllStr(runs[0].Error, "workflow.js:9:", "ReferenceError: Directory is not defined",
+		"the host offers no tool Directory.*: is it missing from the host's tools, such as the --tools file?", "Files.*", "Topics.*"); !ok {
+		t.Errorf("run error %q lacks %q", runs[0].Error, missing)
 	}
 }
 

@@ -21,13 +21,16 @@ echo "== validate"
 sh validate scripts/digest/workflow.ts
 echo "== test (fixtures)"
 sh test scripts/digest/workflow.ts
-echo "== run (first time)"
-sh run scripts/digest/workflow.ts --once --workspace "$out/workspace"
+echo "== run (first time; --record-calls keeps read calls, so runs can become fixtures)"
+sh run scripts/digest/workflow.ts --once --record-calls --workspace "$out/workspace"
 echo "== run (again: nothing new to do)"
-sh run scripts/digest/workflow.ts --once --workspace "$out/workspace"
+sh run scripts/digest/workflow.ts --once --record-calls --workspace "$out/workspace"
 echo "== show (the stored bundle's files)"
 sh show digest
 echo "== outbox"
 cat "$out"/workspace/outbox/*.md
-echo "== replay the recorded runs against the code"
+echo "== the recorded runs as a fixture, which passes against the code"
+sh fixture record --workflow digest -o "$out/recorded.json"
+sh test scripts/digest/workflow.ts --fixtures "$out/recorded.json"
+echo "== replay the recorded runs against the current code"
 sh test scripts/digest/workflow.ts --replay "$out/scripthost.db"
