@@ -2,6 +2,7 @@ package bundle_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -282,4 +283,33 @@ func lineOf(e *scripthost.Error) int {
 		return 0
 	}
 	return e.Line
+}
+
+// TestPatternImport: an import() whose argument starts with a literal directory
+// bundles every file matching the pattern, and the manifest lists them.
+func TestPatternImport(t *testing.T) {
+	entry := project(t, map[string]string{
+		"workflow.ts":     "export default { f: { async h(lang: string) { return (await import(`./locales/${lang}.json`)).default.hi } } };\n",
+		"locales/en.json": `{"hi": "hello"}`,
+		"locales/fr.json": `{"hi": "bonjour"}`,
+	})
+	r, err := bundle.Build(entry, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range r.Manifest {
+		paths = append(paths, f.Path)
+	}
+	if got := strings.Join(paths, " "); got != "locales/en.json locales/fr.json workflow.ts" {
+		t.Errorf("manifest: got %s", got)
+	}
+	p, err := js.New(js.Options{}).Load(context.Background(), sandbox.Source{Name: "workflow.ts", Code: r.Code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "f.h", Args: []json.RawMessage{json.RawMessage(`"fr"`)}, Tools: sandboxtest.NewTools()})
+	if err != nil || string(res.Value) != `"bonjour"` {
+		t.Errorf("got %s, %v, want \"bonjour\"", res.Value, err)
+	}
 }
