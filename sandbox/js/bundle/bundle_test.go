@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -311,5 +312,49 @@ func TestPatternImport(t *testing.T) {
 	res, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "f.h", Args: []json.RawMessage{json.RawMessage(`"fr"`)}, Tools: sandboxtest.NewTools()})
 	if err != nil || string(res.Value) != `"bonjour"` {
 		t.Errorf("got %s, %v, want \"bonjour\"", res.Value, err)
+	}
+}
+
+// TestOutsideFiles: an absolute import of a file outside the entry's directory and a
+// module reached through a symbolic link to another directory are bundled, and the
+// manifest lists each file where it really is, relative to the entry's directory.
+func TestOutsideFiles(t *testing.T) {
+	root := t.TempDir()
+	shared := filepath.Join(root, "shared")
+	if err := os.MkdirAll(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shared, "abs.js"), []byte("export const a = 'abs';\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shared, "linked.js"), []byte("export const l = 'linked';\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proj := filepath.Join(root, "proj")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(shared, filepath.Join(proj, "link")); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	entry := filepath.Join(proj, "workflow.ts")
+	text := "import { a } from " + strconv.Quote(filepath.Join(shared, "abs.js")) + ";\nimport { l } from './link/linked.js';\nexport default { f: { h() { return a + ' ' + l } } };\n"
+	if err := os.WriteFile(entry, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(t, entry, "f.h")
+	if err != nil || string(res.Value) != `"abs linked"` {
+		t.Fatalf("got %s, %v", res.Value, err)
+	}
+	r, err := bundle.Build(entry, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range r.Manifest {
+		paths = append(paths, f.Path)
+	}
+	if got := strings.Join(paths, " "); got != "../shared/abs.js ../shared/linked.js workflow.ts" {
+		t.Errorf("manifest: got %s, want ../shared/abs.js ../shared/linked.js workflow.ts", got)
 	}
 }
