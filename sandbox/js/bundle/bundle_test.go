@@ -358,3 +358,21 @@ func TestOutsideFiles(t *testing.T) {
 		t.Errorf("manifest: got %s, want ../shared/abs.js ../shared/linked.js workflow.ts", got)
 	}
 }
+
+// TestCommonJSEntry: a CommonJS entry that requires a module defines the workflow with
+// exports.default, as a single CommonJS file does.
+func TestCommonJSEntry(t *testing.T) {
+	dir := filepath.Dir(project(t, map[string]string{
+		"wf.cjs":  "const { n } = require('./lib.cjs');\nexports.default = { f: { h() { return n } } };\n",
+		"lib.cjs": "exports.n = 5;\n",
+	}))
+	entry := filepath.Join(dir, "wf.cjs")
+	res, err := run(t, entry, "f.h")
+	if err != nil || string(res.Value) != "5" {
+		t.Fatalf("got %s, %v, want 5", res.Value, err)
+	}
+	r, err := bundle.Build(entry, nil)
+	if err != nil || len(r.Manifest) != 2 || r.Manifest[0].Path != "lib.cjs" || r.Manifest[1].Path != "wf.cjs" {
+		t.Errorf("manifest: got %+v, %v, want lib.cjs and wf.cjs", r.Manifest, err)
+	}
+}
