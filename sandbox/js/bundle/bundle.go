@@ -130,6 +130,9 @@ func build(abs string, source []byte, stdin *api.StdinOptions) (built, metafile,
 			"package.json":               api.LogLevelError,
 			"tsconfig.json":              api.LogLevelError,
 		},
+		// Packages written for bundlers read process.env.NODE_ENV to choose their
+		// production code; there is no process in the sandbox.
+		Define:  map[string]string{"process.env.NODE_ENV": `"production"`},
 		Plugins: []api.Plugin{in.plugin()},
 	}
 	if stdin != nil {

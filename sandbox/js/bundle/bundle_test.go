@@ -376,3 +376,17 @@ func TestCommonJSEntry(t *testing.T) {
 		t.Errorf("manifest: got %+v, %v, want lib.cjs and wf.cjs", r.Manifest, err)
 	}
 }
+
+// TestNodeEnv: a package that reads process.env.NODE_ENV, as packages written for
+// bundlers do, gets "production"; the sandbox has no process.
+func TestNodeEnv(t *testing.T) {
+	entry := project(t, map[string]string{
+		"workflow.ts":                     "import mode from 'modal';\nexport default { f: { h() { return mode } } };\n",
+		"node_modules/modal/package.json": `{"name": "modal", "main": "index.js"}`,
+		"node_modules/modal/index.js":     "module.exports = process.env.NODE_ENV === 'production' ? 'prod' : 'dev';\n",
+	})
+	res, err := run(t, entry, "f.h")
+	if err != nil || string(res.Value) != `"prod"` {
+		t.Errorf("got %s, %v, want \"prod\"", res.Value, err)
+	}
+}
