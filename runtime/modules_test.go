@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
@@ -193,4 +194,52 @@ export default {
 func hashOf(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// TestModulesRunContinuesAfterRestart: a run of a bundled workflow paused by a network
+// error (in prepare) continues after the project is deleted and the process restarted, with the
+// imported modules' code from the stored version.
+func TestModulesRunContinuesAfterRestart(t *testing.T) {
+	h := newHarness(t)
+	entry := h.copyProject(map[string]string{"workflow.ts": `import { total } from './lib/money';
+import { greet } from 'greet';
+export default {
+  topics: ['orders'],
+  consumers: {
+    c: {
+      subscribe: ['orders'],
+      async prepare() {
+        await Svc.read({});
+        const e = await Topics.peek({ topic: 'orders' });
+        return { reservations: [{ topic: 'orders', ids: [e[0].id] }], data: null };
+      },
+      async mutate() { await Svc.apply({ value: greet('' + total([1, 2])) }); },
+    },
+  },
+};
+`})
+	if _, err := h.loadFile(entry); err != nil {
+		t.Fatal(err)
+	}
+	h.publish("project", "orders", "a")
+	h.svc.fail = scripthost.Errorf(scripthost.ClassNetwork, "", "connection refused")
+	h.runOnce("project")
+	if runs := h.runs("project"); len(runs) != 1 || runs[0].Status != scripthost.StatusPausedTransient {
+		t.Fatalf("runs: got %+v, want one paused:transient", runs)
+	}
+
+	if err := os.RemoveAll(filepath.Dir(entry)); err != nil {
+		t.Fatal(err)
+	}
+	h.restart()
+	h.svc.fail = nil
+	h.clock.Add(2 * time.Second)
+	h.runOnce("project")
+	runs := h.runs("project")
+	if len(runs) != 2 || runs[1].Status != scripthost.StatusCommitted {
+		t.Fatalf("after restart: got %+v, want the retry committed", runs)
+	}
+	if h.svc.count() != 1 || string(h.svc.applied[0]) != `{"value":"hello 6"}` {
+		t.Errorf("applied: got %s, want one {\"value\":\"hello 6\"}", h.svc.applied)
+	}
 }

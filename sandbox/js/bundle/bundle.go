@@ -28,6 +28,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -76,8 +77,37 @@ func Build(entry string, source []byte) (Result, error) {
 				File: filepath.Base(abs), Message: fmt.Sprintf("bundle: %v", err), Err: err}
 		}
 	}
+	res, meta, err := build(abs, source, nil)
+	if err != nil {
+		return Result{}, err
+	}
+	// A CommonJS entry's default export is its module.exports.default, as the engine
+	// reads a CommonJS module; esbuild's ES module output would export module.exports.
+	if meta.Inputs[filepath.ToSlash(filepath.Base(abs))].Format == "cjs" {
+		stdin := &api.StdinOptions{Contents: "export default require(" + strconv.Quote(abs) + ").default;\n",
+			Sourcefile: "<entry>", ResolveDir: dir, Loader: api.LoaderJS}
+		if res, meta, err = build(abs, source, stdin); err != nil {
+			return Result{}, err
+		}
+	}
+	if err := refuseCycles(meta); err != nil {
+		return Result{}, err
+	}
+	return Result{Code: res.code, Manifest: res.in.manifest()}, nil
+}
+
+// built is one esbuild run's output and the inputs it read.
+type built struct {
+	code []byte
+	in   *inputs
+}
+
+// build runs esbuild on the entry at abs (whose text is source), or on stdin when not
+// nil, which imports the entry.
+func build(abs string, source []byte, stdin *api.StdinOptions) (built, metafile, error) {
+	dir := filepath.Dir(abs)
 	in := &inputs{dir: dir, entry: abs, source: source, files: map[string]File{}}
-	res := api.Build(api.BuildOptions{
+	opts := api.BuildOptions{
 		EntryPoints:    []string{abs},
 		AbsWorkingDir:  dir,
 		Bundle:         true,
@@ -100,22 +130,26 @@ func Build(entry string, source []byte) (Result, error) {
 			"package.json":               api.LogLevelError,
 			"tsconfig.json":              api.LogLevelError,
 		},
+		// Packages written for bundlers read process.env.NODE_ENV to choose their
+		// production code; there is no process in the sandbox.
+		Define:  map[string]string{"process.env.NODE_ENV": `"production"`},
 		Plugins: []api.Plugin{in.plugin()},
-	})
+	}
+	if stdin != nil {
+		opts.EntryPoints, opts.Stdin = nil, stdin
+	}
+	res := api.Build(opts)
 	if len(res.Errors) > 0 {
-		return Result{}, buildError(abs, res.Errors[0])
+		return built{}, metafile{}, buildError(abs, res.Errors[0])
 	}
 	if len(res.OutputFiles) != 1 {
-		return Result{}, fmt.Errorf("bundle: %s: esbuild gave %d outputs, want 1", entry, len(res.OutputFiles))
+		return built{}, metafile{}, fmt.Errorf("bundle: %s: esbuild gave %d outputs, want 1", abs, len(res.OutputFiles))
 	}
 	var meta metafile
 	if err := json.Unmarshal([]byte(res.Metafile), &meta); err != nil {
-		return Result{}, fmt.Errorf("bundle: %s: esbuild's metafile: %w", entry, err)
+		return built{}, metafile{}, fmt.Errorf("bundle: %s: esbuild's metafile: %w", abs, err)
 	}
-	if err := refuseCycles(meta); err != nil {
-		return Result{}, err
-	}
-	return Result{Code: res.OutputFiles[0].Contents, Manifest: in.manifest()}, nil
+	return built{code: res.OutputFiles[0].Contents, in: in}, meta, nil
 }
 
 // inputs reads the files esbuild loads and records what it read. esbuild loads files
@@ -135,7 +169,7 @@ func (in *inputs) plugin() api.Plugin {
 		// An entry whose text was given need not be a file. When it is one, esbuild
 		// resolves it, and reads the tsconfig.json that applies to it on the way.
 		b.OnResolve(api.OnResolveOptions{Filter: ".*"}, func(a api.OnResolveArgs) (api.OnResolveResult, error) {
-			if a.Kind != api.ResolveEntryPoint {
+			if a.Kind != api.ResolveEntryPoint && a.Path != in.entry {
 				return api.OnResolveResult{}, nil
 			}
 			if _, err := os.Stat(in.entry); err == nil {
@@ -244,6 +278,7 @@ func buildError(entry string, m api.Message) error {
 // metafile is the part of esbuild's metafile Build reads.
 type metafile struct {
 	Inputs map[string]struct {
+		Format  string `json:"format"`
 		Imports []struct {
 			Path     string `json:"path"`
 			Kind     string `json:"kind"`

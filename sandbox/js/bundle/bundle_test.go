@@ -2,9 +2,11 @@ package bundle_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -282,4 +284,109 @@ func lineOf(e *scripthost.Error) int {
 		return 0
 	}
 	return e.Line
+}
+
+// TestPatternImport: an import() whose argument starts with a literal directory
+// bundles every file matching the pattern, and the manifest lists them.
+func TestPatternImport(t *testing.T) {
+	entry := project(t, map[string]string{
+		"workflow.ts":     "export default { f: { async h(lang: string) { return (await import(`./locales/${lang}.json`)).default.hi } } };\n",
+		"locales/en.json": `{"hi": "hello"}`,
+		"locales/fr.json": `{"hi": "bonjour"}`,
+	})
+	r, err := bundle.Build(entry, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range r.Manifest {
+		paths = append(paths, f.Path)
+	}
+	if got := strings.Join(paths, " "); got != "locales/en.json locales/fr.json workflow.ts" {
+		t.Errorf("manifest: got %s", got)
+	}
+	p, err := js.New(js.Options{}).Load(context.Background(), sandbox.Source{Name: "workflow.ts", Code: r.Code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Invoke(context.Background(), sandbox.Invocation{Function: "f.h", Args: []json.RawMessage{json.RawMessage(`"fr"`)}, Tools: sandboxtest.NewTools()})
+	if err != nil || string(res.Value) != `"bonjour"` {
+		t.Errorf("got %s, %v, want \"bonjour\"", res.Value, err)
+	}
+}
+
+// TestOutsideFiles: an absolute import of a file outside the entry's directory and a
+// module reached through a symbolic link to another directory are bundled, and the
+// manifest lists each file where it really is, relative to the entry's directory.
+func TestOutsideFiles(t *testing.T) {
+	root := t.TempDir()
+	shared := filepath.Join(root, "shared")
+	if err := os.MkdirAll(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shared, "abs.js"), []byte("export const a = 'abs';\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shared, "linked.js"), []byte("export const l = 'linked';\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proj := filepath.Join(root, "proj")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(shared, filepath.Join(proj, "link")); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	entry := filepath.Join(proj, "workflow.ts")
+	text := "import { a } from " + strconv.Quote(filepath.Join(shared, "abs.js")) + ";\nimport { l } from './link/linked.js';\nexport default { f: { h() { return a + ' ' + l } } };\n"
+	if err := os.WriteFile(entry, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(t, entry, "f.h")
+	if err != nil || string(res.Value) != `"abs linked"` {
+		t.Fatalf("got %s, %v", res.Value, err)
+	}
+	r, err := bundle.Build(entry, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range r.Manifest {
+		paths = append(paths, f.Path)
+	}
+	if got := strings.Join(paths, " "); got != "../shared/abs.js ../shared/linked.js workflow.ts" {
+		t.Errorf("manifest: got %s, want ../shared/abs.js ../shared/linked.js workflow.ts", got)
+	}
+}
+
+// TestCommonJSEntry: a CommonJS entry that requires a module defines the workflow with
+// exports.default, as a single CommonJS file does.
+func TestCommonJSEntry(t *testing.T) {
+	dir := filepath.Dir(project(t, map[string]string{
+		"wf.cjs":  "const { n } = require('./lib.cjs');\nexports.default = { f: { h() { return n } } };\n",
+		"lib.cjs": "exports.n = 5;\n",
+	}))
+	entry := filepath.Join(dir, "wf.cjs")
+	res, err := run(t, entry, "f.h")
+	if err != nil || string(res.Value) != "5" {
+		t.Fatalf("got %s, %v, want 5", res.Value, err)
+	}
+	r, err := bundle.Build(entry, nil)
+	if err != nil || len(r.Manifest) != 2 || r.Manifest[0].Path != "lib.cjs" || r.Manifest[1].Path != "wf.cjs" {
+		t.Errorf("manifest: got %+v, %v, want lib.cjs and wf.cjs", r.Manifest, err)
+	}
+}
+
+// TestNodeEnv: a package that reads process.env.NODE_ENV, as packages written for
+// bundlers do, gets "production"; the sandbox has no process.
+func TestNodeEnv(t *testing.T) {
+	entry := project(t, map[string]string{
+		"workflow.ts":                     "import mode from 'modal';\nexport default { f: { h() { return mode } } };\n",
+		"node_modules/modal/package.json": `{"name": "modal", "main": "index.js"}`,
+		"node_modules/modal/index.js":     "module.exports = process.env.NODE_ENV === 'production' ? 'prod' : 'dev';\n",
+	})
+	res, err := run(t, entry, "f.h")
+	if err != nil || string(res.Value) != `"prod"` {
+		t.Errorf("got %s, %v, want \"prod\"", res.Value, err)
+	}
 }
