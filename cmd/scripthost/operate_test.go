@@ -292,4 +292,9 @@ func TestRetryQueuedOrNow(t *testing.T) {
 			t.Errorf("run %s shown %s, want superseded", r.ID, r.Shown())
 		}
 	}
+	code, out, errOut = e.cli("runs", "--status", "superseded", "--json")
+	var sup []scripthost.Run
+	if err := json.Unmarshal([]byte(out), &sup); code != 0 || err != nil || len(sup) != len(runs)-1 {
+		t.Errorf("runs --status superseded: exit %d, %d runs, want %d: %s%s", code, len(sup), len(runs)-1, out, errOut)
+	}
 }
