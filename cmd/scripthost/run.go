@@ -337,6 +337,10 @@ func reportOutstanding(g *globals, out runtime.Outstanding) {
 		r := s.Run
 		fmt.Fprintf(g.Stderr, "blocked: %s/%s: run %s is %s: %s\n", r.Workflow, r.Handler, r.ID, r.Status, oneLine(r.Error, 200))
 		fmt.Fprintf(g.Stderr, "  to unblock: %s\n", unblockHint(s))
+		if r.Kind == scripthost.KindConsumer && s.Mutation == nil && r.Status.Failed() {
+			fmt.Fprintf(g.Stderr, "  or, when one event is the cause, set it aside: scripthost events skip %s TOPIC ID (scripthost show %s lists the run's events)\n",
+				r.Workflow, r.ID)
+		}
 	}
 	for _, s := range out.Waiting {
 		r := s.Run
