@@ -129,8 +129,10 @@ type ToolWrapper struct {
 	hasMutation bool
 	published   []ledger.NewEvent
 	seen        map[string]bool // topic + "\x00" + message id
-	peeks       []scripthost.Reservation
 	dropped     []error         // calls that ended the mutate phase after its mutation
+
+	// peeks are the events Topics.peek answered with, by topic (see Peeks).
+	peeks []scripthost.Reservation
 }
 
 // NewToolWrapper returns a wrapper for one run, with no phase set.
