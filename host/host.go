@@ -235,6 +235,12 @@ func (h *Host) Publish(ctx context.Context, events ...ledger.NewEvent) ([]script
 // RunOnce runs the loaded workflows until no work is left.
 func (h *Host) RunOnce(ctx context.Context) error { return h.rt.RunOnce(ctx, h.workflows) }
 
+// RunOnceUntil is RunOnce that stops starting work once stop is closed and returns when
+// the pass under way is done (see runtime.Runtime.RunOnceUntil).
+func (h *Host) RunOnceUntil(ctx context.Context, stop <-chan struct{}) error {
+	return h.rt.RunOnceUntil(ctx, stop, h.workflows)
+}
+
 // Outstanding reports what the loaded workflows left unfinished: handlers blocked
 // until a person acts, runs the host picks up again by itself, and when.
 func (h *Host) Outstanding(ctx context.Context) (runtime.Outstanding, error) {

@@ -130,8 +130,10 @@ type ToolWrapper struct {
 	hasMutation bool
 	published   []ledger.NewEvent
 	seen        map[string]bool // topic + "\x00" + message id
-	peeks       []scripthost.Reservation
-	refusals    []Refusal // refused calls not yet taken, in call order
+	refusals    []Refusal       // refused calls not yet taken, in call order
+
+	// peeks are the events Topics.peek answered with, by topic (see Peeks).
+	peeks []scripthost.Reservation
 }
 
 // NewToolWrapper returns a wrapper for one run, with no phase set.

@@ -658,6 +658,13 @@ func (rt *Runtime) workflowLock(name string) *sync.Mutex {
 // RunOnce recovers, then runs every named workflow (each in its own goroutine) until a
 // pass finds no work left.
 func (rt *Runtime) RunOnce(ctx context.Context, workflows []string) error {
+	return rt.RunOnceUntil(ctx, nil, workflows)
+}
+
+// RunOnceUntil is RunOnce that also stops when stop is closed, without cancelling what
+// it is doing: the scheduling pass under way (and the phases it drives) finishes with
+// ctx, and no new pass starts (as RunUntil).
+func (rt *Runtime) RunOnceUntil(ctx context.Context, stop <-chan struct{}, workflows []string) error {
 	if err := rt.Recover(ctx); err != nil {
 		return err
 	}
@@ -665,6 +672,11 @@ func (rt *Runtime) RunOnce(ctx context.Context, workflows []string) error {
 		wake, unsubscribe := rt.wakeups(wf)
 		defer unsubscribe()
 		for {
+			select {
+			case <-stop:
+				return nil
+			default:
+			}
 			did, held, err := rt.leasedTick(ctx, wf)
 			if err != nil {
 				return fmt.Errorf("runtime: workflow %s: %w", wf, err)

@@ -155,8 +155,12 @@ func (q query) time(name string) (time.Time, error) {
 func (s *Server) runs(w http.ResponseWriter, r *http.Request) error {
 	q := query{r}
 	f := ledger.RunFilter{Workflow: q.str("workflow"), Handler: q.str("handler"), Status: scripthost.RunStatus(q.str("status"))}
+	superseded := f.Status == scripthost.StatusSuperseded
+	if superseded {
+		f.Status = ""
+	}
 	if f.Status != "" && !f.Status.Valid() {
-		return badf("status=%q: not a run status", f.Status)
+		return badf("status=%q: not a run status (or superseded)", f.Status)
 	}
 	phase := scripthost.RunPhase(q.str("phase"))
 	since, err := q.time("since")
@@ -171,7 +175,7 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	filtered := phase != "" || !since.IsZero() || !until.IsZero()
+	filtered := phase != "" || !since.IsZero() || !until.IsZero() || superseded
 	if !filtered {
 		f.Limit = limit
 	}
@@ -183,7 +187,7 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) error {
 		kept := runs[:0]
 		for _, run := range runs {
 			if (phase == "" || run.Phase == phase) && (since.IsZero() || !run.CreatedAt.Before(since)) &&
-				(until.IsZero() || run.CreatedAt.Before(until)) {
+				(until.IsZero() || run.CreatedAt.Before(until)) && (!superseded || run.SupersededBy != "") {
 				kept = append(kept, run)
 			}
 		}

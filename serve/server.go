@@ -1,7 +1,8 @@
 // Package serve is the HTTP side of `scripthost serve`: a JSON API over the ledger
 // (the shapes of the CLI's --json output, from internal/view), the operator actions
-// (resolve, pause, resume, retry, publish, skip an event, approve and deny an agent's tool call), each recorded with who did it, the embedded web UI
-// and the metrics. Every /api and /metrics request needs the bearer token.
+// (resolve, pause, resume, retry, publish, skip an event, approve and deny an agent's
+// tool call), each recorded with who did it, the embedded web UI and the metrics.
+// Every /api and /metrics request needs the bearer token.
 package serve
 
 import (

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/user"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -80,16 +81,23 @@ func newRunsCmd(g *globals) *cobra.Command {
 		Short: "List handler runs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if status != "" {
+			superseded := status == scripthost.StatusSuperseded
+			if status != "" && !superseded {
 				f.Status = scripthost.RunStatus(status)
 				if !f.Status.Valid() {
 					return usagef("--status %q: not a run status; want one of %s", status, strings.Join(runStatuses(), ", "))
 				}
 			}
+			if superseded && f.Limit > 0 {
+				return usagef("--limit does not go with --status superseded")
+			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
 				runs, err := view.Runs(cmd.Context(), store, f)
 				if err != nil {
 					return err
+				}
+				if superseded {
+					runs = slices.DeleteFunc(runs, func(r scripthost.Run) bool { return r.SupersededBy == "" })
 				}
 				return list(g, asJSON, runs, "ID\tWORKFLOW\tHANDLER\tPHASE\tSTATUS\tATTEMPT\tNEXT\tERROR", func(r scripthost.Run) []string {
 					next := "-"
@@ -103,7 +111,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
-	cmd.Flags().StringVar(&status, "status", "", "only this status (e.g. failed:logic)")
+	cmd.Flags().StringVar(&status, "status", "", "only this status (e.g. failed:logic), or superseded: the runs a retry took over")
 	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the newest N (0: all)")
 	return cmd
 }
@@ -116,7 +124,7 @@ func runStatuses() []string {
 		scripthost.StatusFailedLogic, scripthost.StatusFailedInternal} {
 		out = append(out, string(st))
 	}
-	return out
+	return append(out, scripthost.StatusSuperseded)
 }
 
 func newShowCmd(g *globals) *cobra.Command {

@@ -172,7 +172,10 @@ func TestSkipPoisonEvent(t *testing.T) {
 			t.Fatalf("publish %s: exit %d: %s%s", p.id, code, out, errOut)
 		}
 	}
-	e.run(exitBlocked)
+	code, _, errOut := e.cli("run", e.wf, "--once", "--workspace", e.ws)
+	if code != exitBlocked || !strings.Contains(errOut, "scripthost events skip shop TOPIC ID") {
+		t.Fatalf("run --once: exit %d, want %d and a hint to skip the event: %s", code, exitBlocked, errOut)
+	}
 	runs := e.runs()
 	if len(runs) != 1 || !runs[0].Status.Failed() {
 		t.Fatalf("got runs %+v, want one failed", runs)
@@ -291,5 +294,10 @@ func TestRetryQueuedOrNow(t *testing.T) {
 		if r.Shown() != scripthost.StatusSuperseded {
 			t.Errorf("run %s shown %s, want superseded", r.ID, r.Shown())
 		}
+	}
+	code, out, errOut = e.cli("runs", "--status", "superseded", "--json")
+	var sup []scripthost.Run
+	if err := json.Unmarshal([]byte(out), &sup); code != 0 || err != nil || len(sup) != len(runs)-1 {
+		t.Errorf("runs --status superseded: exit %d, %d runs, want %d: %s%s", code, len(sup), len(runs)-1, out, errOut)
 	}
 }

@@ -52,9 +52,9 @@ func newRunCmd(g *globals) *cobra.Command {
 		Short: "Load workflows (.js, .ts, .wasm) and run them",
 		Long: `Load each workflow file, store it as the workflow's newest version, recover what a
 previous process left unfinished, and run producers and consumers. Without --once, run
-until SIGINT (Ctrl-C) or SIGTERM: then it stops starting new work, lets the phases
-under way finish for up to --grace, and exits 0; a phase cut short by the end of the
-grace period is picked up by the next start.
+until SIGINT (Ctrl-C) or SIGTERM. A signal (with or without --once) stops it starting
+new work; the phases under way finish for up to --grace, and it exits 0. A phase cut
+short by the end of the grace period is picked up by the next start.
 
 With --once, run until no work is left, print a summary and exit: 0 when every
 handler's newest run committed, 9 when a run failed or paused and waits for a person
@@ -175,24 +175,26 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 	return h, store, nil
 }
 
-// runUntilSignal runs the host's loop until the command's context is done (SIGINT,
-// SIGTERM), then drains it as serve does (hostLoop): no new work, the phases under way
-// finish within the grace period, and the command exits 0.
-func runUntilSignal(ctx context.Context, g *globals, h *host.Host, f runFlags) error {
+// untilSignal runs loop (the host's RunUntil or RunOnceUntil) until it returns or the
+// command's context is done (SIGINT, SIGTERM); then it drains it as serve does
+// (hostLoop): no new work, the phases under way finish within the grace period.
+// stopped reports that a signal ended it; the command then exits 0.
+func untilSignal(ctx context.Context, g *globals, grace time.Duration,
+	run func(ctx context.Context, stop <-chan struct{}) error) (stopped bool, err error) {
 	loop := newHostLoop(ctx)
 	defer loop.cancel()
-	loop.start(func(ctx context.Context, stop <-chan struct{}) error { return h.RunUntil(ctx, stop, f.poll) })
+	loop.start(run)
 	select {
 	case err := <-loop.ran:
-		return err
+		return false, err
 	case <-ctx.Done():
 	}
 	logger := g.logger(slog.LevelInfo)
-	if err := loop.drain(logger, f.grace); err != nil {
-		return err
+	if err := loop.drain(logger, grace); err != nil {
+		return true, err
 	}
 	logger.Info("stopped")
-	return nil
+	return true, nil
 }
 
 func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (err error) {
@@ -264,14 +266,18 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 			return err
 		}
 		reportOutstanding(g, out)
-		return runUntilSignal(ctx, g, h, f)
+		_, err = untilSignal(ctx, g, f.grace, func(ctx context.Context, stop <-chan struct{}) error {
+			return h.RunUntil(ctx, stop, f.poll)
+		})
+		return err
 	}
 	if f.wait < 0 {
 		return usagef("--wait %v: want a positive duration", f.wait)
 	}
 	started := time.Now()
 	for {
-		if err := h.RunOnce(ctx); err != nil {
+		stopped, err := untilSignal(ctx, g, f.grace, h.RunOnceUntil)
+		if stopped || err != nil {
 			return err
 		}
 		out, err := h.Outstanding(ctx)
@@ -285,8 +291,10 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 			t := time.NewTimer(max(out.NextDue.Sub(now), f.poll))
 			select {
 			case <-ctx.Done():
+				// A signal while nothing runs: nothing to drain.
 				t.Stop()
-				return ctx.Err()
+				g.logger(slog.LevelInfo).Info("stopped")
+				return nil
 			case <-t.C:
 			}
 			continue
@@ -331,6 +339,10 @@ func reportOutstanding(g *globals, out runtime.Outstanding) {
 		r := s.Run
 		fmt.Fprintf(g.Stderr, "blocked: %s/%s: run %s is %s: %s\n", r.Workflow, r.Handler, r.ID, r.Status, oneLine(r.Error, 200))
 		fmt.Fprintf(g.Stderr, "  to unblock: %s\n", unblockHint(s))
+		if r.Kind == scripthost.KindConsumer && s.Mutation == nil && r.Status.Failed() {
+			fmt.Fprintf(g.Stderr, "  or, when one event is the cause, set it aside: scripthost events skip %s TOPIC ID (scripthost show %s lists the run's events)\n",
+				r.Workflow, r.ID)
+		}
 	}
 	for _, s := range out.Waiting {
 		r := s.Run

@@ -12,13 +12,22 @@ import (
 	"github.com/scripthost/scripthost/internal/fakesvc"
 )
 
-// TestRunSIGINTDrains sends SIGINT (Ctrl-C) to a real `run` process while its charge is
-// at the payment service: like serve, it stops claiming work, lets the phase finish,
-// records the mutation and exits 0 (it used to exit at once with "context canceled");
-// the second charge waiting behind it is not started. The next start charges it, and
-// nothing is charged twice.
+// TestRunSIGINTDrains sends SIGINT (Ctrl-C) to a real `run` process (looping, and with
+// --once) while its charge is at the payment service: like serve, it stops claiming
+// work, lets the phase finish, records the mutation and exits 0 (it used to exit at
+// once with "context canceled"); the second charge waiting behind it is not started.
+// The next start charges it, and nothing is charged twice.
 func TestRunSIGINTDrains(t *testing.T) {
 	t.Setenv(tokenEnv, e2eToken)
+	for _, mode := range []struct {
+		name  string
+		extra []string
+	}{{"loop", nil}, {"once", []string{"--once"}}} {
+		t.Run(mode.name, func(t *testing.T) { testRunSIGINTDrains(t, mode.extra...) })
+	}
+}
+
+func testRunSIGINTDrains(t *testing.T, extra ...string) {
 	bin := crashBinary(t)
 	svc := fakesvc.New()
 	defer svc.Close()
@@ -26,8 +35,9 @@ func TestRunSIGINTDrains(t *testing.T) {
 	e := newHTTPEnv(t, svc.URL(), "tools.json", 2, "20s")
 
 	var stderr lockedBuffer
-	cmd := exec.Command(bin, "--db", e.db, "run", e.wf, "--tools", e.tools, "--workspace", e.dir,
-		"--poll", "50ms", "--grace", "20s", "--timeout", "20s")
+	args := append([]string{"--db", e.db, "run", e.wf, "--tools", e.tools, "--workspace", e.dir,
+		"--poll", "50ms", "--grace", "20s", "--timeout", "20s"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -124,7 +124,10 @@ function filters(fields, onchange) {
   return { form, query };
 }
 
-const runStatuses = ["active", "committed", "skipped", "paused:transient", "paused:approval", "paused:reconciliation", "failed:logic", "failed:internal"];
+const runStatuses = ["active", "committed", "skipped", "paused:transient", "paused:approval", "paused:reconciliation", "failed:logic", "failed:internal", "superseded"];
+// shown is a run's status as operators see it: a run a retry took over is superseded
+// (its stored status, kept for the record, no longer says what happens next).
+function shown(r) { return r.superseded_by ? "superseded" : r.status; }
 const phases = ["pending", "preparing", "prepared", "mutating", "mutated", "emitting", "executing", "committed"];
 
 function runsPage() {
@@ -138,7 +141,7 @@ function runsPage() {
     runs.reverse();
     tbody.replaceChildren(...runs.map((r) => h("tr", { "data-run": r.id },
       h("td", {}, runLink(r.id)), h("td", {}, r.workflow), h("td", {}, r.handler), h("td", {}, r.phase),
-      h("td", {}, status(r.status)), h("td", {}, r.attempt), h("td", {}, time(r.created_at)), h("td", { class: "error" }, r.error || ""))));
+      h("td", {}, status(shown(r))), h("td", {}, r.attempt), h("td", {}, time(r.created_at)), h("td", { class: "error" }, r.error || ""))));
     stamp.textContent = "live · updated " + new Date().toLocaleTimeString();
   };
   f = filters([["workflow"], ["handler"], ["status", runStatuses], ["phase", phases], ["since"], ["until"]], render);
@@ -207,7 +210,8 @@ async function runPage(id) {
     const d = await api("/runs/" + encodeURIComponent(id));
     const r = d.run;
     const actions = h("div", { class: "buttons" });
-    if (r.status.startsWith("failed:") || r.status.startsWith("paused:")) {
+    const blocked = !r.superseded_by && (r.status.startsWith("failed:") || r.status.startsWith("paused:"));
+    if (blocked) {
       actions.append(h("button", {
         id: "retry", class: "primary", onclick: async () => {
           if (!(await confirmAction("Retry run " + r.id + " on the newest version of " + r.workflow + "?"))) return;
@@ -231,13 +235,30 @@ async function runPage(id) {
       det.append(h("h3", {}, "State diff from the previous snapshot"), diff(i ? snaps[i - 1].run : {}, s.run), h("h3", {}, "Snapshot"), json(s.run));
       snapList.append(det);
     });
+    // The events the run reserved or its failed prepare phase peeked at; a blocked
+    // run's pending ones can be set aside (a poison event) so the handler goes on.
+    const skip = async (ev) => {
+      const reason = h("input", { id: "skip-reason", placeholder: "why (kept in the audit trail)" });
+      if (!(await confirmAction("Set event " + ev.topic + "/" + ev.id + " aside? It stays listed as skipped, no run takes it again, and run " + r.id +
+        " is retried without it.", h("label", {}, "Reason", reason)))) return;
+      try {
+        const res = await api("/events/skip", { method: "POST", body: { workflow: r.workflow, topic: ev.topic, id: ev.id, reason: reason.value, by: operatorName() } });
+        if (res.retried.length) location.hash = "#/run/" + res.retried[0].retry.id; else await render();
+      } catch (e) { fail(e); }
+    };
+    const events = (d.events || []).length ? table(["Topic", "Event", "How", "Status", ""], d.events.map((ev) => h("tr", { "data-event": ev.topic + "/" + ev.id },
+      h("td", {}, ev.topic), h("td", { class: "mono" }, ev.id), h("td", {}, ev.how), h("td", {}, status(ev.status || "-")),
+      h("td", {}, blocked && ev.status === "pending" ? h("button", { class: "skip-event", onclick: () => skip(ev) }, "Skip event") : ""))), { id: "run-events" })
+      : h("p", { class: "muted" }, "none");
     const m = d.mutation;
     page("Run " + r.id,
       h("div", { class: "card" }, h("dl", { class: "kv" },
         h("dt", {}, "workflow"), h("dd", {}, r.workflow + " v" + r.version), h("dt", {}, "handler"), h("dd", {}, r.handler + " (" + r.kind + ")"),
-        h("dt", {}, "status"), h("dd", { id: "run-status" }, status(r.status)), h("dt", {}, "phase"), h("dd", {}, r.phase),
+        h("dt", {}, "status"), h("dd", { id: "run-status" }, status(shown(r))), h("dt", {}, "phase"), h("dd", {}, r.phase),
+        r.superseded_by && h("dt", {}, "retried by"), r.superseded_by && h("dd", {}, runLink(r.superseded_by), " (was " + r.status + ")"),
         h("dt", {}, "attempt"), h("dd", {}, r.attempt), r.retry_of && h("dt", {}, "retries"), r.retry_of && h("dd", {}, runLink(r.retry_of)),
         r.error && h("dt", {}, "error"), r.error && h("dd", { class: "error" }, r.error)), actions),
+      h("h2", {}, "Events"), events,
       h("h2", {}, "Phase timeline"), timeline,
       h("h2", {}, "Mutation"), m ? table(["Mutation", "Tool", "Status", "Idempotency key", "Result"], [h("tr", {},
         h("td", { class: "mono" }, m.id), h("td", {}, m.tool), h("td", {}, status(m.status)), h("td", { class: "mono" }, m.idempotency_key), h("td", {}, json(m.result)))]) : h("p", { class: "muted" }, "none"),

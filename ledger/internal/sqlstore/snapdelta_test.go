@@ -39,8 +39,10 @@ func snapshotSteps() []scripthost.Run {
 		r.NotBefore = t0.Add(time.Minute).In(time.FixedZone("x", 3600)) // another zone: other JSON, same instant
 	})
 	step(func(r *scripthost.Run) { r.NotBefore = t0.Add(time.Minute) }) // the same instant in UTC
+	step(func(r *scripthost.Run) { r.SupersededBy = "r9" })
 	step(func(r *scripthost.Run) {
 		r.Status, r.Error, r.ErrorClass, r.NotBefore = scripthost.StatusActive, "", "", time.Time{}
+		r.SupersededBy = ""
 		r.Outcome.Error = nil
 		r.RetryFromEmitting, r.RetryOf, r.Attempt, r.Version = true, "r0", 2, 3
 		r.InputState = json.RawMessage(`null`)
