@@ -1,13 +1,16 @@
 # scripthost: the four targets. See README.md.
 GO ?= go
 
-.PHONY: run test check bench soak wasm guests fuzz stripe-mock chaos goja-upstream
+.PHONY: run digest test check bench soak wasm guests fuzz stripe-mock chaos goja-upstream
 
 # Programs the tests run, installed into .tools/ at pinned versions.
 STRIPE_MOCK ?= github.com/stripe/stripe-mock@v0.203.0
 
 run: ## run the example workflow end to end on a fresh SQLite ledger in .run/
 	./scripts/files/run.sh
+
+digest: ## the TypeScript example of modules and an npm package (scripts/digest; needs npm): test, run, record its runs as a fixture, replay the ledger
+	./scripts/digest/run.sh
 
 wasm: ## build the Go-to-Wasm example workflow
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o scripts/files-wasm/workflow.wasm ./scripts/files-wasm

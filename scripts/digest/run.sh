@@ -34,3 +34,9 @@ sh fixture record --workflow digest -o "$out/recorded.json"
 sh test scripts/digest/workflow.ts --fixtures "$out/recorded.json"
 echo "== replay the recorded runs against the current code"
 sh test scripts/digest/workflow.ts --replay "$out/scripthost.db"
+echo "== replay against changed code: the first divergence, with its file and line"
+rm -rf "$out/changed" && cp -r "$here" "$out/changed"
+sed -i 's/(due later)/(later)/; s/due later/later/' "$out/changed/src/render.ts"
+if sh test "$out/changed/workflow.ts" --replay "$out/scripthost.db" --workflow digest; then
+  echo "the replay of changed code should have diverged" >&2; exit 1
+fi
