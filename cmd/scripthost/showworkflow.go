@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/scripthost/scripthost/ledger"
@@ -54,11 +58,79 @@ func showWorkflow(ctx context.Context, w io.Writer, store ledger.Store, name str
 		return nil
 	}
 	rows := make([][]string, 0, len(d.Manifest))
-	for _, f := range d.Manifest {
+	var packages bool
+	for _, f := range packageRows(d.Manifest) {
+		packages = packages || f.Files > 1
 		rows = append(rows, []string{f.Path, f.SHA256, fmt.Sprint(f.Size)})
 	}
 	fmt.Fprintln(w)
-	return table(w, "FILE\tSHA256\tSIZE", rows)
+	if err := table(w, "FILE\tSHA256\tSIZE", rows); err != nil {
+		return err
+	}
+	if packages {
+		fmt.Fprintln(w, "\na package is one row: its files' count and total size, and the SHA-256 of their paths and hashes; --json lists every file")
+	}
+	return nil
+}
+
+// packageRow is a manifest row as show prints it: one file, or every file of one npm
+// package (node_modules/NAME/ or node_modules/@SCOPE/NAME/) folded into one.
+type packageRow struct {
+	ledger.SourceFile
+	Files int
+}
+
+// packageRows folds the files of each package in m into one row, in m's order of first
+// appearance; the row's hash is the SHA-256 of its files' "path hash" lines.
+func packageRows(m []ledger.SourceFile) []packageRow {
+	var out []packageRow
+	at := map[string]int{}
+	sums := map[string]hash.Hash{}
+	for _, f := range m {
+		pkg := packageDir(f.Path)
+		if pkg == "" {
+			out = append(out, packageRow{SourceFile: f, Files: 1})
+			continue
+		}
+		i, ok := at[pkg]
+		if !ok {
+			i = len(out)
+			at[pkg] = i
+			sums[pkg] = sha256.New()
+			out = append(out, packageRow{SourceFile: ledger.SourceFile{Path: pkg}})
+		}
+		fmt.Fprintf(sums[pkg], "%s %s\n", f.Path, f.SHA256)
+		out[i].Files++
+		out[i].Size += f.Size
+	}
+	for pkg, i := range at {
+		out[i].SHA256 = hex.EncodeToString(sums[pkg].Sum(nil))
+		unit := "files"
+		if out[i].Files == 1 {
+			unit = "file"
+		}
+		out[i].Path = fmt.Sprintf("%s (%d %s)", pkg, out[i].Files, unit)
+	}
+	return out
+}
+
+// packageDir is the directory of the npm package p lies in, ending in "/", or "" for
+// a file of the project itself.
+func packageDir(p string) string {
+	parts := strings.Split(p, "/")
+	for i := len(parts) - 2; i >= 0; i-- {
+		if parts[i] != "node_modules" {
+			continue
+		}
+		n := i + 2
+		if n < len(parts) && strings.HasPrefix(parts[i+1], "@") {
+			n++
+		}
+		if n < len(parts) {
+			return strings.Join(parts[:n], "/") + "/"
+		}
+	}
+	return ""
 }
 
 // isNotFound reports whether err says a run or workflow does not exist.
