@@ -13,12 +13,18 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/internal/fakesvc"
+	"github.com/scripthost/scripthost/internal/pgtest"
 )
 
 // recordedPayments runs scripts/payments through the CLI with --record-calls against
 // the fake payment service on loopback, and returns the environment and the ids of
 // its runs by handler.
 func recordedPayments(t *testing.T) (*httpEnv, map[string][]string) {
+	t.Helper()
+	return recordedPaymentsIn(t, filepath.Join(t.TempDir(), "ledger.db"))
+}
+
+func recordedPaymentsIn(t *testing.T, db string) (*httpEnv, map[string][]string) {
 	t.Helper()
 	t.Setenv("PAYMENTS_API_KEY", "sk_example_key_123")
 	svc := fakesvc.New()
@@ -30,7 +36,7 @@ func recordedPayments(t *testing.T) (*httpEnv, map[string][]string) {
 	}
 	tools := strings.ReplaceAll(readFileT(t, filepath.Join(example, "tools.json")), "http://127.0.0.1:8787", svc.URL())
 	writeFile(t, filepath.Join(dir, "tools.json"), tools)
-	e := &httpEnv{t: t, dir: dir, db: filepath.Join(t.TempDir(), "ledger.db"), wf: filepath.Join(dir, "workflow.js"), tools: filepath.Join(dir, "tools.json")}
+	e := &httpEnv{t: t, dir: dir, db: db, wf: filepath.Join(dir, "workflow.js"), tools: filepath.Join(dir, "tools.json")}
 	e.mustRun("--name", "payments", "--record-calls")
 	var runs []scripthost.Run
 	e.listJSON(&runs, "runs")
@@ -196,4 +202,18 @@ func foreignDB(t *testing.T, path string) {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// TestReplayPostgres: a shared (postgres://) ledger is replayed and recorded from like
+// an SQLite file.
+func TestReplayPostgres(t *testing.T) {
+	e, ids := recordedPaymentsIn(t, pgtest.URL(t))
+	code, stdout, stderr := cli(t, "", "test", e.wf, "--replay", e.db, "--workflow", "payments", "--tools", e.tools)
+	if code != 0 || !strings.Contains(stdout, " 0 diverged\n") {
+		t.Fatalf("replay from postgres: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = cli(t, "", "--db", e.db, "fixture", "record", ids["pay"][0])
+	if code != 0 || !strings.Contains(stdout, `"Payments.charge"`) {
+		t.Fatalf("record from postgres: exit %d\n%s%s", code, stdout, stderr)
+	}
 }
