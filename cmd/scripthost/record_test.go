@@ -217,3 +217,50 @@ func TestReplayPostgres(t *testing.T) {
 		t.Fatalf("record from postgres: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// TestRecordAndReplayFilesExample: the files example's whole pass, recorded with
+// --workflow, is a fixture that passes; its replay is ok, and a changed output file
+// diverges at the Files.write call.
+func TestRecordAndReplayFilesExample(t *testing.T) {
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "files", "workflow.js")
+	ws := filepath.Join(dir, "ws")
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	writeFileAll(t, wf, readFileT(t, filesExample))
+	writeFileAll(t, filepath.Join(ws, "inbox", "a.txt"), "hello\n")
+	writeFileAll(t, filepath.Join(ws, "inbox", "b.txt"), "world\n")
+	code, out, errOut := cli(t, "", "--db", db, "run", wf, "--once", "--workspace", ws, "--record-calls")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	fx := filepath.Join(t.TempDir(), "pass.json")
+	code, out, errOut = cli(t, "", "--db", db, "fixture", "record", "--workflow", "files", "-o", fx)
+	if code != 0 {
+		t.Fatalf("fixture record --workflow: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = cli(t, "", "test", wf, "--fixtures", fx)
+	if code != 0 {
+		t.Fatalf("test of the recorded pass: exit %d\n%s%s\n%s", code, out, errOut, readFileT(t, fx))
+	}
+	code, out, errOut = cli(t, "", "test", wf, "--replay", db)
+	if code != 0 || strings.Contains(out, "DIVERGED") {
+		t.Fatalf("replay: exit %d\n%s%s", code, out, errOut)
+	}
+	src := readFileT(t, wf)
+	changed := strings.Replace(src, "prepared.content.toUpperCase()", "prepared.content.toLowerCase()", 1)
+	writeFileAll(t, wf, changed)
+	line := strings.Count(changed[:strings.Index(changed, "await Files.write")], "\n") + 1
+	code, out, _ = cli(t, "", "test", wf, "--replay", db)
+	want := "workflow.js:" + itoa(line) + ":"
+	if code != 1 || strings.Count(out, want) != 2 || !strings.Contains(out, `.content: got "hello\n", want "HELLO\n"`) {
+		t.Errorf("replay of changed code: exit %d, want 1 and two divergences at %s\n%s", code, want, out)
+	}
+}
+
+func writeFileAll(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, content)
+}
