@@ -270,6 +270,20 @@ calls are recorded only by a host run with --record-calls.`
 	cmd.Flags().StringVar(&f.since, "since", "", "with --replay: only runs created at or after this time (RFC 3339), or this long ago (a duration: 24h)")
 }
 
+// replayAsked reports whether test was given --replay, refusing --workflow and
+// --since without it.
+func replayAsked(cmd *cobra.Command) (bool, error) {
+	if cmd.Flags().Changed("replay") {
+		return true, nil
+	}
+	for _, name := range []string{"workflow", "since"} {
+		if cmd.Flags().Changed(name) {
+			return false, usagef("--%s selects recorded runs: it goes with --replay LEDGER", name)
+		}
+	}
+	return false, nil
+}
+
 // parseSince reads --since: an RFC 3339 time, a date, or a duration before now.
 func parseSince(s string, now time.Time) (time.Time, error) {
 	if s == "" {

@@ -175,8 +175,16 @@ func TestReplayBadLedger(t *testing.T) {
 			t.Errorf("--replay %s: exit %d, stderr %q, want %q naming the file", tc.ledger, code, stderr, tc.want)
 		}
 	}
+	code, _, stderr := cli(t, "", "test", wf, "--since", "1h")
+	if code != 2 || !strings.Contains(stderr, "goes with --replay") {
+		t.Errorf("--since without --replay: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = cli(t, "", "test", wf, "--replay", text, "--since", "yesterday")
+	if code != 2 || !strings.Contains(stderr, `--since "yesterday"`) {
+		t.Errorf("bad --since: exit %d, stderr %q", code, stderr)
+	}
 	e, _ := recordedPayments(t)
-	code, _, stderr := cli(t, "", "--db", e.db, "fixture", "record", "no-such-run")
+	code, _, stderr = cli(t, "", "--db", e.db, "fixture", "record", "no-such-run")
 	if code != exitRefused || !strings.Contains(stderr, "no-such-run") || !strings.Contains(stderr, "not found") {
 		t.Errorf("unknown run: exit %d, stderr %q", code, stderr)
 	}
