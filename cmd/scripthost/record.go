@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +89,9 @@ func openRecorded(ctx context.Context, target string) (_ ledger.Store, close fun
 			return nil, nil, err
 		}
 		return st, func() { st.Close() }, nil
+	}
+	if _, err := os.Stat(target); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("%w at %s: no such ledger file", errNoLedger, target)
 	}
 	dir, err := os.MkdirTemp("", "scripthost-replay-")
 	if err != nil {

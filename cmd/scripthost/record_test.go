@@ -171,7 +171,7 @@ func TestReplayBadLedger(t *testing.T) {
 		{foreign, "without the ledger schema"},
 	} {
 		code, _, stderr := cli(t, "", "test", wf, "--replay", tc.ledger)
-		if code == 0 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, tc.ledger) {
+		if code != exitLedger || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, tc.ledger) {
 			t.Errorf("--replay %s: exit %d, stderr %q, want %q naming the file", tc.ledger, code, stderr, tc.want)
 		}
 	}
