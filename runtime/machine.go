@@ -503,6 +503,7 @@ func (rt *Runtime) call(ctx context.Context, l *loaded, run scripthost.Run, w *h
 		Tools:         w,
 		Limits:        rt.cfg.Limits,
 		Deterministic: rt.cfg.Deterministic,
+		Seed:          rt.seed(run),
 	})
 	end(err)
 	if rt.cfg.OnConsole != nil && len(res.Console) > 0 {
