@@ -501,6 +501,7 @@ func (rt *Runtime) call(ctx context.Context, l *loaded, run scripthost.Run, w *h
 		Tools:         w,
 		Limits:        rt.cfg.Limits,
 		Deterministic: rt.cfg.Deterministic,
+		Seed:          rt.seed(run),
 	})
 	end(err)
 	rt.noteRefusals(ctx, run, w)

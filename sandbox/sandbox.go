@@ -63,6 +63,10 @@ type Invocation struct {
 	Limits Limits
 	// Deterministic, when set, fixes the clock, the random seed and the time zone.
 	Deterministic *Determinism
+	// Seed, when Deterministic is nil and Seed is not 0, seeds the script's randomness
+	// as Determinism.Seed would (the clock stays real), so that a replay with that
+	// seed sees the same numbers.
+	Seed int64
 }
 
 // Determinism fixes what a script could otherwise observe from the outside world.

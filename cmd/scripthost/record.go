@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +89,9 @@ func openRecorded(ctx context.Context, target string) (_ ledger.Store, close fun
 			return nil, nil, err
 		}
 		return st, func() { st.Close() }, nil
+	}
+	if _, err := os.Stat(target); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("%w at %s: no such ledger file", errNoLedger, target)
 	}
 	dir, err := os.MkdirTemp("", "scripthost-replay-")
 	if err != nil {
@@ -268,6 +272,20 @@ calls are recorded only by a host run with --record-calls.`
 	cmd.Flags().StringVar(&f.ledger, "replay", "", "re-run the runs recorded in this ledger against the current code instead of the fixtures")
 	cmd.Flags().StringVar(&f.workflow, "workflow", "", "with --replay: the recorded workflow's name (default: the name the file's runs are stored under)")
 	cmd.Flags().StringVar(&f.since, "since", "", "with --replay: only runs created at or after this time (RFC 3339), or this long ago (a duration: 24h)")
+}
+
+// replayAsked reports whether test was given --replay, refusing --workflow and
+// --since without it.
+func replayAsked(cmd *cobra.Command) (bool, error) {
+	if cmd.Flags().Changed("replay") {
+		return true, nil
+	}
+	for _, name := range []string{"workflow", "since"} {
+		if cmd.Flags().Changed(name) {
+			return false, usagef("--%s selects recorded runs: it goes with --replay LEDGER", name)
+		}
+	}
+	return false, nil
 }
 
 // parseSince reads --since: an RFC 3339 time, a date, or a duration before now.

@@ -13,12 +13,18 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/internal/fakesvc"
+	"github.com/scripthost/scripthost/internal/pgtest"
 )
 
 // recordedPayments runs scripts/payments through the CLI with --record-calls against
 // the fake payment service on loopback, and returns the environment and the ids of
 // its runs by handler.
 func recordedPayments(t *testing.T) (*httpEnv, map[string][]string) {
+	t.Helper()
+	return recordedPaymentsIn(t, filepath.Join(t.TempDir(), "ledger.db"))
+}
+
+func recordedPaymentsIn(t *testing.T, db string) (*httpEnv, map[string][]string) {
 	t.Helper()
 	t.Setenv("PAYMENTS_API_KEY", "sk_example_key_123")
 	svc := fakesvc.New()
@@ -30,7 +36,7 @@ func recordedPayments(t *testing.T) (*httpEnv, map[string][]string) {
 	}
 	tools := strings.ReplaceAll(readFileT(t, filepath.Join(example, "tools.json")), "http://127.0.0.1:8787", svc.URL())
 	writeFile(t, filepath.Join(dir, "tools.json"), tools)
-	e := &httpEnv{t: t, dir: dir, db: filepath.Join(t.TempDir(), "ledger.db"), wf: filepath.Join(dir, "workflow.js"), tools: filepath.Join(dir, "tools.json")}
+	e := &httpEnv{t: t, dir: dir, db: db, wf: filepath.Join(dir, "workflow.js"), tools: filepath.Join(dir, "tools.json")}
 	e.mustRun("--name", "payments", "--record-calls")
 	var runs []scripthost.Run
 	e.listJSON(&runs, "runs")
@@ -165,12 +171,20 @@ func TestReplayBadLedger(t *testing.T) {
 		{foreign, "without the ledger schema"},
 	} {
 		code, _, stderr := cli(t, "", "test", wf, "--replay", tc.ledger)
-		if code == 0 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, tc.ledger) {
+		if code != exitLedger || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, tc.ledger) {
 			t.Errorf("--replay %s: exit %d, stderr %q, want %q naming the file", tc.ledger, code, stderr, tc.want)
 		}
 	}
+	code, _, stderr := cli(t, "", "test", wf, "--since", "1h")
+	if code != 2 || !strings.Contains(stderr, "goes with --replay") {
+		t.Errorf("--since without --replay: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = cli(t, "", "test", wf, "--replay", text, "--since", "yesterday")
+	if code != 2 || !strings.Contains(stderr, `--since "yesterday"`) {
+		t.Errorf("bad --since: exit %d, stderr %q", code, stderr)
+	}
 	e, _ := recordedPayments(t)
-	code, _, stderr := cli(t, "", "--db", e.db, "fixture", "record", "no-such-run")
+	code, _, stderr = cli(t, "", "--db", e.db, "fixture", "record", "no-such-run")
 	if code != exitRefused || !strings.Contains(stderr, "no-such-run") || !strings.Contains(stderr, "not found") {
 		t.Errorf("unknown run: exit %d, stderr %q", code, stderr)
 	}
@@ -196,4 +210,65 @@ func foreignDB(t *testing.T, path string) {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// TestReplayPostgres: a shared (postgres://) ledger is replayed and recorded from like
+// an SQLite file.
+func TestReplayPostgres(t *testing.T) {
+	e, ids := recordedPaymentsIn(t, pgtest.URL(t))
+	code, stdout, stderr := cli(t, "", "test", e.wf, "--replay", e.db, "--workflow", "payments", "--tools", e.tools)
+	if code != 0 || !strings.Contains(stdout, " 0 diverged\n") {
+		t.Fatalf("replay from postgres: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = cli(t, "", "--db", e.db, "fixture", "record", ids["pay"][0])
+	if code != 0 || !strings.Contains(stdout, `"Payments.charge"`) {
+		t.Fatalf("record from postgres: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestRecordAndReplayFilesExample: the files example's whole pass, recorded with
+// --workflow, is a fixture that passes; its replay is ok, and a changed output file
+// diverges at the Files.write call.
+func TestRecordAndReplayFilesExample(t *testing.T) {
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "files", "workflow.js")
+	ws := filepath.Join(dir, "ws")
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	writeFileAll(t, wf, readFileT(t, filesExample))
+	writeFileAll(t, filepath.Join(ws, "inbox", "a.txt"), "hello\n")
+	writeFileAll(t, filepath.Join(ws, "inbox", "b.txt"), "world\n")
+	code, out, errOut := cli(t, "", "--db", db, "run", wf, "--once", "--workspace", ws, "--record-calls")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	fx := filepath.Join(t.TempDir(), "pass.json")
+	code, out, errOut = cli(t, "", "--db", db, "fixture", "record", "--workflow", "files", "-o", fx)
+	if code != 0 {
+		t.Fatalf("fixture record --workflow: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = cli(t, "", "test", wf, "--fixtures", fx)
+	if code != 0 {
+		t.Fatalf("test of the recorded pass: exit %d\n%s%s\n%s", code, out, errOut, readFileT(t, fx))
+	}
+	code, out, errOut = cli(t, "", "test", wf, "--replay", db)
+	if code != 0 || strings.Contains(out, "DIVERGED") {
+		t.Fatalf("replay: exit %d\n%s%s", code, out, errOut)
+	}
+	src := readFileT(t, wf)
+	changed := strings.Replace(src, "prepared.content.toUpperCase()", "prepared.content.toLowerCase()", 1)
+	writeFileAll(t, wf, changed)
+	line := strings.Count(changed[:strings.Index(changed, "await Files.write")], "\n") + 1
+	code, out, _ = cli(t, "", "test", wf, "--replay", db)
+	want := "workflow.js:" + itoa(line) + ":"
+	if code != 1 || strings.Count(out, want) != 2 || !strings.Contains(out, `.content: got "hello\n", want "HELLO\n"`) {
+		t.Errorf("replay of changed code: exit %d, want 1 and two divergences at %s\n%s", code, want, out)
+	}
+}
+
+func writeFileAll(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, content)
 }

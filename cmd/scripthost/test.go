@@ -47,7 +47,10 @@ the run did (the rest of the file is kept); check the diff before committing it.
 See docs/testing.md for the fixture format.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.replay.ledger != "" || cmd.Flags().Changed("replay") {
+			if replay, err := replayAsked(cmd); replay || err != nil {
+				if err != nil {
+					return err
+				}
 				return replayWorkflow(cmd.Context(), g, f, args[0])
 			}
 			return testWorkflow(cmd.Context(), g, f, args[0])

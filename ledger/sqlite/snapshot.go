@@ -14,7 +14,8 @@ import (
 )
 
 // OpenSnapshot opens a consistent copy of the ledger at path, made in dir through a
-// read-only connection (VACUUM INTO): nothing is written to path or beside it, and a
+// read-only connection (VACUUM INTO): nothing is written to the database or its
+// write-ahead log (only the -shm index, where every SQLite reader marks its reads), and a
 // host may be running on it meanwhile. The copy is the caller's to remove (it is
 // dir/snapshot.db). It refuses a missing file, a file that is not an SQLite database
 // and a database without the ledger's schema (ledger.ErrNotLedger), naming path.

@@ -91,6 +91,10 @@ func (e *Engine) newInstance(ctx context.Context, mod *compiled, inv sandbox.Inv
 		vm.SetRandSource(rng.Float64)
 	} else {
 		vm.SetTimeSource(e.opts.Clock)
+		if inv.Seed != 0 {
+			rng := rand.New(rand.NewPCG(uint64(inv.Seed), 0x5eed))
+			vm.SetRandSource(rng.Float64)
+		}
 	}
 	var zone *time.Location
 	if d := inv.Deterministic; d != nil {
