@@ -95,8 +95,9 @@ func TestPagesPerConsumerRun(t *testing.T) {
 		// 42.8 with version 8 (a snapshot logged as what changed). Pages of 4 KiB until
 		// then; 47.3 pages of 2 KiB since (94.6 KiB written per run, against 171). 36.0
 		// since the in-flight record creates the run (consumerRun: four commits instead
-		// of eight, the publish included).
-		{"bare", false, 36},
+		// of eight, the publish included); 35.9 to 36.1 from run to run, as the random
+		// part of run ids decides where index pages split.
+		{"bare", false, 36.5},
 		// 2 lifecycle events more per write (the kind the runtime attaches): 74.0 pages
 		// before version 6 of the schema, 59.3 with it, 47.2 with version 7, 46.4 with
 		// version 8; 53.2 pages of 2 KiB (106 KiB, against 186); 38.5 in four commits.
@@ -106,7 +107,7 @@ func TestPagesPerConsumerRun(t *testing.T) {
 			_, pages := walPages(t, c.events)
 			perRun := float64(len(pages)) / pagesRuns
 			if perRun > c.want {
-				t.Errorf("got %.1f pages written per consumer run, want at most %.0f", perRun, c.want)
+				t.Errorf("got %.1f pages written per consumer run, want at most %.1f", perRun, c.want)
 			}
 			t.Logf("%.1f pages per consumer run", perRun)
 		})
