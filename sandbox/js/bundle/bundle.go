@@ -19,6 +19,7 @@
 package bundle
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -31,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/evanw/esbuild/pkg/api"
 
@@ -90,7 +92,7 @@ func Build(entry string, source []byte) (Result, error) {
 			return Result{}, err
 		}
 	}
-	if err := refuseCycles(meta); err != nil {
+	if err := refuseCycles(meta, res.in.text); err != nil {
 		return Result{}, err
 	}
 	return Result{Code: res.code, Manifest: res.in.manifest()}, nil
@@ -106,7 +108,7 @@ type built struct {
 // nil, which imports the entry.
 func build(abs string, source []byte, stdin *api.StdinOptions) (built, metafile, error) {
 	dir := filepath.Dir(abs)
-	in := &inputs{dir: dir, entry: abs, source: source, files: map[string]File{}}
+	in := &inputs{dir: dir, entry: abs, source: source, files: map[string]File{}, texts: map[string][]byte{}}
 	opts := api.BuildOptions{
 		EntryPoints:    []string{abs},
 		AbsWorkingDir:  dir,
@@ -160,6 +162,7 @@ type inputs struct {
 
 	mu    sync.Mutex
 	files map[string]File
+	texts map[string][]byte // the own files' text (outside node_modules), for locating a cycle
 }
 
 // plugin refuses Node built-ins where they are imported and loads every file itself,
@@ -209,6 +212,9 @@ func (in *inputs) load(path string) (api.OnLoadResult, error) {
 	rel := in.rel(path)
 	in.mu.Lock()
 	in.files[rel] = File{Path: rel, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(text))}
+	if !inPackage(rel) {
+		in.texts[rel] = text
+	}
 	in.mu.Unlock()
 	contents := string(text)
 	return api.OnLoadResult{Contents: &contents, Loader: loader, ResolveDir: filepath.Dir(path)}, nil
@@ -283,15 +289,28 @@ type metafile struct {
 			Path     string `json:"path"`
 			Kind     string `json:"kind"`
 			External bool   `json:"external"`
+			Original string `json:"original"`
 		} `json:"imports"`
 	} `json:"inputs"`
 }
 
+// inPackage reports whether the input named p (relative to the entry's directory) lies
+// in a package under node_modules.
+func inPackage(p string) bool { return strings.Contains("/"+p, "/node_modules/") }
+
+// text returns an own input's text, by its name relative to the entry's directory.
+func (in *inputs) text(rel string) []byte {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.texts[rel]
+}
+
 // refuseCycles refuses an import cycle among the workflow's own files (outside
 // node_modules): esbuild would bundle it, and a module would then read another's
-// bindings before they are initialized. Cycles inside packages are the packages'.
-func refuseCycles(meta metafile) error {
-	own := func(p string) bool { return !strings.Contains("/"+p, "/node_modules/") }
+// bindings before they are initialized. Cycles inside packages are the packages'. The
+// error is located at the import that closes the cycle, found in its file's text.
+func refuseCycles(meta metafile, text func(string) []byte) error {
+	own := func(p string) bool { return !inPackage(p) }
 	names := make([]string, 0, len(meta.Inputs))
 	for name := range meta.Inputs {
 		if own(name) {
@@ -333,11 +352,37 @@ func refuseCycles(meta metafile) error {
 			continue
 		}
 		if c := visit(n); c != nil {
-			return &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidWorkflow, File: c[0],
+			from, to := c[len(c)-2], c[len(c)-1]
+			e := &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidWorkflow, File: from,
 				Message: "bundle: import cycle: " + strings.Join(c, " -> ") + ": a module of the cycle would run before the ones it imports are initialized; move what they share into a module of its own"}
+			for _, imp := range meta.Inputs[from].Imports {
+				if imp.Path == to && imp.Original != "" {
+					e.Line, e.Column = specifierAt(text(from), imp.Original)
+					break
+				}
+			}
+			return e
 		}
 	}
 	return nil
+}
+
+// specifierAt returns the 1-based line and column of the first quoted occurrence of
+// the module specifier spec in text, or zeros.
+func specifierAt(text []byte, spec string) (line, col int) {
+	i := -1
+	for _, q := range []string{"'", `"`, "`"} {
+		if j := bytes.Index(text, []byte(q+spec+q)); j >= 0 && (i < 0 || j < i) {
+			i = j
+		}
+	}
+	if i < 0 {
+		return 0, 0
+	}
+	before := text[:i]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
+	return line, col
 }
 
 // builtinFilter preselects import paths that may name a Node built-in (Go regular

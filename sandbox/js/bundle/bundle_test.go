@@ -179,7 +179,11 @@ func TestRefused(t *testing.T) {
 		{"malformed tsconfig.json", map[string]string{"workflow.ts": "export default {}\n", "tsconfig.json": "{ \"compilerOptions\": { \"paths\": [ }\n"},
 			"tsconfig.json", 1, 35, "Unexpected"},
 		{"cycle", map[string]string{"workflow.ts": "import { a } from './a'\nexport default { a }\n", "a.ts": "import { b } from './b'\nexport const a = () => b\n", "b.ts": "import { a } from './a'\nexport const b = () => a\n"},
-			"a.ts", 0, 0, "import cycle: a.ts -> b.ts -> a.ts"},
+			"b.ts", 1, 19, "import cycle: a.ts -> b.ts -> a.ts"},
+		{"cycle through a directory's index", map[string]string{"workflow.ts": "import { a } from './lib/a'\nexport default { a }\n",
+			"lib/a.ts": "import { b } from './b'\nexport const a = () => b\n", "lib/b.ts": "// b needs a\nconst x = 1; import { a } from \"./index.js\"\nexport const b = () => a + x\n",
+			"lib/index.js": "export * from './a'\n"},
+			"lib/index.js", 1, 15, "import cycle: lib/a.ts -> lib/b.ts -> lib/index.js -> lib/a.ts"},
 		{"unsupported file type", map[string]string{"workflow.ts": "import css from './x.css'\nexport default { css }\n", "x.css": "a {}\n"},
 			"workflow.ts", 1, 17, "x.css: a workflow imports only"},
 	}
