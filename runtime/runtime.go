@@ -19,7 +19,6 @@ import (
 	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/sandbox"
-	"github.com/scripthost/scripthost/sandbox/js/bundle"
 )
 
 // Config wires a Runtime. Store, Engines and Tools are required.
@@ -168,7 +167,7 @@ func (rt *Runtime) Validate(ctx context.Context, path string, source []byte) (*D
 	if err != nil {
 		return nil, err
 	}
-	code, _, err := Build(lang, path, source)
+	code, _, err := rt.build(ctx, lang, path, source)
 	if err != nil {
 		return nil, err
 	}
@@ -179,14 +178,13 @@ func (rt *Runtime) Validate(ctx context.Context, path string, source []byte) (*D
 	return l.def, nil
 }
 
-// Build returns what is stored for a workflow file of language lang, and the files it
-// was built from. A JavaScript or TypeScript workflow is bundled with the modules and
-// packages it imports (see bundle.Build; source is the entry's text, read from path
-// when nil); one that imports nothing is stored as its own text, so that its hash is
-// the file's, as it always was. A Wasm module is stored as it is.
-func Build(lang, path string, source []byte) ([]byte, []ledger.SourceFile, error) {
-	if lang != "js" && lang != "ts" {
-		return source, nil, nil
+// build returns what is stored for a workflow file of language lang, and the files it
+// was built from: its engine gathers the modules and packages it imports when it can
+// (sandbox.Builder). source is the file's text, read from path when nil.
+func (rt *Runtime) build(ctx context.Context, lang, path string, source []byte) ([]byte, []ledger.SourceFile, error) {
+	eng, ok := rt.cfg.Engines[lang]
+	if !ok {
+		return nil, nil, fmt.Errorf("runtime: %s: no engine for language %q", path, lang)
 	}
 	if source == nil {
 		b, err := os.ReadFile(path)
@@ -195,16 +193,13 @@ func Build(lang, path string, source []byte) ([]byte, []ledger.SourceFile, error
 		}
 		source = b
 	}
-	b, err := bundle.Build(path, source)
+	b, err := sandbox.Build(ctx, eng, path, source)
 	if err != nil {
 		return nil, nil, err
 	}
-	manifest := make([]ledger.SourceFile, len(b.Manifest))
-	for i, f := range b.Manifest {
-		manifest[i] = ledger.SourceFile{Path: f.Path, SHA256: f.SHA256, Size: f.Size}
-	}
-	if b.Single() {
-		return source, manifest, nil
+	var manifest []ledger.SourceFile
+	for _, f := range b.Files {
+		manifest = append(manifest, ledger.SourceFile{Path: f.Path, SHA256: f.SHA256, Size: f.Size})
 	}
 	return b.Code, manifest, nil
 }
@@ -242,7 +237,7 @@ func (rt *Runtime) Load(ctx context.Context, f WorkflowFile) (ledger.WorkflowVer
 	if abs, err := filepath.Abs(f.Path); err == nil {
 		f.Path = abs
 	}
-	code, manifest, err := Build(lang, f.Path, f.Source)
+	code, manifest, err := rt.build(ctx, lang, f.Path, f.Source)
 	if err != nil {
 		return ledger.WorkflowVersion{}, err
 	}

@@ -203,3 +203,37 @@ func (e *LimitError) AsError() *scripthost.Error {
 	}
 	return &scripthost.Error{Class: scripthost.ClassLogic, Code: code, Message: e.Error(), Err: e}
 }
+
+// Builder is an Engine whose modules may be made of several files. Build gathers the
+// entry file (its text is code) and everything it imports into the one program Load
+// accepts, reading the other files from disk. The program is what a host stores, so
+// that a stored version runs without the files.
+type Builder interface {
+	Build(ctx context.Context, entry string, code []byte) (Built, error)
+}
+
+// Built is a module gathered from files.
+type Built struct {
+	// Code is the program to store and load.
+	Code []byte
+	// Files are the files it was built from, the entry among them; none for an engine
+	// that is not a Builder.
+	Files []SourceFile
+}
+
+// SourceFile is one file a module was built from.
+type SourceFile struct {
+	// Path is relative to the entry's directory, with forward slashes.
+	Path   string
+	SHA256 string // hex SHA-256 of the content read
+	Size   int64
+}
+
+// Build gathers a module with eng when it is a Builder; otherwise the module is code
+// itself.
+func Build(ctx context.Context, eng Engine, entry string, code []byte) (Built, error) {
+	if b, ok := eng.(Builder); ok {
+		return b.Build(ctx, entry, code)
+	}
+	return Built{Code: code}, nil
+}

@@ -14,7 +14,7 @@ import (
 
 func langOf(path string) (string, error) { return runtime.Language(path) }
 
-// validateOnly bundles a workflow (see runtime.Build), loads it in its engine and
+// validateOnly bundles a workflow (see sandbox.Builder), loads it in its engine and
 // checks its definition, without a ledger; it returns a one-line summary.
 func validateOnly(ctx context.Context, path string, src []byte) (string, error) {
 	lang, err := runtime.Language(path)
@@ -34,11 +34,11 @@ func validateOnly(ctx context.Context, path string, src []byte) (string, error) 
 	}
 	// A JavaScript or TypeScript workflow is bundled with its imports first, as a
 	// load bundles it: imports are checked, and what is refused at load is refused here.
-	code, _, err := runtime.Build(lang, path, src)
+	built, err := sandbox.Build(ctx, eng, path, src)
 	if err != nil {
 		return "", err
 	}
-	prog, err := eng.Load(ctx, sandbox.Source{Name: filepath.Base(path), Code: code})
+	prog, err := eng.Load(ctx, sandbox.Source{Name: filepath.Base(path), Code: built.Code})
 	if err != nil {
 		return "", err
 	}
