@@ -14,12 +14,9 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/fixture"
-	"github.com/scripthost/scripthost/hostfuncs"
-	"github.com/scripthost/scripthost/hostfuncs/httptool"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/ledger/postgres"
 	"github.com/scripthost/scripthost/ledger/sqlite"
-	"github.com/scripthost/scripthost/sandbox"
 )
 
 func init() { commands = append(commands, newFixtureCmd) }
@@ -347,18 +344,7 @@ func replayWorkflow(ctx context.Context, g *globals, f testFlags, path string) e
 		}
 		return usagef("%s in %s", what, f.replay.ledger)
 	}
-	var tools []*hostfuncs.Tool
-	if f.tools != "" {
-		if tools, err = httptool.Load(f.tools, fixtureEnv); err != nil {
-			return usageError{err: err}
-		}
-	}
-	r, err := fixture.NewRunner(fixture.Options{
-		OpenStore: openFixtureStore,
-		Tools:     tools,
-		Limits:    sandbox.Limits{Timeout: f.timeout},
-		Settle:    replayTimeout,
-	})
+	r, err := newFixtureRunner(f, replayTimeout)
 	if err != nil {
 		return err
 	}

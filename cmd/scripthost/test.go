@@ -98,17 +98,7 @@ func testWorkflow(ctx context.Context, g *globals, f testFlags, path string) err
 	if err != nil {
 		return usageError{err: err}
 	}
-	var tools []*hostfuncs.Tool
-	if f.tools != "" {
-		if tools, err = httptool.Load(f.tools, fixtureEnv); err != nil {
-			return usageError{err: err}
-		}
-	}
-	r, err := fixture.NewRunner(fixture.Options{
-		OpenStore: openFixtureStore,
-		Tools:     tools,
-		Limits:    sandbox.Limits{Timeout: f.timeout},
-	})
+	r, err := newFixtureRunner(f, 0)
 	if err != nil {
 		return err
 	}
@@ -125,4 +115,23 @@ func testWorkflow(ctx context.Context, g *globals, f testFlags, path string) err
 		return testFailed{failed: failed, total: len(results)}
 	}
 	return nil
+}
+
+// newFixtureRunner is the runner of test's fixtures and replays: the tools of --tools
+// (their schemas; fixtures and recordings answer them), the handler timeout, and
+// settle, how long a replayed run may wait for its retries (0: the runner's default).
+func newFixtureRunner(f testFlags, settle time.Duration) (*fixture.Runner, error) {
+	var tools []*hostfuncs.Tool
+	if f.tools != "" {
+		var err error
+		if tools, err = httptool.Load(f.tools, fixtureEnv); err != nil {
+			return nil, usageError{err: err}
+		}
+	}
+	return fixture.NewRunner(fixture.Options{
+		OpenStore: openFixtureStore,
+		Tools:     tools,
+		Limits:    sandbox.Limits{Timeout: f.timeout},
+		Settle:    settle,
+	})
 }
