@@ -165,11 +165,21 @@ func TestServeUISkipEvent(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(e.ws, "order-2.txt"))
 		return err == nil && string(b) == "n=2"
 	})
-	var status string
-	step("the old run is superseded",
-		chromedp.Navigate(s.base+"/#/run/"+failed.ID),
-		chromedp.WaitVisible(`#run-events`, chromedp.ByQuery),
-		chromedp.Text(`#run-status`, &status, chromedp.ByQuery))
+	// The skip leads to the retry's page: open the old run's page again and read its
+	// status once the page shows that run (the retry's page is still there until the
+	// new one renders).
+	var status, title string
+	for range 40 {
+		step("the old run is superseded",
+			chromedp.Navigate(s.base+"/#/run/"+failed.ID),
+			chromedp.WaitVisible(`#run-events`, chromedp.ByQuery),
+			chromedp.Text(`main h1`, &title, chromedp.ByQuery),
+			chromedp.Text(`#run-status`, &status, chromedp.ByQuery))
+		if strings.Contains(title, failed.ID) && status == scripthost.StatusSuperseded {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 	if status != scripthost.StatusSuperseded {
 		t.Errorf("run page: status %q, want superseded", status)
 	}

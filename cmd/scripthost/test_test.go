@@ -60,6 +60,13 @@ func TestExampleFixtures(t *testing.T) {
 				t.Skip("no workflow here")
 			}
 			found++
+			// An example with npm dependencies needs them installed (make digest runs
+			// npm ci and then its fixtures, in CI too); the unit tests stay offline.
+			if _, err := os.Stat(filepath.Join(dir, "package.json")); err == nil {
+				if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
+					t.Skipf("%s has npm dependencies that are not installed: npm ci there first (make digest does)", dir)
+				}
+			}
 			fixtures := filepath.Join(dir, "fixtures")
 			if _, err := os.Stat(fixtures); err != nil {
 				t.Fatalf("%s has no fixtures directory: every example workflow needs fixtures", dir)
