@@ -50,6 +50,7 @@ func routes(s *Server) []route {
 		{"POST", "/api/v1/agent/sessions/{id}/approve", s.decide(true)},
 		{"POST", "/api/v1/agent/sessions/{id}/deny", s.decide(false)},
 		{"GET", "/api/v1/actions", s.actions},
+		{"GET", "/api/v1/attention", s.attention},
 	}
 }
 
