@@ -1,12 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/chromedp/chromedp"
+
+	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/internal/fakesvc"
 )
 
@@ -82,4 +90,116 @@ func TestAttentionCLIAndAPIAgree(t *testing.T) {
 		!strings.Contains(out, "params: ") {
 		t.Errorf("attention: exit %d, got\n%s%s\nwant it to show the params and say %q", exit, out, errOut, want)
 	}
+}
+
+// TestServeUIAttention drives the UI in headless Chromium: the nav counts what needs
+// attention, the Needs attention page lists the indeterminate mutation with its params
+// and age and the handler it blocks, the Workflows page says the workflow is blocked,
+// the Indeterminate page shows the params too, and resolving the mutation from the
+// Needs attention page (the dialog shows the params) records it in the ledger and
+// empties the page.
+func TestServeUIAttention(t *testing.T) {
+	browser := chromium(t)
+	t.Setenv(tokenEnv, e2eToken)
+	e, _, m := indeterminate(t, fakesvc.ApplyDrop)
+	s := startServe(t, e.db, e.wf, "--tools", e.tools, "--workspace", e.dir, "--token", testServeToken)
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, m.Params); err != nil || compact.Len() == 0 {
+		t.Fatalf("setup: mutation params %q: %v", m.Params, err)
+	}
+	wantParams := compact.String()
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelTab := chromedp.NewContext(actx)
+	defer cancelTab()
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	dir := artifacts(t)
+	shot := func(name string) chromedp.Action {
+		return chromedp.ActionFunc(func(ctx context.Context) error {
+			var png []byte
+			if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
+		})
+	}
+	step := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+
+	var queueCount, attentionCount string
+	step("log in; the nav counts",
+		chromedp.Navigate(s.base+"/"),
+		chromedp.WaitVisible(`#token`, chromedp.ByQuery),
+		chromedp.SendKeys(`#token`, testServeToken, chromedp.ByQuery),
+		chromedp.SendKeys(`#operator`, "dana", chromedp.ByQuery),
+		chromedp.Click(`#login`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#nav-queue-count`, chromedp.ByQuery),
+		chromedp.Text(`#nav-queue-count`, &queueCount, chromedp.ByQuery),
+		chromedp.Text(`#nav-attention-count`, &attentionCount, chromedp.ByQuery))
+	if queueCount != "1" || attentionCount != "2" {
+		t.Errorf("nav: indeterminate count %q, attention count %q; want 1 and 2 (the mutation and the handler it blocks)", queueCount, attentionCount)
+	}
+
+	mutRow := `#attention-indeterminate tr[data-mutation="` + m.ID + `"]`
+	var params, blockedText, wfState, queueParams, dialogParams string
+	step("the Needs attention page",
+		chromedp.Click(`#nav-attention`, chromedp.ByQuery),
+		chromedp.WaitVisible(mutRow, chromedp.ByQuery),
+		chromedp.Text(mutRow+` .params`, &params, chromedp.ByQuery),
+		chromedp.Text(`#attention-blocked tbody`, &blockedText, chromedp.ByQuery),
+		shot("attention"))
+	if params != wantParams {
+		t.Errorf("attention page params: got %q, want %q", params, wantParams)
+	}
+	if !strings.Contains(blockedText, "resolve "+m.ID) || !strings.Contains(blockedText, string(scripthost.StatusPausedReconciliation)) {
+		t.Errorf("blocked handlers: got %q, want the run paused on the mutation, unblocked by resolving %s", blockedText, m.ID)
+	}
+	step("the Workflows page says blocked",
+		chromedp.Navigate(s.base+"/#/workflows"),
+		chromedp.WaitVisible(`tr[data-workflow] .status`, chromedp.ByQuery),
+		chromedp.Text(`tr[data-workflow] .status`, &wfState, chromedp.ByQuery))
+	if wfState != "blocked" {
+		t.Errorf("workflows page state: got %q, want blocked", wfState)
+	}
+	step("the Indeterminate page shows the params",
+		chromedp.Navigate(s.base+"/#/queue"),
+		chromedp.WaitVisible(`#queue tr[data-mutation="`+m.ID+`"] .params`, chromedp.ByQuery),
+		chromedp.Text(`#queue tr[data-mutation="`+m.ID+`"] .params`, &queueParams, chromedp.ByQuery))
+	if queueParams != wantParams {
+		t.Errorf("indeterminate page params: got %q, want %q", queueParams, wantParams)
+	}
+	step("resolve from Needs attention",
+		chromedp.Navigate(s.base+"/#/attention"),
+		chromedp.WaitVisible(mutRow+` button.resolve-skipped`, chromedp.ByQuery),
+		chromedp.Click(mutRow+` button.resolve-skipped`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#resolve-params`, chromedp.ByQuery),
+		chromedp.Text(`#resolve-params`, &dialogParams, chromedp.ByQuery),
+		shot("attention-resolve"),
+		chromedp.Click(`#modal-confirm`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(mutRow, chromedp.ByQuery))
+	if dialogParams != wantParams {
+		t.Errorf("resolve dialog params: got %q, want %q", dialogParams, wantParams)
+	}
+	got := e.mutations()[0]
+	if got.Status != scripthost.MutationSkipped || got.ResolvedBy != "dana" {
+		t.Errorf("mutation after resolving it from Needs attention: %s by %q, want skipped by dana", got.Status, got.ResolvedBy)
+	}
+	waitFor(t, func() bool { return e.consumerRuns()[0].Status == scripthost.StatusCommitted })
+	step("nothing needs attention",
+		chromedp.Navigate(s.base+"/#/attention"),
+		chromedp.WaitVisible(`#attention-none`, chromedp.ByQuery),
+		shot("attention-none"))
 }
