@@ -51,6 +51,7 @@ func routes(s *Server) []route {
 		{"POST", "/api/v1/agent/sessions/{id}/deny", s.decide(false)},
 		{"GET", "/api/v1/actions", s.actions},
 		{"GET", "/api/v1/attention", s.attention},
+		{"GET", "/api/v1/overview", s.overview},
 	}
 }
 

@@ -93,7 +93,7 @@ func TestAttentionCLIAndAPIAgree(t *testing.T) {
 }
 
 // TestServeUIAttention drives the UI in headless Chromium: the nav counts what needs
-// attention, the Needs attention page lists the indeterminate mutation with its params
+// attention, the Overview page counts the paused run, the Needs attention page lists the indeterminate mutation with its params
 // and age and the handler it blocks, the Workflows page says the workflow is blocked,
 // the Indeterminate page shows the params too, and resolving the mutation from the
 // Needs attention page (the dialog shows the params) records it in the ledger and
@@ -151,6 +151,18 @@ func TestServeUIAttention(t *testing.T) {
 		chromedp.Text(`#nav-attention-count`, &attentionCount, chromedp.ByQuery))
 	if queueCount != "1" || attentionCount != "2" {
 		t.Errorf("nav: indeterminate count %q, attention count %q; want 1 and 2 (the mutation and the handler it blocks)", queueCount, attentionCount)
+	}
+
+	var pausedRuns, rate string
+	pausedRow := `#overview-runs tr[data-status="` + string(scripthost.StatusPausedReconciliation) + `"]`
+	step("the Overview page",
+		chromedp.Click(`#nav-overview`, chromedp.ByQuery),
+		chromedp.WaitVisible(pausedRow, chromedp.ByQuery),
+		chromedp.Text(pausedRow+` td:last-child`, &pausedRuns, chromedp.ByQuery),
+		chromedp.Text(`#overview-rate`, &rate, chromedp.ByQuery),
+		shot("overview"))
+	if pausedRuns != "1" || rate == "0.00 /min" {
+		t.Errorf("overview: %q runs paused:reconciliation at %q; want 1, and the runs of the last hour counted", pausedRuns, rate)
 	}
 
 	mutRow := `#attention-indeterminate tr[data-mutation="` + m.ID + `"]`

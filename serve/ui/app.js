@@ -406,6 +406,29 @@ function attentionPage() {
   live(render);
 }
 
+// ---- overview ----
+
+function overviewPage() {
+  const body = h("div", { id: "overview" });
+  const rate = (x) => (x * 60).toFixed(2) + " /min";
+  const render = async () => {
+    const o = await api("/overview");
+    const statuses = Object.keys(o.runs).sort();
+    body.replaceChildren(
+      h("div", { class: "card" }, h("dl", { class: "kv" },
+        h("dt", {}, "runs (last " + age(o.window_seconds) + ")"), h("dd", { id: "overview-rate" }, rate(o.runs_per_second)),
+        h("dt", {}, "failures (last " + age(o.window_seconds) + ")"), h("dd", { id: "overview-failures" }, rate(o.failures_per_second)))),
+      h("h2", {}, "Runs by status"),
+      table(["Status", "Runs"], statuses.map((st) => h("tr", { "data-status": st },
+        h("td", {}, h("a", { href: "#/runs?status=" + encodeURIComponent(st) }, status(st))), h("td", {}, o.runs[st]))), { id: "overview-runs" }),
+      h("h2", {}, "Phase times (last " + age(o.window_seconds) + ")"),
+      table(["Phase", "Count", "p50", "p99"], o.phases.map((p) => h("tr", { "data-phase": p.phase },
+        h("td", {}, p.phase), h("td", {}, p.count), h("td", {}, p.p50_ms + " ms"), h("td", {}, p.p99_ms + " ms"))), { id: "overview-phases" }));
+  };
+  page("Overview", body);
+  live(render);
+}
+
 // setCounts shows the attention counts in the nav.
 function setCounts(c) {
   const put = (id, n) => { const el = document.getElementById(id); if (el) { el.textContent = n ? String(n) : ""; el.hidden = !n; } };
@@ -581,6 +604,7 @@ function route() {
     case "mutations": return mutationsPage();
     case "queue": return queuePage();
     case "attention": return attentionPage();
+    case "overview": return overviewPage();
     case "workflows": return workflowsPage();
     case "plans": return plansPage();
     case "plan": return planPage(parts.slice(1).join("/"));
