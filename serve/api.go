@@ -52,6 +52,7 @@ func routes(s *Server) []route {
 		{"GET", "/api/v1/actions", s.actions},
 		{"GET", "/api/v1/attention", s.attention},
 		{"GET", "/api/v1/overview", s.overview},
+		{"GET", "/api/v1/hosts", s.hosts},
 	}
 }
 

@@ -36,3 +36,13 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, o)
 	return nil
 }
+
+// hosts answers which host holds which workflow (view.HostsOf).
+func (s *Server) hosts(w http.ResponseWriter, r *http.Request) error {
+	h, err := view.HostsOf(r.Context(), s.cfg.Store, s.cfg.Clock)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, h)
+	return nil
+}

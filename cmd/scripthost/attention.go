@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	commands = append(commands, newAttentionCmd)
+	commands = append(commands, newAttentionCmd, newHostsCmd)
 }
 
 func newAttentionCmd(g *globals) *cobra.Command {
@@ -90,4 +90,56 @@ func printAttention(w io.Writer, a view.Attention) {
 				l.Owner, l.Workflow, age(l.ExpiredSeconds))
 		}
 	}
+}
+
+func newHostsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "hosts",
+		Short: "List the hosts that share the ledger and the workflows each holds",
+		Long: `List the hosts that share a PostgreSQL ledger and the workflows whose leases each
+holds now, with when each lease expires. A host claims a workflow's lease for each
+pass over it and releases it after, so a workflow between passes is listed as free.
+A host whose every lease has expired stopped renewing them: the next host to claim
+each takes it over, and logs "lease taken over". A SQLite ledger has one host and no
+leases.
+
+--json prints what GET /api/v1/hosts answers.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				h, err := view.HostsOf(cmd.Context(), store, time.Now)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(g.Stdout, h)
+				}
+				if !h.Shared {
+					fmt.Fprintln(g.Stdout, "this ledger is not shared (SQLite): one host, no leases")
+					return nil
+				}
+				var rows [][]string
+				for _, x := range h.Hosts {
+					state := "renewing"
+					if x.Stale {
+						state = "stale"
+					}
+					for _, l := range x.Leases {
+						exp := l.ExpiresAt.Format(time.RFC3339)
+						if l.Expired {
+							exp += " (expired)"
+						}
+						rows = append(rows, []string{x.Owner, state, l.Workflow, fmt.Sprint(l.Claims), exp})
+					}
+				}
+				for _, f := range h.Free {
+					rows = append(rows, []string{"-", "-", f.Workflow, fmt.Sprint(f.Claims), "free"})
+				}
+				return table(g.Stdout, "HOST\tSTATE\tWORKFLOW\tCLAIMS\tLEASE EXPIRES", rows)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the hosts as JSON")
+	return cmd
 }

@@ -429,6 +429,29 @@ function overviewPage() {
   live(render);
 }
 
+// ---- hosts ----
+
+function hostsPage() {
+  const body = h("div", { id: "hosts" });
+  const render = async () => {
+    const x = await api("/hosts");
+    if (!x.shared) { body.replaceChildren(h("p", { class: "muted" }, "This ledger is not shared (SQLite): one host, no leases.")); return; }
+    const rows = [];
+    for (const host of x.hosts) {
+      for (const l of host.leases) {
+        rows.push(h("tr", { "data-host": host.owner, "data-workflow": l.workflow },
+          h("td", { class: "mono" }, host.owner), h("td", {}, status(host.stale ? "stale" : "renewing")), h("td", {}, l.workflow),
+          h("td", {}, l.claims), h("td", {}, time(l.expires_at) + (l.expired ? " (expired)" : ""))));
+      }
+    }
+    for (const f of x.free) rows.push(h("tr", { "data-workflow": f.workflow }, h("td", {}, "-"), h("td", {}, status("free")), h("td", {}, f.workflow), h("td", {}, f.claims), h("td", {}, "-")));
+    body.replaceChildren(h("p", { class: "muted" }, "A host holds a workflow's lease while it drives a pass over it; a stale host stopped renewing, and the next host to claim its workflows takes them over."),
+      table(["Host", "State", "Workflow", "Claims", "Lease expires"], rows, { id: "hosts-table" }));
+  };
+  page("Hosts", body);
+  live(render);
+}
+
 // setCounts shows the attention counts in the nav.
 function setCounts(c) {
   const put = (id, n) => { const el = document.getElementById(id); if (el) { el.textContent = n ? String(n) : ""; el.hidden = !n; } };
@@ -605,6 +628,7 @@ function route() {
     case "queue": return queuePage();
     case "attention": return attentionPage();
     case "overview": return overviewPage();
+    case "hosts": return hostsPage();
     case "workflows": return workflowsPage();
     case "plans": return plansPage();
     case "plan": return planPage(parts.slice(1).join("/"));
