@@ -16,6 +16,7 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/internal/fakesvc"
+	"github.com/scripthost/scripthost/internal/view"
 )
 
 // withoutClock drops what depends on the moment the report was made (at, the ages),
@@ -214,4 +215,63 @@ func TestServeUIAttention(t *testing.T) {
 		chromedp.Navigate(s.base+"/#/attention"),
 		chromedp.WaitVisible(`#attention-none`, chromedp.ByQuery),
 		shot("attention-none"))
+}
+
+// hostsOf runs `hosts --json` on db.
+func hostsOf(t *testing.T, db string) view.Hosts {
+	t.Helper()
+	code, out, errOut := cli(t, "", "--db", db, "hosts", "--json")
+	if code != 0 {
+		t.Fatalf("hosts --json: exit %d: %s", code, errOut)
+	}
+	var h view.Hosts
+	if err := json.Unmarshal([]byte(out), &h); err != nil {
+		t.Fatalf("hosts --json: %v\n%s", err, out)
+	}
+	return h
+}
+
+// TestHostsTakeover shares a PostgreSQL ledger between two host processes: host-a
+// dies holding the workflow's lease (at its charge request), `hosts` lists it holding
+// the workflow and, once the lease runs out, as stale, and `attention` lists it among
+// the hosts that stopped renewing; host-b then takes the workflow over and logs the
+// takeover, naming host-a, and `hosts` no longer lists host-a.
+func TestHostsTakeover(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	svc := fakesvc.New()
+	defer svc.Close()
+	e := newSharedEnv(t, svc, "tools-blind.json", 1, "500ms")
+	bin := crashBinary(t)
+	a := startShared(t, bin, e, "host-a", "tool:after-execute", "2s")
+	if !a.wait(t, time.Minute, "host a") {
+		t.Fatalf("host a did not reach its failpoint:\n%s", a.out.String())
+	}
+	h := hostsOf(t, e.db)
+	if len(h.Hosts) != 1 || h.Hosts[0].Owner != "host-a" || len(h.Hosts[0].Leases) != 1 {
+		t.Fatalf("hosts after host-a died: got %+v, want host-a holding the workflow", h)
+	}
+	waitFor(t, func() bool { h = hostsOf(t, e.db); return len(h.Hosts) == 1 && h.Hosts[0].Stale })
+	code, out, errOut := cli(t, "", "--db", e.db, "attention", "--json")
+	var att view.Attention
+	if code != 0 || json.Unmarshal([]byte(out), &att) != nil {
+		t.Fatalf("attention --json: exit %d: %s%s", code, out, errOut)
+	}
+	if len(att.StaleHosts) != 1 || att.StaleHosts[0].Owner != "host-a" {
+		t.Errorf("attention: stale hosts %+v, want host-a", att.StaleHosts)
+	}
+
+	b := startShared(t, bin, e, "host-b", "", "2s")
+	waitFor(t, func() bool {
+		for _, x := range hostsOf(t, e.db).Hosts {
+			if x.Owner == "host-a" {
+				return false
+			}
+		}
+		return true
+	})
+	b.stop(t, "host b")
+	log := b.out.String()
+	if !strings.Contains(log, "lease taken over") || !strings.Contains(log, "from=host-a") {
+		t.Errorf("host-b did not log the takeover from host-a:\n%s", log)
+	}
 }
