@@ -22,6 +22,10 @@ type Lease struct {
 	Owner     string    `json:"owner"`
 	Token     int64     `json:"token"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// TakenFrom, on a lease ClaimLease returns, names the host that held it until it
+	// expired unreleased (a takeover: that host stopped renewing it); empty when the
+	// lease was free or released.
+	TakenFrom string `json:"taken_from,omitempty"`
 }
 
 // Leaser is implemented by stores that several hosts share (PostgreSQL). A host drives

@@ -72,6 +72,10 @@ func (rt *Runtime) withLease(ctx context.Context, workflow string, pass func(con
 	if err != nil || !ok {
 		return false, false, err
 	}
+	if lease.TakenFrom != "" {
+		rt.cfg.Logger.Warn("lease taken over: its holder stopped renewing it", "workflow", workflow, "from", lease.TakenFrom,
+			"owner", opts.Owner, "token", lease.Token)
+	}
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup

@@ -36,6 +36,32 @@ type Stuck struct {
 // Outstanding looks at the newest run of every handler of the named workflows' newest
 // versions and sorts the unfinished ones into blocked and waiting.
 func (rt *Runtime) Outstanding(ctx context.Context, workflows []string) (Outstanding, error) {
+	return rt.outstanding(ctx, workflows, func(ctx context.Context, wf string) (*Definition, error) {
+		def, _, err := rt.Definition(ctx, wf)
+		return def, err
+	})
+}
+
+// OutstandingIn is Outstanding for a reader of the ledger that runs nothing (the
+// attention report of the CLI and of scripthost serve): each workflow's definition is
+// the one its newest stored version records. transientRetries is the host's cap on
+// automatic retries of transient pauses (0: the default, 5).
+func OutstandingIn(ctx context.Context, store ledger.Store, clock func() time.Time, transientRetries int, workflows []string) (Outstanding, error) {
+	if transientRetries == 0 {
+		transientRetries = 5
+	}
+	rt := &Runtime{cfg: Config{Store: store, Clock: clock, TransientRetries: transientRetries}}
+	return rt.outstanding(ctx, workflows, func(ctx context.Context, wf string) (*Definition, error) {
+		v, err := store.WorkflowVersion(ctx, wf, 0)
+		if err != nil {
+			return nil, err
+		}
+		return ParseDefinition(v.Definition)
+	})
+}
+
+func (rt *Runtime) outstanding(ctx context.Context, workflows []string,
+	definition func(context.Context, string) (*Definition, error)) (Outstanding, error) {
 	var out Outstanding
 	due := func(t time.Time) {
 		if out.NextDue.IsZero() || t.Before(out.NextDue) {
@@ -44,7 +70,7 @@ func (rt *Runtime) Outstanding(ctx context.Context, workflows []string) (Outstan
 	}
 	now := rt.now()
 	for _, wf := range workflows {
-		def, _, err := rt.Definition(ctx, wf)
+		def, err := definition(ctx, wf)
 		if err != nil {
 			return out, fmt.Errorf("runtime: workflow %s: %w", wf, err)
 		}

@@ -50,6 +50,9 @@ func routes(s *Server) []route {
 		{"POST", "/api/v1/agent/sessions/{id}/approve", s.decide(true)},
 		{"POST", "/api/v1/agent/sessions/{id}/deny", s.decide(false)},
 		{"GET", "/api/v1/actions", s.actions},
+		{"GET", "/api/v1/attention", s.attention},
+		{"GET", "/api/v1/overview", s.overview},
+		{"GET", "/api/v1/hosts", s.hosts},
 	}
 }
 

@@ -15,10 +15,11 @@ type leaseRow struct {
 	Owner     string    `db:"owner"`
 	Token     int64     `db:"claims"`
 	ExpiresAt time.Time `db:"expires_at"`
+	TakenFrom string    `db:"taken_from"`
 }
 
 func (r leaseRow) lease() ledger.Lease {
-	l := ledger.Lease{Workflow: r.Workflow, Owner: r.Owner, Token: r.Token, ExpiresAt: r.ExpiresAt.UTC()}
+	l := ledger.Lease{Workflow: r.Workflow, Owner: r.Owner, Token: r.Token, ExpiresAt: r.ExpiresAt.UTC(), TakenFrom: r.TakenFrom}
 	if r.Owner == "" {
 		l.ExpiresAt = time.Time{}
 	}
@@ -72,14 +73,17 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 		if _, err := tx.ExecContext(ctx, `INSERT INTO leases (workflow) VALUES (?) ON CONFLICT (workflow) DO NOTHING`, workflow); err != nil {
 			return s.dbErr("claim lease", err)
 		}
+		// free.owner is the holder before this claim: another host's, unreleased, when
+		// this claim takes an expired lease over.
 		err := tx.GetContext(ctx, &row, `WITH free AS (
-				SELECT workflow FROM leases
+				SELECT workflow, owner FROM leases
 				WHERE workflow = ? AND (owner = '' OR owner = ? OR expires_at < clock_timestamp())
 				FOR UPDATE SKIP LOCKED)
 			UPDATE leases l SET owner = ?, claims = l.claims + 1, claimed_at = clock_timestamp(), wanted_at = 'epoch',
 				expires_at = clock_timestamp() + ? * interval '1 millisecond'
 			FROM free WHERE l.workflow = free.workflow
-			RETURNING l.workflow, l.owner, l.claims, l.expires_at`, workflow, owner, owner, millis(ttl))
+			RETURNING l.workflow, l.owner, l.claims, l.expires_at,
+				CASE WHEN free.owner <> ? THEN free.owner ELSE '' END AS taken_from`, workflow, owner, owner, millis(ttl), owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil // taken by another host a moment ago
 		}

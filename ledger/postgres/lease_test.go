@@ -42,10 +42,16 @@ func TestLeases(t *testing.T) {
 	if lb.Token <= la.Token {
 		t.Errorf("token: got %d after %d, want it to grow at every claim", lb.Token, la.Token)
 	}
+	if la.TakenFrom != "" || lb.TakenFrom != "" {
+		t.Errorf("taken from: got %q and %q, want none for a fresh lease and one released", la.TakenFrom, lb.TakenFrom)
+	}
 	time.Sleep(20 * time.Millisecond) // b's lease of 1ms expires
 	la2, ok, err := a.ClaimLease(ctx, "wf", "host-a", time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("claim of an expired lease: got ok=%v err=%v, want it taken over", ok, err)
+	}
+	if la2.TakenFrom != "host-b" {
+		t.Errorf("taken from: got %q, want host-b, whose lease expired unreleased", la2.TakenFrom)
 	}
 	if _, err := b.RenewLease(ctx, lb, time.Minute); !errors.Is(err, ledger.ErrLeaseLost) {
 		t.Errorf("renew by the former holder: got %v, want ErrLeaseLost", err)

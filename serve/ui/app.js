@@ -289,37 +289,192 @@ function mutationsPage() {
   live(render);
 }
 
+// age says how long ago t was, or a number of seconds, in the largest two units.
+function age(t) {
+  const secs = typeof t === "number" ? t : Math.max(0, Math.floor((Date.now() - new Date(t)) / 1000));
+  if (isNaN(secs)) return "-";
+  const units = [["d", 86400], ["h", 3600], ["m", 60], ["s", 1]];
+  const parts = [];
+  let rest = secs;
+  for (const [u, n] of units) {
+    if (rest >= n || (u === "s" && !parts.length)) { parts.push(Math.floor(rest / n) + u); rest %= n; }
+    if (parts.length === 2) break;
+  }
+  return parts.join(" ");
+}
+
+function params(m) { return h("code", { class: "mono params" }, m.params === undefined ? "-" : JSON.stringify(m.params)); }
+
+// resolveMutation resolves m as as after a confirmation that shows what the mutation
+// was (tool, params, workflow, age), then calls after.
+async function resolveMutation(m, as, after) {
+  const result = h("textarea", { id: "resolve-result", placeholder: "the tool's result as JSON (optional)" });
+  const text = { applied: "The side effect happened: the run continues to next with this result.",
+    failed: "It did not happen: the events are released and a fresh run prepares again.",
+    skipped: "Leave it: the events are marked skipped and next runs with status skipped." }[as];
+  const facts = h("dl", { class: "kv", id: "resolve-facts" },
+    h("dt", {}, "workflow"), h("dd", {}, (m.workflow || "-") + (m.handler ? " / " + m.handler : "")),
+    h("dt", {}, "run"), h("dd", { class: "mono" }, m.run_id),
+    h("dt", {}, "tool"), h("dd", {}, m.tool),
+    h("dt", {}, "params"), h("dd", { id: "resolve-params" }, params(m)),
+    h("dt", {}, "age"), h("dd", { id: "resolve-age" }, age(m.created_at)),
+    h("dt", {}, "key"), h("dd", { class: "mono" }, m.idempotency_key));
+  const extra = h("div", {}, facts, as === "applied" ? h("label", {}, "Result", result) : null);
+  if (!(await confirmAction("Resolve mutation " + m.id + " as " + as + "? " + text, extra))) return;
+  const body = { as, by: operatorName() };
+  if (as === "applied" && result.value.trim()) {
+    try { body.result = JSON.parse(result.value); } catch (e) { fail(new Error("result is not valid JSON: " + e.message)); return; }
+  }
+  try { await api("/mutations/" + m.id + "/resolve", { method: "POST", body }); await after(); } catch (e) { fail(e); }
+}
+
+function resolveButtons(m, after) {
+  return ["applied", "failed", "skipped"].map((as) => h("button", { class: "resolve-" + as, onclick: () => resolveMutation(m, as, after) }, as));
+}
+
 function queuePage() {
   const tbody = h("tbody");
-  const resolve = async (m, as) => {
-    const result = h("textarea", { id: "resolve-result", placeholder: "the tool's result as JSON (optional)" });
-    const extra = as === "applied" ? h("label", {}, "Result", result) : null;
-    const text = { applied: "The side effect happened: the run continues to next with this result.",
-      failed: "It did not happen: the events are released and a fresh run prepares again.",
-      skipped: "Leave it: the events are marked skipped and next runs with status skipped." }[as];
-    if (!(await confirmAction("Resolve mutation " + m.id + " (" + m.tool + ", key " + m.idempotency_key + ") as " + as + "? " + text, extra))) return;
-    const body = { as, by: operatorName() };
-    if (as === "applied" && result.value.trim()) {
-      try { body.result = JSON.parse(result.value); } catch (e) { fail(new Error("result is not valid JSON: " + e.message)); return; }
-    }
-    try { await api("/mutations/" + m.id + "/resolve", { method: "POST", body }); await render(); } catch (e) { fail(e); }
-  };
   const render = async () => {
     const ms = await api("/mutations/indeterminate");
-    tbody.replaceChildren(...mutationRows(ms, (m) => ["applied", "failed", "skipped"].map((as) =>
-      h("button", { class: "resolve-" + as, onclick: () => resolve(m, as) }, as))));
+    tbody.replaceChildren(...ms.map((m) => h("tr", { "data-mutation": m.id },
+      h("td", { class: "mono" }, m.id), h("td", {}, m.workflow || "-"), h("td", {}, runLink(m.run_id)), h("td", {}, m.tool),
+      h("td", {}, params(m)), h("td", {}, age(m.created_at)), h("td", { class: "mono" }, m.idempotency_key),
+      h("td", {}, m.reconcile_attempts), h("td", { class: "error" }, m.error || ""), h("td", {}, resolveButtons(m, render)))));
   };
   page("Indeterminate mutations", h("p", { class: "muted" }, "Side effects whose outcome reconciliation could not decide. Find out what happened, then resolve each."),
-    h("table", { id: "queue" }, h("thead", {}, h("tr", {}, ["Mutation", "Run", "Tool", "Status", "Idempotency key", "Reconciles", "Error", "Resolve as"].map((x) => h("th", {}, x)))), tbody));
+    h("table", { id: "queue" }, h("thead", {}, h("tr", {}, ["Mutation", "Workflow", "Run", "Tool", "Params", "Age", "Idempotency key", "Reconciles", "Error", "Resolve as"].map((x) => h("th", {}, x)))), tbody));
   live(render);
+}
+
+// ---- needs attention ----
+
+// unblockButton takes one action that unblocks a handler (resolve, retry, skip an event).
+function unblockButton(b, x, after) {
+  if (x.kind === "resolve") return h("span", { class: "unblock", "data-kind": "resolve" }, "resolve " + x.target + " as ", resolveButtons(b.mutation, after));
+  const label = x.kind === "retry" ? "retry run " + x.target : "skip event " + x.target;
+  return h("button", {
+    class: "unblock", "data-kind": x.kind, "data-target": x.target, title: x.hint + " (" + x.command + ")",
+    onclick: async () => {
+      if (!(await confirmAction(label + "? " + x.hint + "."))) return;
+      try {
+        if (x.kind === "retry") await api("/runs/" + encodeURIComponent(x.target) + "/retry", { method: "POST", body: { by: operatorName() } });
+        else {
+          const [workflow, topic, ...id] = x.target.split("/");
+          await api("/events/skip", { method: "POST", body: { workflow, topic, id: id.join("/"), by: operatorName() } });
+        }
+        await after();
+      } catch (e) { fail(e); }
+    },
+  }, label);
+}
+
+function section(id, title, n, headers, rows) {
+  return h("section", { id }, h("h2", {}, title + " ", h("span", { class: n ? "count" : "count zero" }, n)), table(headers, rows));
+}
+
+function attentionPage() {
+  const body = h("div", { id: "attention" });
+  const render = async () => {
+    const a = await api("/attention");
+    setCounts(a.counts);
+    body.replaceChildren(...[
+      a.counts.total ? null : h("p", { class: "muted", id: "attention-none" }, "Nothing needs attention."),
+      section("attention-blocked", "Blocked handlers", a.blocked.length, ["Handler", "Run", "Status", "Reason", "Blocked for", "To unblock"],
+        a.blocked.map((b) => h("tr", { "data-handler": b.workflow + "/" + b.handler },
+          h("td", {}, b.workflow + " / " + b.handler), h("td", {}, runLink(b.run_id)), h("td", {}, status(b.status)),
+          h("td", { class: "error" }, b.reason), h("td", {}, age(b.since)),
+          h("td", {}, b.actions.map((x) => h("div", {}, unblockButton(b, x, render))))))),
+      section("attention-indeterminate", "Indeterminate mutations", a.indeterminate.length,
+        ["Mutation", "Workflow", "Run", "Tool", "Params", "Age", "Resolve as"],
+        a.indeterminate.map((m) => h("tr", { "data-mutation": m.id },
+          h("td", { class: "mono" }, m.id), h("td", {}, m.workflow + (m.handler ? " / " + m.handler : "")), h("td", {}, runLink(m.run_id)),
+          h("td", {}, m.tool), h("td", {}, params(m)), h("td", {}, age(m.age_seconds)), h("td", {}, resolveButtons(m, render))))),
+      section("attention-failed", "Failed runs", a.failed_runs.length, ["Run", "Handler", "Status", "Error", "When"],
+        a.failed_runs.map((r) => h("tr", { "data-run": r.id },
+          h("td", {}, runLink(r.id)), h("td", {}, r.workflow + " / " + r.handler), h("td", {}, status(r.status)),
+          h("td", { class: "error" }, r.error), h("td", {}, time(r.updated_at))))),
+      section("attention-approvals", "Agent calls waiting for approval", a.approvals.length, ["Session", "Task", "Call", "Tool", "Arguments", "Waiting"],
+        a.approvals.map((x) => h("tr", { "data-call": x.call_id },
+          h("td", {}, h("a", { href: "#/agent/" + encodeURIComponent(x.session), class: "mono" }, x.session)), h("td", {}, x.task),
+          h("td", { class: "mono" }, x.call_id), h("td", {}, x.tool), h("td", { class: "mono" }, JSON.stringify(x.arguments ?? null)),
+          h("td", {}, age(x.age_seconds))))),
+      section("attention-hosts", "Hosts that stopped renewing", a.stale_hosts.length, ["Host", "Workflow", "Lease expired"],
+        a.stale_hosts.map((l) => h("tr", {}, h("td", { class: "mono" }, l.owner), h("td", {}, l.workflow), h("td", {}, age(l.expired_seconds) + " ago"))))
+    ].filter(Boolean));
+  };
+  page("Needs attention", h("p", { class: "muted" }, "What waits for a person, and the action that deals with each."), body);
+  live(render);
+}
+
+// ---- overview ----
+
+function overviewPage() {
+  const body = h("div", { id: "overview" });
+  const rate = (x) => (x * 60).toFixed(2) + " /min";
+  const render = async () => {
+    const o = await api("/overview");
+    const statuses = Object.keys(o.runs).sort();
+    body.replaceChildren(
+      h("div", { class: "card" }, h("dl", { class: "kv" },
+        h("dt", {}, "runs (last " + age(o.window_seconds) + ")"), h("dd", { id: "overview-rate" }, rate(o.runs_per_second)),
+        h("dt", {}, "failures (last " + age(o.window_seconds) + ")"), h("dd", { id: "overview-failures" }, rate(o.failures_per_second)))),
+      h("h2", {}, "Runs by status"),
+      table(["Status", "Runs"], statuses.map((st) => h("tr", { "data-status": st },
+        h("td", {}, h("a", { href: "#/runs?status=" + encodeURIComponent(st) }, status(st))), h("td", {}, o.runs[st]))), { id: "overview-runs" }),
+      h("h2", {}, "Phase times (last " + age(o.window_seconds) + ")"),
+      table(["Phase", "Count", "p50", "p99"], o.phases.map((p) => h("tr", { "data-phase": p.phase },
+        h("td", {}, p.phase), h("td", {}, p.count), h("td", {}, p.p50_ms + " ms"), h("td", {}, p.p99_ms + " ms"))), { id: "overview-phases" }));
+  };
+  page("Overview", body);
+  live(render);
+}
+
+// ---- hosts ----
+
+function hostsPage() {
+  const body = h("div", { id: "hosts" });
+  const render = async () => {
+    const x = await api("/hosts");
+    if (!x.shared) { body.replaceChildren(h("p", { class: "muted" }, "This ledger is not shared (SQLite): one host, no leases.")); return; }
+    const rows = [];
+    for (const host of x.hosts) {
+      for (const l of host.leases) {
+        rows.push(h("tr", { "data-host": host.owner, "data-workflow": l.workflow },
+          h("td", { class: "mono" }, host.owner), h("td", {}, status(host.stale ? "stale" : "renewing")), h("td", {}, l.workflow),
+          h("td", {}, l.claims), h("td", {}, time(l.expires_at) + (l.expired ? " (expired)" : ""))));
+      }
+    }
+    for (const f of x.free) rows.push(h("tr", { "data-workflow": f.workflow }, h("td", {}, "-"), h("td", {}, status("free")), h("td", {}, f.workflow), h("td", {}, f.claims), h("td", {}, "-")));
+    body.replaceChildren(h("p", { class: "muted" }, "A host holds a workflow's lease while it drives a pass over it; a stale host stopped renewing, and the next host to claim its workflows takes them over."),
+      table(["Host", "State", "Workflow", "Claims", "Lease expires"], rows, { id: "hosts-table" }));
+  };
+  page("Hosts", body);
+  live(render);
+}
+
+// setCounts shows the attention counts in the nav.
+function setCounts(c) {
+  const put = (id, n) => { const el = document.getElementById(id); if (el) { el.textContent = n ? String(n) : ""; el.hidden = !n; } };
+  put("nav-attention-count", c.total);
+  put("nav-queue-count", c.indeterminate);
+}
+
+let countsTimer = null;
+// watchCounts keeps the nav's counts current on every page.
+function watchCounts() {
+  if (countsTimer) return;
+  const tick = async () => { try { setCounts((await api("/attention")).counts); } catch (e) { /* the page shows errors */ } };
+  tick();
+  countsTimer = setInterval(tick, 5000);
 }
 
 async function workflowsPage() {
   const render = async () => {
-    const wfs = await api("/workflows");
+    const [wfs, att] = await Promise.all([api("/workflows"), api("/attention")]);
+    const blocked = new Set(att.blocked.map((b) => b.workflow));
     const rows = wfs.map((w) => h("tr", { "data-workflow": w.name },
       h("td", {}, h("a", { href: "#/runs?workflow=" + encodeURIComponent(w.name) }, w.name)), h("td", {}, w.latest_version),
-      h("td", {}, status(w.paused ? "paused" : "active")),
+      h("td", {}, status(w.paused ? "paused" : blocked.has(w.name) ? "blocked" : "active")),
       h("td", {}, w.handlers.map((x) => h("div", {}, x.name + " (" + x.kind + (x.schedule ? ", " + x.schedule : "") + (x.subscribe ? ", on " + x.subscribe.join(", ") : "") + ")"))),
       h("td", {}, w.schedules.map((s) => h("div", {}, s.producer + " next " + time(s.next_run_at)))),
       h("td", {}, h("button", {
@@ -463,6 +618,7 @@ function route() {
   clearInterval(timer);
   if (!token()) { login(); return; }
   document.getElementById("nav").hidden = false;
+  watchCounts();
   const [path] = location.hash.slice(1).split("?");
   const parts = path.split("/").filter(Boolean);
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.getAttribute("href") === "#/" + (parts[0] || "runs"));
@@ -470,6 +626,9 @@ function route() {
     case "run": return runPage(decodeURIComponent(parts[1]));
     case "mutations": return mutationsPage();
     case "queue": return queuePage();
+    case "attention": return attentionPage();
+    case "overview": return overviewPage();
+    case "hosts": return hostsPage();
     case "workflows": return workflowsPage();
     case "plans": return plansPage();
     case "plan": return planPage(parts.slice(1).join("/"));

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scripthost/scripthost/internal/view"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+func init() {
+	commands = append(commands, newAttentionCmd, newHostsCmd)
+}
+
+func newAttentionCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "attention",
+		Short: "List what waits for a person, and what to do about each",
+		Long: `List what waits for a person across every workflow in the ledger: handlers
+blocked until someone acts (with the command that unblocks each: resolve the
+mutation, retry the run, or skip the event that poisons it), indeterminate mutations
+with their params and age, failed runs no retry took over, agent tool calls waiting
+for approval, and hosts that stopped renewing their leases (PostgreSQL ledgers).
+
+--json prints the report GET /api/v1/attention answers, field for field.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				a, err := view.NeedsAttention(cmd.Context(), store, view.AttentionOptions{Clock: time.Now})
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(g.Stdout, a)
+				}
+				printAttention(g.Stdout, a)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+// printAttention prints the report for a person: one section per kind of item, each
+// item with the command that deals with it.
+func printAttention(w io.Writer, a view.Attention) {
+	if a.Counts.Total == 0 {
+		fmt.Fprintln(w, "nothing needs attention")
+		return
+	}
+	age := func(s int64) string { return (time.Duration(s) * time.Second).String() }
+	if len(a.Blocked) > 0 {
+		fmt.Fprintf(w, "blocked handlers (%d):\n", len(a.Blocked))
+		for _, b := range a.Blocked {
+			fmt.Fprintf(w, "  %s/%s: run %s is %s: %s\n", b.Workflow, b.Handler, b.RunID, b.Status, oneLine(b.Reason, 200))
+			for _, x := range b.Actions {
+				fmt.Fprintf(w, "    %s: %s\n      %s\n", x.Kind, x.Hint, x.Command)
+			}
+		}
+	}
+	if len(a.Indeterminate) > 0 {
+		fmt.Fprintf(w, "indeterminate mutations (%d):\n", len(a.Indeterminate))
+		for _, m := range a.Indeterminate {
+			fmt.Fprintf(w, "  %s %s of %s/%s (run %s), %s old, key %s\n    params: %s\n    scripthost resolve %s --as applied|failed|skipped\n",
+				m.ID, m.Tool, m.Workflow, m.Handler, m.RunID, age(m.AgeSeconds), m.IdempotencyKey, oneLine(string(m.Params), 300), m.ID)
+		}
+	}
+	if len(a.FailedRuns) > 0 {
+		fmt.Fprintf(w, "failed runs (%d):\n", len(a.FailedRuns))
+		for _, r := range a.FailedRuns {
+			fmt.Fprintf(w, "  %s %s/%s %s: %s\n", r.ID, r.Workflow, r.Handler, r.Status, oneLine(r.Error, 200))
+		}
+	}
+	if len(a.Approvals) > 0 {
+		fmt.Fprintf(w, "agent calls waiting for approval (%d):\n", len(a.Approvals))
+		for _, x := range a.Approvals {
+			fmt.Fprintf(w, "  session %s (%s) call %s: %s %s, %s old\n    scripthost agent approve|deny %s %s\n",
+				x.Session, x.Task, x.Call, x.Tool, oneLine(string(x.Arguments), 200), age(x.AgeSeconds), x.Session, x.Call)
+		}
+	}
+	if len(a.StaleHosts) > 0 {
+		fmt.Fprintf(w, "hosts that stopped renewing (%d):\n", len(a.StaleHosts))
+		for _, l := range a.StaleHosts {
+			fmt.Fprintf(w, "  %s holds %s, expired %s ago: another host takes it over at its next claim\n",
+				l.Owner, l.Workflow, age(l.ExpiredSeconds))
+		}
+	}
+}
+
+func newHostsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "hosts",
+		Short: "List the hosts that share the ledger and the workflows each holds",
+		Long: `List the hosts that share a PostgreSQL ledger and the workflows whose leases each
+holds now, with when each lease expires. A host claims a workflow's lease for each
+pass over it and releases it after, so a workflow between passes is listed as free.
+A host whose every lease has expired stopped renewing them: the next host to claim
+each takes it over, and logs "lease taken over". A SQLite ledger has one host and no
+leases.
+
+--json prints what GET /api/v1/hosts answers.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				h, err := view.HostsOf(cmd.Context(), store, time.Now)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(g.Stdout, h)
+				}
+				if !h.Shared {
+					fmt.Fprintln(g.Stdout, "this ledger is not shared (SQLite): one host, no leases")
+					return nil
+				}
+				var rows [][]string
+				for _, x := range h.Hosts {
+					state := "renewing"
+					if x.Stale {
+						state = "stale"
+					}
+					for _, l := range x.Leases {
+						exp := l.ExpiresAt.Format(time.RFC3339)
+						if l.Expired {
+							exp += " (expired)"
+						}
+						rows = append(rows, []string{x.Owner, state, l.Workflow, fmt.Sprint(l.Claims), exp})
+					}
+				}
+				for _, f := range h.Free {
+					rows = append(rows, []string{"-", "-", f.Workflow, fmt.Sprint(f.Claims), "free"})
+				}
+				return table(g.Stdout, "HOST\tSTATE\tWORKFLOW\tCLAIMS\tLEASE EXPIRES", rows)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the hosts as JSON")
+	return cmd
+}

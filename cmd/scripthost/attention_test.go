@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/internal/fakesvc"
+	"github.com/scripthost/scripthost/internal/view"
+)
+
+// withoutClock drops what depends on the moment the report was made (at, the ages),
+// so that two reports of the same ledger compare equal.
+func withoutClock(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range []string{"at", "age_seconds", "expired_seconds"} {
+			delete(x, k)
+		}
+		for k, e := range x {
+			x[k] = withoutClock(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = withoutClock(e)
+		}
+	}
+	return v
+}
+
+// TestAttentionCLIAndAPIAgree leaves a run blocked on an indeterminate mutation, then
+// checks that `attention --json` and GET /api/v1/attention report the same thing field
+// for field, that the report names the mutation with its params and the resolve
+// action, and that the text form says how to resolve it.
+func TestAttentionCLIAndAPIAgree(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	e, _, m := indeterminate(t, fakesvc.ApplyDrop)
+	s := startServe(t, e.db, e.wf, "--tools", e.tools, "--workspace", e.dir, "--token", testServeToken)
+	code, body := s.call(http.MethodGet, "/api/v1/attention", testServeToken, nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET /api/v1/attention: %d %s", code, body)
+	}
+	s.close()
+	exit, out, errOut := cli(t, "", "--db", e.db, "attention", "--json")
+	if exit != 0 {
+		t.Fatalf("attention --json: exit %d: %s", exit, errOut)
+	}
+	var api, got map[string]any
+	if err := json.Unmarshal(body, &api); err != nil {
+		t.Fatalf("API: %v\n%s", err, body)
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("CLI: %v\n%s", err, out)
+	}
+	if !reflect.DeepEqual(withoutClock(api), withoutClock(got)) {
+		t.Errorf("attention --json and the API differ:\nCLI: %s\nAPI: %s", out, body)
+	}
+	var a struct {
+		Indeterminate []struct {
+			ID     string          `json:"id"`
+			Params json.RawMessage `json:"params"`
+		} `json:"indeterminate"`
+		Blocked []struct {
+			Actions []struct{ Kind, Target string } `json:"actions"`
+		} `json:"blocked"`
+		Counts struct{ Indeterminate, Blocked int } `json:"counts"`
+	}
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Indeterminate) != 1 || a.Indeterminate[0].ID != m.ID || string(a.Indeterminate[0].Params) == "" ||
+		string(a.Indeterminate[0].Params) == "null" || a.Counts.Indeterminate != 1 {
+		t.Errorf("indeterminate: got %+v, want mutation %s with its params", a.Indeterminate, m.ID)
+	}
+	if len(a.Blocked) != 1 || len(a.Blocked[0].Actions) == 0 || a.Blocked[0].Actions[0].Kind != "resolve" ||
+		a.Blocked[0].Actions[0].Target != m.ID {
+		t.Errorf("blocked: got %+v, want the handler blocked, unblocked by resolving %s", a.Blocked, m.ID)
+	}
+	exit, out, errOut = cli(t, "", "--db", e.db, "attention")
+	if want := "scripthost resolve " + m.ID + " --as applied|failed|skipped"; exit != 0 || !strings.Contains(out, want) ||
+		!strings.Contains(out, "params: ") {
+		t.Errorf("attention: exit %d, got\n%s%s\nwant it to show the params and say %q", exit, out, errOut, want)
+	}
+}
+
+// TestServeUIAttention drives the UI in headless Chromium: the nav counts what needs
+// attention, the Overview page counts the paused run, the Needs attention page lists the indeterminate mutation with its params
+// and age and the handler it blocks, the Workflows page says the workflow is blocked,
+// the Indeterminate page shows the params too, and resolving the mutation from the
+// Needs attention page (the dialog shows the params) records it in the ledger and
+// empties the page.
+func TestServeUIAttention(t *testing.T) {
+	browser := chromium(t)
+	t.Setenv(tokenEnv, e2eToken)
+	e, _, m := indeterminate(t, fakesvc.ApplyDrop)
+	s := startServe(t, e.db, e.wf, "--tools", e.tools, "--workspace", e.dir, "--token", testServeToken)
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, m.Params); err != nil || compact.Len() == 0 {
+		t.Fatalf("setup: mutation params %q: %v", m.Params, err)
+	}
+	wantParams := compact.String()
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelTab := chromedp.NewContext(actx)
+	defer cancelTab()
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	dir := artifacts(t)
+	shot := func(name string) chromedp.Action {
+		return chromedp.ActionFunc(func(ctx context.Context) error {
+			var png []byte
+			if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
+		})
+	}
+	step := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+
+	var queueCount, attentionCount string
+	step("log in; the nav counts",
+		chromedp.Navigate(s.base+"/"),
+		chromedp.WaitVisible(`#token`, chromedp.ByQuery),
+		chromedp.SendKeys(`#token`, testServeToken, chromedp.ByQuery),
+		chromedp.SendKeys(`#operator`, "dana", chromedp.ByQuery),
+		chromedp.Click(`#login`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#nav-queue-count`, chromedp.ByQuery),
+		chromedp.Text(`#nav-queue-count`, &queueCount, chromedp.ByQuery),
+		chromedp.Text(`#nav-attention-count`, &attentionCount, chromedp.ByQuery))
+	if queueCount != "1" || attentionCount != "2" {
+		t.Errorf("nav: indeterminate count %q, attention count %q; want 1 and 2 (the mutation and the handler it blocks)", queueCount, attentionCount)
+	}
+
+	var pausedRuns, rate string
+	pausedRow := `#overview-runs tr[data-status="` + string(scripthost.StatusPausedReconciliation) + `"]`
+	step("the Overview page",
+		chromedp.Click(`#nav-overview`, chromedp.ByQuery),
+		chromedp.WaitVisible(pausedRow, chromedp.ByQuery),
+		chromedp.Text(pausedRow+` td:last-child`, &pausedRuns, chromedp.ByQuery),
+		chromedp.Text(`#overview-rate`, &rate, chromedp.ByQuery),
+		shot("overview"))
+	if pausedRuns != "1" || rate == "0.00 /min" {
+		t.Errorf("overview: %q runs paused:reconciliation at %q; want 1, and the runs of the last hour counted", pausedRuns, rate)
+	}
+
+	mutRow := `#attention-indeterminate tr[data-mutation="` + m.ID + `"]`
+	var params, blockedText, wfState, queueParams, dialogParams string
+	step("the Needs attention page",
+		chromedp.Click(`#nav-attention`, chromedp.ByQuery),
+		chromedp.WaitVisible(mutRow, chromedp.ByQuery),
+		chromedp.Text(mutRow+` .params`, &params, chromedp.ByQuery),
+		chromedp.Text(`#attention-blocked tbody`, &blockedText, chromedp.ByQuery),
+		shot("attention"))
+	if params != wantParams {
+		t.Errorf("attention page params: got %q, want %q", params, wantParams)
+	}
+	if !strings.Contains(blockedText, "resolve "+m.ID) || !strings.Contains(blockedText, string(scripthost.StatusPausedReconciliation)) {
+		t.Errorf("blocked handlers: got %q, want the run paused on the mutation, unblocked by resolving %s", blockedText, m.ID)
+	}
+	step("the Workflows page says blocked",
+		chromedp.Navigate(s.base+"/#/workflows"),
+		chromedp.WaitVisible(`tr[data-workflow] .status`, chromedp.ByQuery),
+		chromedp.Text(`tr[data-workflow] .status`, &wfState, chromedp.ByQuery))
+	if wfState != "blocked" {
+		t.Errorf("workflows page state: got %q, want blocked", wfState)
+	}
+	step("the Indeterminate page shows the params",
+		chromedp.Navigate(s.base+"/#/queue"),
+		chromedp.WaitVisible(`#queue tr[data-mutation="`+m.ID+`"] .params`, chromedp.ByQuery),
+		chromedp.Text(`#queue tr[data-mutation="`+m.ID+`"] .params`, &queueParams, chromedp.ByQuery))
+	if queueParams != wantParams {
+		t.Errorf("indeterminate page params: got %q, want %q", queueParams, wantParams)
+	}
+	step("resolve from Needs attention",
+		chromedp.Navigate(s.base+"/#/attention"),
+		chromedp.WaitVisible(mutRow+` button.resolve-skipped`, chromedp.ByQuery),
+		chromedp.Click(mutRow+` button.resolve-skipped`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#resolve-params`, chromedp.ByQuery),
+		chromedp.Text(`#resolve-params`, &dialogParams, chromedp.ByQuery),
+		shot("attention-resolve"),
+		chromedp.Click(`#modal-confirm`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(mutRow, chromedp.ByQuery))
+	if dialogParams != wantParams {
+		t.Errorf("resolve dialog params: got %q, want %q", dialogParams, wantParams)
+	}
+	got := e.mutations()[0]
+	if got.Status != scripthost.MutationSkipped || got.ResolvedBy != "dana" {
+		t.Errorf("mutation after resolving it from Needs attention: %s by %q, want skipped by dana", got.Status, got.ResolvedBy)
+	}
+	waitFor(t, func() bool { return e.consumerRuns()[0].Status == scripthost.StatusCommitted })
+	step("nothing needs attention",
+		chromedp.Navigate(s.base+"/#/attention"),
+		chromedp.WaitVisible(`#attention-none`, chromedp.ByQuery),
+		shot("attention-none"))
+}
+
+// hostsOf runs `hosts --json` on db.
+func hostsOf(t *testing.T, db string) view.Hosts {
+	t.Helper()
+	code, out, errOut := cli(t, "", "--db", db, "hosts", "--json")
+	if code != 0 {
+		t.Fatalf("hosts --json: exit %d: %s", code, errOut)
+	}
+	var h view.Hosts
+	if err := json.Unmarshal([]byte(out), &h); err != nil {
+		t.Fatalf("hosts --json: %v\n%s", err, out)
+	}
+	return h
+}
+
+// TestHostsTakeover shares a PostgreSQL ledger between two host processes: host-a
+// dies holding the workflow's lease (at its charge request), `hosts` lists it holding
+// the workflow and, once the lease runs out, as stale, and `attention` lists it among
+// the hosts that stopped renewing; host-b then takes the workflow over and logs the
+// takeover, naming host-a, and `hosts` no longer lists host-a.
+func TestHostsTakeover(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	svc := fakesvc.New()
+	defer svc.Close()
+	e := newSharedEnv(t, svc, "tools-blind.json", 1, "500ms")
+	bin := crashBinary(t)
+	a := startShared(t, bin, e, "host-a", "tool:after-execute", "2s")
+	if !a.wait(t, time.Minute, "host a") {
+		t.Fatalf("host a did not reach its failpoint:\n%s", a.out.String())
+	}
+	h := hostsOf(t, e.db)
+	if len(h.Hosts) != 1 || h.Hosts[0].Owner != "host-a" || len(h.Hosts[0].Leases) != 1 {
+		t.Fatalf("hosts after host-a died: got %+v, want host-a holding the workflow", h)
+	}
+	waitFor(t, func() bool { h = hostsOf(t, e.db); return len(h.Hosts) == 1 && h.Hosts[0].Stale })
+	code, out, errOut := cli(t, "", "--db", e.db, "attention", "--json")
+	var att view.Attention
+	if code != 0 || json.Unmarshal([]byte(out), &att) != nil {
+		t.Fatalf("attention --json: exit %d: %s%s", code, out, errOut)
+	}
+	if len(att.StaleHosts) != 1 || att.StaleHosts[0].Owner != "host-a" {
+		t.Errorf("attention: stale hosts %+v, want host-a", att.StaleHosts)
+	}
+
+	b := startShared(t, bin, e, "host-b", "", "2s")
+	waitFor(t, func() bool {
+		for _, x := range hostsOf(t, e.db).Hosts {
+			if x.Owner == "host-a" {
+				return false
+			}
+		}
+		return true
+	})
+	b.stop(t, "host b")
+	log := b.out.String()
+	if !strings.Contains(log, "lease taken over") || !strings.Contains(log, "from=host-a") {
+		t.Errorf("host-b did not log the takeover from host-a:\n%s", log)
+	}
+}
