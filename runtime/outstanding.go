@@ -64,7 +64,7 @@ func (rt *Runtime) Outstanding(ctx context.Context, workflows []string) (Outstan
 		}
 		for _, name := range sortedKeys(latest) {
 			r := latest[name]
-			if r.Status == scripthost.StatusCommitted || r.Status == scripthost.StatusSkipped {
+			if r.Status.Settled() {
 				continue
 			}
 			s := Stuck{Run: r}

@@ -121,7 +121,7 @@ func runStatuses() []string {
 	var out []string
 	for _, st := range []scripthost.RunStatus{scripthost.StatusActive, scripthost.StatusCommitted, scripthost.StatusSkipped,
 		scripthost.StatusPausedTransient, scripthost.StatusPausedApproval, scripthost.StatusPausedReconciliation,
-		scripthost.StatusFailedLogic, scripthost.StatusFailedInternal} {
+		scripthost.StatusFailedLogic, scripthost.StatusFailedInternal, scripthost.StatusCancelled} {
 		out = append(out, string(st))
 	}
 	return append(out, scripthost.StatusSuperseded)
