@@ -39,6 +39,8 @@ type service struct {
 	uncertain error
 	// reconcile answers Reconcile; nil means the tool has no reconciler.
 	reconcile *scripthost.Reconciliation
+	// during, when set, runs inside each mutation call while it is in flight.
+	during func(ctx context.Context)
 }
 
 func (s *service) count() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.applied) }
@@ -48,6 +50,12 @@ func (s *service) tools() []*hostfuncs.Tool {
 		Namespace: "Svc", Method: "apply",
 		InputSchema: json.RawMessage(`{"type":"object","required":["value"],"properties":{"value":{}}}`),
 		Execute: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			s.mu.Lock()
+			during := s.during
+			s.mu.Unlock()
+			if during != nil {
+				during(ctx)
+			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if s.fail != nil {

@@ -209,6 +209,9 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		return next, true, err
 
 	case scripthost.RunEmitting:
+		if next, cancelled, err := rt.honourCancel(ctx, run); cancelled || err != nil {
+			return next, true, err
+		}
 		outcome := run.Outcome
 		if outcome == nil {
 			outcome = &scripthost.Outcome{Status: scripthost.OutcomeNone}
