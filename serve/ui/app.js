@@ -124,7 +124,7 @@ function filters(fields, onchange) {
   return { form, query };
 }
 
-const runStatuses = ["active", "committed", "skipped", "paused:transient", "paused:approval", "paused:reconciliation", "failed:logic", "failed:internal", "superseded"];
+const runStatuses = ["active", "committed", "skipped", "paused:transient", "paused:approval", "paused:reconciliation", "failed:logic", "failed:internal", "cancelled", "superseded"];
 // shown is a run's status as operators see it: a run a retry took over is superseded
 // (its stored status, kept for the record, no longer says what happens next).
 function shown(r) { return r.superseded_by ? "superseded" : r.status; }
@@ -205,6 +205,25 @@ function eventText(ev) {
   return Object.entries(d).filter(([k]) => k !== "phase").map(([k, v]) => k + "=" + (typeof v === "string" ? v : JSON.stringify(v))).join(" ");
 }
 
+// cancelButton offers to cancel a run that is not final, with a reason, through a
+// confirmation saying what becomes of its events; null for a final or retried run.
+function cancelButton(r, render) {
+  const final = ["committed", "skipped", "cancelled"].includes(r.status) || r.status.startsWith("failed:");
+  if (final || r.superseded_by) return null;
+  return h("button", {
+    id: "cancel-run", class: "danger", onclick: async () => {
+      const reason = h("input", { id: "cancel-reason", placeholder: "why (kept in the audit trail)" });
+      if (!(await confirmAction("Cancel run " + r.id + "? Before its mutation its events are released to the next run; after it the side effect is kept and next does not run; " +
+        "with the mutation in flight it is cancelled once the outcome is known.", h("label", {}, "Reason", reason)))) return;
+      try {
+        const res = await api("/runs/" + r.id + "/cancel", { method: "POST", body: { reason: reason.value, by: operatorName() } });
+        await render();
+        if (res.requested) fail(new Error(res.message));
+      } catch (e) { fail(e); }
+    },
+  }, "Cancel run");
+}
+
 async function runPage(id) {
   const render = async () => {
     const d = await api("/runs/" + encodeURIComponent(id));
@@ -219,6 +238,8 @@ async function runPage(id) {
         },
       }, "Retry"));
     }
+    const cancel = cancelButton(r, render);
+    if (cancel) actions.append(cancel);
     const snaps = d.snapshots;
     const timeline = h("ol", { class: "timeline", id: "timeline" });
     phasesOf(d.lifecycle).forEach((p) => {

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// uiTab opens a headless Chromium tab logged in to s as operator.
+func uiTab(t *testing.T, s *served, operator string) (context.Context, func(what string, actions ...chromedp.Action)) {
+	t.Helper()
+	browser := chromium(t)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(cancelTab)
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(cancel)
+	step := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	step("log in",
+		chromedp.Navigate(s.base+"/"),
+		chromedp.WaitVisible(`#token`, chromedp.ByQuery),
+		chromedp.SendKeys(`#token`, testServeToken, chromedp.ByQuery),
+		chromedp.SendKeys(`#operator`, operator, chromedp.ByQuery),
+		chromedp.Click(`#login`, chromedp.ByQuery))
+	return ctx, step
+}
+
+// TestServeUICancel cancels a run from its page in headless Chromium: the Cancel run
+// button asks for confirmation with a reason, the page then shows the run cancelled
+// with no button left, and the audit trail records who cancelled it and why.
+func TestServeUICancel(t *testing.T) {
+	e := newShopEnv(t, shopWorkflow)
+	e.run(0)
+	if code, _, errOut := e.cli("pause", "shop"); code != 0 {
+		t.Fatalf("pause: %s", errOut)
+	}
+	r := e.preparedRun("o1")
+	s := startServe(t, e.db, e.wf, "--workspace", e.ws, "--token", testServeToken)
+	_, step := uiTab(t, s, "dana")
+	var status string
+	step("open the run and cancel it",
+		chromedp.WaitVisible(`tr[data-run="`+r.ID+`"]`, chromedp.ByQuery),
+		chromedp.Navigate(s.base+"/#/run/"+r.ID),
+		chromedp.WaitVisible(`#cancel-run`, chromedp.ByQuery),
+		chromedp.Click(`#cancel-run`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#modal-confirm`, chromedp.ByQuery),
+		chromedp.SendKeys(`#cancel-reason`, "duplicate order", chromedp.ByQuery),
+		chromedp.Click(`#modal-confirm`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(`#cancel-run`, chromedp.ByQuery),
+		chromedp.Text(`#run-status`, &status, chromedp.ByQuery))
+	if status != "cancelled" {
+		t.Errorf("run page: status %q, want cancelled", status)
+	}
+	var acts []struct {
+		Action  string          `json:"action"`
+		Target  string          `json:"target"`
+		By      string          `json:"by"`
+		Request json.RawMessage `json:"request"`
+	}
+	s.get("/api/v1/actions", &acts)
+	last := acts[len(acts)-1]
+	if last.Action != "cancel" || last.Target != r.ID || last.By != "dana" || !strings.Contains(string(last.Request), "duplicate order") {
+		t.Errorf("last action: %+v, want cancel of %s by dana with the reason", last, r.ID)
+	}
+}
