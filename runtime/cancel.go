@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/scripthost/scripthost"
@@ -44,4 +45,19 @@ func (rt *Runtime) honourCancel(ctx context.Context, run scripthost.Run) (script
 	c.By, c.Reason = d.By, d.Reason
 	next, err := rt.cfg.Store.CancelRun(ctx, run.ID, c)
 	return next, err == nil, err
+}
+
+// cancelledMeanwhile reports whether err, a step's refused transition, is because an
+// operator cancelled the run while the step ran (its prepare phase, or its mutate phase
+// before the tool call): the ledger refused the step's write, so nothing it did is
+// kept, and the run is returned as the ledger holds it.
+func (rt *Runtime) cancelledMeanwhile(ctx context.Context, runID string, err error) (scripthost.Run, bool) {
+	if !errors.Is(err, ledger.ErrIllegalTransition) {
+		return scripthost.Run{}, false
+	}
+	run, rerr := rt.cfg.Store.Run(ctx, runID)
+	if rerr != nil || run.Status != scripthost.StatusCancelled {
+		return scripthost.Run{}, false
+	}
+	return run, true
 }

@@ -94,3 +94,56 @@ func TestCancelBeforeMutation(t *testing.T) {
 		t.Errorf("event o1: got %s, want consumed by the new run", st)
 	}
 }
+
+// readFirst is orders with a prepare phase that reads the service first.
+const readFirst = `export default {
+  topics: ['orders'],
+  consumers: {
+    ship: {
+      subscribe: ['orders'],
+      async prepare() {
+        await Svc.read({});
+        const evs = await Topics.peek({ topic: 'orders', limit: 1 });
+        if (!evs.length) return { reservations: [], data: null };
+        return { reservations: [{ topic: 'orders', ids: [evs[0].id] }], data: { id: evs[0].id } };
+      },
+      async mutate(p) { if (p) await Svc.apply({ value: p.id }); },
+    },
+  },
+};`
+
+// An operator cancels a run while its prepare phase runs: the ledger refuses what the
+// phase returns, the pass goes on without an error, and the event goes to the next run,
+// which applies it once.
+func TestCancelDuringPrepare(t *testing.T) {
+	h := newHarness(t)
+	h.load("shop", readFirst)
+	h.publish("shop", "orders", "o1")
+	run, err := h.store.CreateRun(h.ctx, ledger.NewRun{Workflow: "shop", Version: 1, Handler: "ship", Kind: scripthost.KindConsumer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.svc.duringRead = func(ctx context.Context) {
+		h.svc.mu.Lock()
+		h.svc.duringRead = nil
+		h.svc.mu.Unlock()
+		if _, err := h.store.CancelRun(context.Background(), run.ID, ledger.Cancel{By: "carol"}); err != nil {
+			t.Errorf("cancel: %v", err)
+		}
+	}
+	h.runOnce("shop")
+	got, err := h.store.Run(h.ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != scripthost.StatusCancelled || got.Phase != scripthost.RunPreparing {
+		t.Fatalf("run: got %s/%s, want preparing/cancelled", got.Phase, got.Status)
+	}
+	h.runOnce("shop")
+	if n := h.svc.count(); n != 1 {
+		t.Errorf("applied %d times, want once by the next run", n)
+	}
+	if st := h.events("shop", "orders")["o1"]; st != scripthost.EventConsumed {
+		t.Errorf("event o1: got %s, want consumed", st)
+	}
+}

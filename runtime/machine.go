@@ -76,6 +76,9 @@ func (rt *Runtime) drive(ctx context.Context, run scripthost.Run, fresh bool, pe
 			}
 		}
 		if err != nil {
+			if stopped, ok := rt.cancelledMeanwhile(ctx, run.ID, err); ok {
+				return stopped, true, nil
+			}
 			return run, progress, err
 		}
 		if !moved {
