@@ -27,7 +27,7 @@ side effect is lost or made twice. The cancel is recorded in the audit trail.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
-				by := cliOperator(by)
+				by := approver(by)
 				req := map[string]string{"reason": reason}
 				res, err := recordCLI(cmd.Context(), store, "cancel", args[0], by, req, func(ctx context.Context) (any, error) {
 					return view.Cancel(ctx, store, args[0], ledger.Cancel{Reason: reason, By: by})

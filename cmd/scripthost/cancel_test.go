@@ -134,3 +134,63 @@ func TestServeCancel(t *testing.T) {
 		t.Errorf("actions: got %v, want ops:ok api:refused", got)
 	}
 }
+
+// TestCLIActionsInAuditTrail resolves a mutation, retries a failed run and decides an
+// agent call from the CLI: each lands in the audit trail scripthost serve keeps, so
+// GET /api/v1/actions lists them with who asked, done or refused.
+func TestCLIActionsInAuditTrail(t *testing.T) {
+	e := newShopEnv(t, shopWorkflow)
+	e.run(0)
+	if code, _, errOut := e.cli("pause", "shop"); code != 0 {
+		t.Fatalf("pause: %s", errOut)
+	}
+	r := e.preparedRun("o1")
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, e.db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AdvancePhase(ctx, r.ID, scripthost.RunPrepared, scripthost.RunMutating); err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.BeginMutation(ctx, ledger.NewMutation{RunID: r.ID, Namespace: "Files", Method: "write",
+		Params: json.RawMessage(`{}`), InputHash: "h1", IdempotencyKey: "k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.MarkIndeterminate(ctx, m.ID, "no answer"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if code, out, errOut := e.cli("resolve", m.ID, "--as", "failed", "--by", "ops"); code != 0 {
+		t.Fatalf("resolve: exit %d: %s%s", code, out, errOut)
+	}
+	code, out, errOut := e.cli("retry", r.ID, "--by", "ops")
+	if code != 0 {
+		t.Fatalf("retry: exit %d: %s%s", code, out, errOut)
+	}
+	if code, _, _ := e.cli("retry", r.ID, "--by", "ops"); code != exitRefused {
+		t.Errorf("retry again: exit %d, want %d", code, exitRefused)
+	}
+	if code, _, _ := e.cli("agent", "approve", "nosuch", "step/1/1", "--by", "ops"); code == 0 {
+		t.Errorf("approve in an unknown session: exit 0, want a refusal")
+	}
+	s := startServe(t, e.db, e.wf, "--workspace", e.ws, "--token", testServeToken)
+	var acts []struct {
+		Action  string `json:"action"`
+		Target  string `json:"target"`
+		By      string `json:"by"`
+		Success bool   `json:"success"`
+	}
+	s.get("/api/v1/actions", &acts)
+	var got []string
+	for _, a := range acts {
+		if a.Action != "pause" {
+			got = append(got, a.Action+":"+a.By+":"+map[bool]string{true: "ok", false: "refused"}[a.Success])
+		}
+	}
+	want := "resolve:ops:ok retry:ops:ok retry:ops:refused approve:ops:refused"
+	if strings.Join(got, " ") != want {
+		t.Errorf("actions:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+}

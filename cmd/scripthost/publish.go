@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"strings"
 	"time"
 
@@ -138,7 +137,7 @@ refused: retry or resolve that run. The skip is recorded as an operator action w
 // audit trail scripthost serve's actions use (view.RecordAction).
 func recordCLI(ctx context.Context, store ledger.Store, name, target, by string, req any,
 	do func(ctx context.Context) (any, error)) (any, error) {
-	by = cliOperator(by)
+	by = approver(by)
 	started := time.Now()
 	res, err := do(ctx)
 	rerr := view.RecordAction(ctx, store, view.Action{Name: name, Target: target, By: by, Request: req,
@@ -150,17 +149,6 @@ func recordCLI(ctx context.Context, store ledger.Store, name, target, by string,
 		return res, fmt.Errorf("%s %s done, but recording it in the audit trail failed: %w", name, target, rerr)
 	}
 	return res, nil
-}
-
-// cliOperator is who a CLI action is recorded as: --by, else the current user.
-func cliOperator(by string) string {
-	if by != "" {
-		return by
-	}
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return "cli"
 }
 
 // refusedError is an error that exits with exitRefused.
