@@ -80,3 +80,42 @@ func TestServeUICancel(t *testing.T) {
 		t.Errorf("last action: %+v, want cancel of %s by dana with the reason", last, r.ID)
 	}
 }
+
+// TestServeUIWrongToken logs in with a wrong token: the login page stays and says why,
+// and the right token then logs in.
+func TestServeUIWrongToken(t *testing.T) {
+	e := newShopEnv(t, shopWorkflow)
+	e.run(0)
+	s := startServe(t, e.db, e.wf, "--workspace", e.ws, "--token", testServeToken)
+	browser := chromium(t)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-background-networking", true))
+	defer cancelAlloc()
+	ctx, cancelTab := chromedp.NewContext(actx)
+	defer cancelTab()
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	var msg string
+	if err := chromedp.Run(ctx,
+		chromedp.Navigate(s.base+"/"),
+		chromedp.WaitVisible(`#token`, chromedp.ByQuery),
+		chromedp.SendKeys(`#token`, "not-the-token", chromedp.ByQuery),
+		chromedp.Click(`#login`, chromedp.ByQuery),
+		chromedp.Poll(`document.getElementById("login-error") && document.getElementById("login-error").textContent`, &msg),
+		chromedp.Sleep(300*time.Millisecond), // the hash change redraws the page
+		chromedp.Text(`#login-error`, &msg, chromedp.ByQuery),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(msg, "wrong token") {
+		t.Errorf("login page says %q, want it to say the token is wrong", msg)
+	}
+	if err := chromedp.Run(ctx,
+		chromedp.SendKeys(`#token`, testServeToken, chromedp.ByQuery),
+		chromedp.Click(`#login`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#nav`, chromedp.ByQuery),
+	); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -79,17 +79,22 @@ function live(render) {
 
 // ---- pages ----
 
+// loginMessage is why the last login or request was refused: the login page shows it
+// until a login succeeds, also when the page is drawn again on the hash change.
+let loginMessage = "";
+
 function login(message) {
+  message = message || loginMessage;
   document.getElementById("nav").hidden = true;
   const tok = h("input", { id: "token", type: "password", autocomplete: "off", placeholder: "bearer token" });
   const who = h("input", { id: "operator", placeholder: "your name (recorded with your actions)", value: operatorName() });
-  const err = h("p", { class: "error" }, message || "");
+  const err = h("p", { class: "error", id: "login-error" }, message || "");
   const form = h("form", {
     onsubmit: async (e) => {
       e.preventDefault();
       sessionStorage.setItem("scripthost.token", tok.value.trim());
       sessionStorage.setItem("scripthost.operator", who.value.trim());
-      try { await api("/workflows"); location.hash = "#/runs"; route(); } catch (x) { err.textContent = x.message; }
+      try { await api("/workflows"); loginMessage = ""; location.hash = "#/runs"; route(); } catch (x) { err.textContent = x.message; }
     },
   }, h("label", {}, "Token", tok), h("label", {}, "Operator", who), h("button", { type: "submit", class: "primary", id: "login" }, "Log in"), err);
   main.replaceChildren(h("div", { class: "login card" }, h("h1", {}, "Log in"),
@@ -97,6 +102,7 @@ function login(message) {
 }
 
 function logout(message) {
+  loginMessage = message || "";
   sessionStorage.removeItem("scripthost.token");
   location.hash = "#/login";
   login(message);
