@@ -8,6 +8,10 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/sqlite"
 )
 
 // uiTab opens a headless Chromium tab logged in to s as operator.
@@ -117,5 +121,50 @@ func TestServeUIWrongToken(t *testing.T) {
 		chromedp.WaitVisible(`#nav`, chromedp.ByQuery),
 	); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestServeUIStoppedPhase shows a run paused in its mutate phase, then cancelled: the
+// timeline's last phase shows the run's status, not "running".
+func TestServeUIStoppedPhase(t *testing.T) {
+	e := newShopEnv(t, shopWorkflow)
+	e.run(0)
+	if code, _, errOut := e.cli("pause", "shop"); code != 0 {
+		t.Fatalf("pause: %s", errOut)
+	}
+	r := e.preparedRun("o1")
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, e.db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := ledger.NewPhaseEvent(r, ledger.EventPhaseStarted, "mutate")
+	if _, err := st.AdvancePhase(ledger.WithEvents(ctx, started), r.ID, scripthost.RunPrepared, scripthost.RunMutating); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetRunStatus(ctx, r.ID, ledger.StatusChange{Status: scripthost.StatusPausedApproval}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	s := startServe(t, e.db, e.wf, "--workspace", e.ws, "--token", testServeToken)
+	_, step := uiTab(t, s, "dana")
+	var head string
+	mutate := `#timeline li[data-phase="mutate"] .phase-head`
+	step("open the paused run",
+		chromedp.WaitVisible(`tr[data-run="`+r.ID+`"]`, chromedp.ByQuery),
+		chromedp.Navigate(s.base+"/#/run/"+r.ID),
+		chromedp.WaitVisible(mutate, chromedp.ByQuery),
+		chromedp.Text(mutate, &head, chromedp.ByQuery))
+	if !strings.Contains(head, "paused:approval") || strings.Contains(head, "running") {
+		t.Errorf("mutate phase shows %q, want paused:approval and not running", head)
+	}
+	step("cancel it",
+		chromedp.Click(`#cancel-run`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#modal-confirm`, chromedp.ByQuery),
+		chromedp.Click(`#modal-confirm`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(`#cancel-run`, chromedp.ByQuery),
+		chromedp.Text(mutate, &head, chromedp.ByQuery))
+	if !strings.Contains(head, "cancelled") || strings.Contains(head, "running") {
+		t.Errorf("mutate phase shows %q, want cancelled", head)
 	}
 }

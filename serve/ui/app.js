@@ -230,6 +230,16 @@ function cancelButton(r, render) {
   }, "Cancel run");
 }
 
+// stoppedPhase marks the last phase of a run that is not moving (paused, cancelled,
+// failed) with the run's status and the time it stopped, instead of "running".
+function stoppedPhase(phases, r) {
+  const last = phases[phases.length - 1];
+  if (last && last.result === "running" && r.status !== "active") {
+    last.result = shown(r); last.end = r.updated_at;
+  }
+  return phases;
+}
+
 async function runPage(id) {
   const render = async () => {
     const d = await api("/runs/" + encodeURIComponent(id));
@@ -248,7 +258,7 @@ async function runPage(id) {
     if (cancel) actions.append(cancel);
     const snaps = d.snapshots;
     const timeline = h("ol", { class: "timeline", id: "timeline" });
-    phasesOf(d.lifecycle).forEach((p) => {
+    stoppedPhase(phasesOf(d.lifecycle), r).forEach((p) => {
       const li = h("li", { class: p.result, "data-phase": p.phase },
         h("div", { class: "phase-head" }, p.phase, " ", status(p.result), " ",
           h("span", { class: "muted" }, time(p.start), " · ", p.end ? ms(p.start, p.end) : "running")));
