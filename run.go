@@ -72,6 +72,8 @@ const (
 	StatusFailedInternal       RunStatus = "failed:internal"
 	StatusCommitted            RunStatus = "committed"
 	StatusSkipped              RunStatus = "skipped"
+	// StatusCancelled: an operator stopped the run (ledger.Store.CancelRun); final.
+	StatusCancelled RunStatus = "cancelled"
 )
 
 // Paused reports whether s is one of the paused statuses.
@@ -83,13 +85,21 @@ func (s RunStatus) Paused() bool {
 func (s RunStatus) Failed() bool { return s == StatusFailedLogic || s == StatusFailedInternal }
 
 // Final reports whether a run in status s will never move again.
-func (s RunStatus) Final() bool { return s == StatusCommitted || s == StatusSkipped || s.Failed() }
+func (s RunStatus) Final() bool {
+	return s == StatusCommitted || s == StatusSkipped || s == StatusCancelled || s.Failed()
+}
+
+// Settled reports whether a run in status s is done without holding its handler back:
+// committed, skipped or cancelled (a failed or paused run waits for a person).
+func (s RunStatus) Settled() bool {
+	return s == StatusCommitted || s == StatusSkipped || s == StatusCancelled
+}
 
 // Valid reports whether s is a known status.
 func (s RunStatus) Valid() bool {
 	switch s {
 	case StatusActive, StatusPausedTransient, StatusPausedApproval, StatusPausedReconciliation,
-		StatusFailedLogic, StatusFailedInternal, StatusCommitted, StatusSkipped:
+		StatusFailedLogic, StatusFailedInternal, StatusCommitted, StatusSkipped, StatusCancelled:
 		return true
 	}
 	return false

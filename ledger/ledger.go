@@ -183,6 +183,12 @@ type NewRun struct {
 	Skipped *Skip
 }
 
+// Cancel is why and by whom a run is cancelled, for Store.CancelRun.
+type Cancel struct {
+	Reason string
+	By     string
+}
+
 // Skip is a run whose guard said no, for NewRun.Skipped.
 type Skip struct {
 	// Reason is the run's error text, as SkipRun's reason.
@@ -434,6 +440,15 @@ type Store interface {
 	// SkipRun records a run whose guard said no: status skipped, events released. Only
 	// a run before its mutation can be skipped.
 	SkipRun(ctx context.Context, runID string, reason string) (scripthost.Run, error)
+	// CancelRun stops a run for good, as an operator asked. A run before its mutation
+	// (or whose mutation definitely failed) is cancelled with its events released; a run
+	// past its mutation's known outcome is cancelled with its events consumed, so the
+	// side effect is neither lost nor repeated, and its next phase does not run. A run
+	// whose mutation outcome is not known yet (in_flight, needs_reconcile,
+	// indeterminate) is left as it is, with cancel_requested logged: the runtime
+	// cancels it once the outcome is recorded. It returns the run as it left it; its
+	// status says which happened. A final or retried run is refused.
+	CancelRun(ctx context.Context, runID string, c Cancel) (scripthost.Run, error)
 	// CreateRetryRun creates the run that retries a failed or paused one, running the
 	// stored version r.Version of its workflow (0: the newest stored, or the source's
 	// when the store holds no version; ErrNotFound for an unknown version). A run marked

@@ -48,7 +48,24 @@ const (
 	// nothing ({tool, phase, reason, message, handler?, file?, line?, column?});
 	// reason is second_mutation, phase, unknown_tool, invalid_input or refused.
 	EventToolRefused EventType = "tool_refused"
+	// EventCancelRequested: an operator asked to cancel the run while its mutation's
+	// outcome was not known; the run is cancelled once it is ({by?, reason?}).
+	EventCancelRequested EventType = "cancel_requested"
+	// EventCancelled: the run was cancelled ({by?, reason?, events}); events is what
+	// became of its reserved events: "released" before its mutation, "consumed" after.
+	EventCancelled EventType = "cancelled"
 )
+
+// CancelRequested reports whether evs, a run's lifecycle log, holds a request to cancel
+// the run.
+func CancelRequested(evs []LifecycleEvent) bool {
+	for _, e := range evs {
+		if e.Type == EventCancelRequested {
+			return true
+		}
+	}
+	return false
+}
 
 // LifecycleEvent is one entry of a run's lifecycle log. The log is append-only: each
 // entry is written in the transaction of the change it describes and never changed.

@@ -76,6 +76,9 @@ func (rt *Runtime) drive(ctx context.Context, run scripthost.Run, fresh bool, pe
 			}
 		}
 		if err != nil {
+			if stopped, ok := rt.cancelledMeanwhile(ctx, run.ID, err); ok {
+				return stopped, true, nil
+			}
 			return run, progress, err
 		}
 		if !moved {
@@ -209,6 +212,9 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		return next, true, err
 
 	case scripthost.RunEmitting:
+		if next, cancelled, err := rt.honourCancel(ctx, run); cancelled || err != nil {
+			return next, true, err
+		}
 		outcome := run.Outcome
 		if outcome == nil {
 			outcome = &scripthost.Outcome{Status: scripthost.OutcomeNone}

@@ -90,7 +90,7 @@ func (rt *Runtime) outstanding(ctx context.Context, workflows []string,
 		}
 		for _, name := range sortedKeys(latest) {
 			r := latest[name]
-			if r.Status == scripthost.StatusCommitted || r.Status == scripthost.StatusSkipped {
+			if r.Status.Settled() {
 				continue
 			}
 			s := Stuck{Run: r}

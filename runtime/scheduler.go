@@ -130,7 +130,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 	}
 	blocked := func(handler string) bool {
 		r, ok := latest[handler]
-		return ok && r.Status != scripthost.StatusCommitted && r.Status != scripthost.StatusSkipped
+		return ok && !r.Status.Settled()
 	}
 
 	now := rt.now()
@@ -180,7 +180,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 			}
 			if res.started {
 				ran, latest[name] = true, res.run
-				settled = settled && (res.run.Status == scripthost.StatusCommitted || res.run.Status == scripthost.StatusSkipped)
+				settled = settled && res.run.Status.Settled()
 			}
 		}
 		if !ran || !settled || producersRan || round >= rt.maxRounds() {

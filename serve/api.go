@@ -36,6 +36,7 @@ func routes(s *Server) []route {
 		{"GET", "/api/v1/runs/{id}", s.run},
 		{"GET", "/api/v1/runs/{id}/events", s.runEvents},
 		{"POST", "/api/v1/runs/{id}/retry", s.retry},
+		{"POST", "/api/v1/runs/{id}/cancel", s.cancel},
 		{"GET", "/api/v1/mutations", s.mutations},
 		{"GET", "/api/v1/mutations/indeterminate", s.indeterminate},
 		{"GET", "/api/v1/mutations/{id}", s.mutation},

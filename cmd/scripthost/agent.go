@@ -138,7 +138,11 @@ func agentCmd(g *globals) *cobra.Command {
 					return err
 				}
 				defer store.Close()
-				if err := agent.Decide(cmd.Context(), store, args[0], args[1], approve, approver(by)); err != nil {
+				who := approver(by)
+				target := "agent session " + args[0] + " call " + args[1]
+				if _, err := recordCLI(cmd.Context(), store, verb, target, who, map[string]string{"call": args[1]}, func(ctx context.Context) (any, error) {
+					return nil, agent.Decide(ctx, store, args[0], args[1], approve, who)
+				}); err != nil {
 					return err
 				}
 				fmt.Fprintf(g.Stdout, "call %s %sd; run scripthost agent resume %s\n", args[1], verb, args[0])

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os/user"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -121,7 +120,7 @@ func runStatuses() []string {
 	var out []string
 	for _, st := range []scripthost.RunStatus{scripthost.StatusActive, scripthost.StatusCommitted, scripthost.StatusSkipped,
 		scripthost.StatusPausedTransient, scripthost.StatusPausedApproval, scripthost.StatusPausedReconciliation,
-		scripthost.StatusFailedLogic, scripthost.StatusFailedInternal} {
+		scripthost.StatusFailedLogic, scripthost.StatusFailedInternal, scripthost.StatusCancelled} {
 		out = append(out, string(st))
 	}
 	return append(out, scripthost.StatusSuperseded)
@@ -325,23 +324,19 @@ func newResolveCmd(g *globals) *cobra.Command {
 				}
 				r.Result = json.RawMessage(result)
 			}
-			if r.By == "" {
-				r.By = "cli"
-				if u, err := user.Current(); err == nil {
-					r.By = u.Username
+			r.By = approver(r.By)
+			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				req := map[string]any{"as": r.As, "result": r.Result, "force": r.Force}
+				res, err := recordCLI(cmd.Context(), store, "resolve", args[0], r.By, req, func(ctx context.Context) (any, error) {
+					return hostfuncs.Resolve(ctx, store, args[0], r)
+				})
+				if err != nil {
+					return err
 				}
-			}
-			store, err := g.openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			m, err := hostfuncs.Resolve(cmd.Context(), store, args[0], r)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(g.Stdout, "mutation %s resolved as %s by %s\n", m.ID, m.Status, m.ResolvedBy)
-			return nil
+				m := res.(scripthost.Mutation)
+				fmt.Fprintf(g.Stdout, "mutation %s resolved as %s by %s\n", m.ID, m.Status, m.ResolvedBy)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&as, "as", "", "applied, failed or skipped")
@@ -354,6 +349,7 @@ func newResolveCmd(g *globals) *cobra.Command {
 
 func newRetryCmd(g *globals) *cobra.Command {
 	var version int
+	var by string
 	var now retryNow
 	cmd := &cobra.Command{
 		Use:   "retry RUN_ID [--version N] [--now]",
@@ -374,14 +370,14 @@ or paused again.`,
 				return usagef("--version %d: want a stored version number (0: the newest)", version)
 			}
 			if now.now {
-				return retryAndDrive(cmd.Context(), g, args[0], version, now)
+				return retryAndDrive(cmd.Context(), g, args[0], version, now, by)
 			}
 			if now.set(cmd) {
 				return usagef("--tools, --workspace and --timeout go with --now")
 			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
 				ctx := cmd.Context()
-				src, r, err := view.Retry(ctx, store, args[0], version)
+				src, r, err := recordRetry(ctx, store, args[0], version, by)
 				if err != nil {
 					return err
 				}
@@ -392,9 +388,25 @@ or paused again.`,
 		},
 	}
 	cmd.Flags().IntVar(&version, "version", 0, "the workflow version to run (default: the newest stored)")
+	cmd.Flags().StringVar(&by, "by", "", "who retries, for the audit trail (default: the current user)")
 	cmd.Flags().BoolVar(&now.now, "now", false, "drive the retry at once, to its commit or its next pause")
 	cmd.Flags().StringVar(&now.tools, "tools", "", "with --now: HTTP tools declared in a JSON or YAML file")
 	cmd.Flags().StringVar(&now.workspace, "workspace", "", "with --now: directory the Files.* tools are confined to (default: the workflow's directory)")
 	cmd.Flags().DurationVar(&now.timeout, "timeout", 0, "with --now: wall-clock limit of one handler invocation (default 5s)")
 	return cmd
+}
+
+// recordRetry creates the retry of run id (view.Retry) as an operator action recorded in
+// the audit trail, as serve's POST /api/v1/runs/{id}/retry is.
+func recordRetry(ctx context.Context, store ledger.Store, id string, version int, by string) (src, retry scripthost.Run, err error) {
+	req := map[string]any{"version": version}
+	_, err = recordCLI(ctx, store, "retry", id, by, req, func(ctx context.Context) (any, error) {
+		var rerr error
+		src, retry, rerr = view.Retry(ctx, store, id, version)
+		if rerr != nil {
+			return nil, rerr
+		}
+		return map[string]scripthost.Run{"source": src, "retry": retry}, nil
+	})
+	return src, retry, err
 }

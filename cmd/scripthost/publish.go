@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"strings"
 	"time"
 
@@ -138,12 +137,7 @@ refused: retry or resolve that run. The skip is recorded as an operator action w
 // audit trail scripthost serve's actions use (view.RecordAction).
 func recordCLI(ctx context.Context, store ledger.Store, name, target, by string, req any,
 	do func(ctx context.Context) (any, error)) (any, error) {
-	if by == "" {
-		by = "cli"
-		if u, err := user.Current(); err == nil {
-			by = u.Username
-		}
-	}
+	by = approver(by)
 	started := time.Now()
 	res, err := do(ctx)
 	rerr := view.RecordAction(ctx, store, view.Action{Name: name, Target: target, By: by, Request: req,

@@ -10,7 +10,6 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
-	"github.com/scripthost/scripthost/internal/view"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/runtime"
 )
@@ -35,7 +34,7 @@ func (n retryNow) set(cmd *cobra.Command) bool {
 
 // retryAndDrive creates the retry of runID and drives it at once, as a run pass would,
 // to its commit or its next pause.
-func retryAndDrive(ctx context.Context, g *globals, runID string, version int, n retryNow) error {
+func retryAndDrive(ctx context.Context, g *globals, runID string, version int, n retryNow, by string) error {
 	ws := n.workspace
 	if ws == "" {
 		// The workflow's directory, as run defaults to: read it before the host
@@ -63,7 +62,7 @@ func retryAndDrive(ctx context.Context, g *globals, runID string, version int, n
 	}
 	defer store.Close()
 	defer h.Close(context.WithoutCancel(ctx))
-	src, r, err := view.Retry(ctx, store, runID, version)
+	src, r, err := recordRetry(ctx, store, runID, version, by)
 	if err != nil {
 		return err
 	}

@@ -385,7 +385,7 @@ func summarize(ctx context.Context, g *globals, store ledger.Store, workflows []
 		var parts []string
 		for _, s := range []scripthost.RunStatus{scripthost.StatusCommitted, scripthost.StatusSkipped, scripthost.StatusActive,
 			scripthost.StatusPausedTransient, scripthost.StatusPausedApproval, scripthost.StatusPausedReconciliation,
-			scripthost.StatusFailedLogic, scripthost.StatusFailedInternal} {
+			scripthost.StatusFailedLogic, scripthost.StatusFailedInternal, scripthost.StatusCancelled} {
 			if counts[s] > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 			}

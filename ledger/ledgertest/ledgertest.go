@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"CommitConsumer", testCommitConsumer},
 		{"CommitProducer", testCommitProducer},
 		{"SkipRun", testSkipRun},
+		{"CancelRun", testCancelRun},
 		{"Recover", testRecover},
 		{"Snapshots", testSnapshots},
 		{"FoldedTransitions", testFoldedTransitions},

@@ -79,17 +79,22 @@ function live(render) {
 
 // ---- pages ----
 
+// loginMessage is why the last login or request was refused: the login page shows it
+// until a login succeeds, also when the page is drawn again on the hash change.
+let loginMessage = "";
+
 function login(message) {
+  message = message || loginMessage;
   document.getElementById("nav").hidden = true;
   const tok = h("input", { id: "token", type: "password", autocomplete: "off", placeholder: "bearer token" });
   const who = h("input", { id: "operator", placeholder: "your name (recorded with your actions)", value: operatorName() });
-  const err = h("p", { class: "error" }, message || "");
+  const err = h("p", { class: "error", id: "login-error" }, message || "");
   const form = h("form", {
     onsubmit: async (e) => {
       e.preventDefault();
       sessionStorage.setItem("scripthost.token", tok.value.trim());
       sessionStorage.setItem("scripthost.operator", who.value.trim());
-      try { await api("/workflows"); location.hash = "#/runs"; route(); } catch (x) { err.textContent = x.message; }
+      try { await api("/workflows"); loginMessage = ""; location.hash = "#/runs"; route(); } catch (x) { err.textContent = x.message; }
     },
   }, h("label", {}, "Token", tok), h("label", {}, "Operator", who), h("button", { type: "submit", class: "primary", id: "login" }, "Log in"), err);
   main.replaceChildren(h("div", { class: "login card" }, h("h1", {}, "Log in"),
@@ -97,6 +102,7 @@ function login(message) {
 }
 
 function logout(message) {
+  loginMessage = message || "";
   sessionStorage.removeItem("scripthost.token");
   location.hash = "#/login";
   login(message);
@@ -124,7 +130,7 @@ function filters(fields, onchange) {
   return { form, query };
 }
 
-const runStatuses = ["active", "committed", "skipped", "paused:transient", "paused:approval", "paused:reconciliation", "failed:logic", "failed:internal", "superseded"];
+const runStatuses = ["active", "committed", "skipped", "paused:transient", "paused:approval", "paused:reconciliation", "failed:logic", "failed:internal", "cancelled", "superseded"];
 // shown is a run's status as operators see it: a run a retry took over is superseded
 // (its stored status, kept for the record, no longer says what happens next).
 function shown(r) { return r.superseded_by ? "superseded" : r.status; }
@@ -205,6 +211,35 @@ function eventText(ev) {
   return Object.entries(d).filter(([k]) => k !== "phase").map(([k, v]) => k + "=" + (typeof v === "string" ? v : JSON.stringify(v))).join(" ");
 }
 
+// cancelButton offers to cancel a run that is not final, with a reason, through a
+// confirmation saying what becomes of its events; null for a final or retried run.
+function cancelButton(r, render) {
+  const final = ["committed", "skipped", "cancelled"].includes(r.status) || r.status.startsWith("failed:");
+  if (final || r.superseded_by) return null;
+  return h("button", {
+    id: "cancel-run", class: "danger", onclick: async () => {
+      const reason = h("input", { id: "cancel-reason", placeholder: "why (kept in the audit trail)" });
+      if (!(await confirmAction("Cancel run " + r.id + "? Before its mutation its events are released to the next run; after it the side effect is kept and next does not run; " +
+        "with the mutation in flight it is cancelled once the outcome is known.", h("label", {}, "Reason", reason)))) return;
+      try {
+        const res = await api("/runs/" + r.id + "/cancel", { method: "POST", body: { reason: reason.value, by: operatorName() } });
+        await render();
+        if (res.requested) fail(new Error(res.message));
+      } catch (e) { fail(e); }
+    },
+  }, "Cancel run");
+}
+
+// stoppedPhase marks the last phase of a run that is not moving (paused, cancelled,
+// failed) with the run's status and the time it stopped, instead of "running".
+function stoppedPhase(phases, r) {
+  const last = phases[phases.length - 1];
+  if (last && last.result === "running" && r.status !== "active") {
+    last.result = shown(r); last.end = r.updated_at;
+  }
+  return phases;
+}
+
 async function runPage(id) {
   const render = async () => {
     const d = await api("/runs/" + encodeURIComponent(id));
@@ -219,9 +254,11 @@ async function runPage(id) {
         },
       }, "Retry"));
     }
+    const cancel = cancelButton(r, render);
+    if (cancel) actions.append(cancel);
     const snaps = d.snapshots;
     const timeline = h("ol", { class: "timeline", id: "timeline" });
-    phasesOf(d.lifecycle).forEach((p) => {
+    stoppedPhase(phasesOf(d.lifecycle), r).forEach((p) => {
       const li = h("li", { class: p.result, "data-phase": p.phase },
         h("div", { class: "phase-head" }, p.phase, " ", status(p.result), " ",
           h("span", { class: "muted" }, time(p.start), " · ", p.end ? ms(p.start, p.end) : "running")));

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
@@ -232,4 +233,61 @@ func (s *Store) retryVersion(ctx context.Context, tx Tx, src runRec, version int
 		return 0, fmt.Errorf("%w: workflow %q version %d", ledger.ErrNotFound, src.Workflow, version)
 	}
 	return got, nil
+}
+
+// CancelRun stops a run as an operator asked (see ledger.Store.CancelRun).
+func (s *Store) CancelRun(ctx context.Context, runID string, c ledger.Cancel) (scripthost.Run, error) {
+	var out runRec
+	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx Tx) error {
+		rec, err := s.getRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if err := checkMovable(rec, scripthost.StatusCancelled); err != nil {
+			return err
+		}
+		st, _, err := s.stageOf(ctx, tx, rec)
+		if err != nil {
+			return err
+		}
+		data := map[string]any{}
+		if c.By != "" {
+			data["by"] = c.By
+		}
+		if c.Reason != "" {
+			data["reason"] = c.Reason
+		}
+		out = rec
+		if st == outcomeUnknown {
+			return s.logOwn(ctx, tx, ledger.NewLifecycleEvent(runID, ledger.EventCancelRequested, data))
+		}
+		events := scripthost.EventPending
+		data["events"] = "released"
+		if st == afterMutation {
+			events, data["events"] = scripthost.EventConsumed, "consumed"
+		}
+		if err := s.setRunEvents(ctx, tx, runID, events); err != nil {
+			return err
+		}
+		rec.Status, rec.Error, rec.ErrorClass, rec.NotBefore = scripthost.StatusCancelled, cancelText(c), "", time.Time{}
+		rec.UpdatedAt = s.now()
+		out = rec
+		if err := s.saveRun(ctx, tx, rec); err != nil {
+			return err
+		}
+		return s.logOwn(ctx, tx, ledger.NewLifecycleEvent(runID, ledger.EventCancelled, data))
+	})
+	return out.Run, err
+}
+
+// cancelText is a cancelled run's error text: who cancelled it and why.
+func cancelText(c ledger.Cancel) string {
+	s := "cancelled"
+	if c.By != "" {
+		s += " by " + c.By
+	}
+	if c.Reason != "" {
+		s += ": " + c.Reason
+	}
+	return s
 }

@@ -1,0 +1,115 @@
+package ledgertest
+
+import (
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// lastEvent returns the newest lifecycle event of a run.
+func (f *fixture) lastEvent(runID string) ledger.LifecycleEvent {
+	f.t.Helper()
+	evs := must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: runID}))(f.t)
+	if len(evs) == 0 {
+		f.t.Fatalf("run %s has no lifecycle events", runID)
+	}
+	return evs[len(evs)-1]
+}
+
+func testCancelRun(f *fixture) {
+	c := ledger.Cancel{By: "alice", Reason: "wrong order"}
+	for _, stage := range []string{stPending, stPreparing, stPrepared, stMutating} {
+		f.with("before mutation at "+stage, func(f *fixture) {
+			b := f.consumer(stage)
+			r := must(f.s.CancelRun(f.ctx, b.run.ID, c))(f.t)
+			if r.Status != scripthost.StatusCancelled || r.Phase != b.run.Phase || r.Error != "cancelled by alice: wrong order" {
+				f.t.Errorf("got %s/%s %q, want %s/cancelled by alice with the reason", r.Phase, r.Status, r.Error, b.run.Phase)
+			}
+			if got := must(f.s.Run(f.ctx, b.run.ID))(f.t); got.Status != scripthost.StatusCancelled {
+				f.t.Errorf("stored status %s, want cancelled", got.Status)
+			}
+			f.wantEvents(b.events, scripthost.EventPending, "")
+			ev := f.lastEvent(b.run.ID)
+			if ev.Type != ledger.EventCancelled || string(ev.Data) != `{"by":"alice","events":"released","reason":"wrong order"}` {
+				f.t.Errorf("last event %s %s, want cancelled with events released", ev.Type, ev.Data)
+			}
+		})
+	}
+	f.with("after the outcome", func(f *fixture) {
+		b := f.consumer(stEmitting)
+		r := must(f.s.CancelRun(f.ctx, b.run.ID, c))(f.t)
+		if r.Status != scripthost.StatusCancelled {
+			f.t.Errorf("got %s, want cancelled", r.Status)
+		}
+		// The side effect happened: its events are consumed, never offered again.
+		f.wantEvents(b.events, scripthost.EventConsumed, b.run.ID)
+		if ev := f.lastEvent(b.run.ID); ev.Type != ledger.EventCancelled || string(ev.Data) != `{"by":"alice","events":"consumed","reason":"wrong order"}` {
+			f.t.Errorf("last event %s %s, want cancelled with events consumed", ev.Type, ev.Data)
+		}
+		if m := must(f.s.Mutation(f.ctx, b.mut.ID))(f.t); m.Status != scripthost.MutationApplied {
+			f.t.Errorf("mutation %s, want still applied", m.Status)
+		}
+	})
+	f.with("paused before mutation", func(f *fixture) {
+		b := f.consumer(stPrepared)
+		must(f.s.SetRunStatus(f.ctx, b.run.ID, ledger.StatusChange{Status: scripthost.StatusPausedApproval}))(f.t)
+		r := must(f.s.CancelRun(f.ctx, b.run.ID, ledger.Cancel{}))(f.t)
+		if r.Status != scripthost.StatusCancelled || r.Error != "cancelled" {
+			f.t.Errorf("got %s %q, want cancelled", r.Status, r.Error)
+		}
+		f.wantEvents(b.events, scripthost.EventPending, "")
+	})
+	f.with("producer", func(f *fixture) {
+		p := f.producer(true)
+		if r := must(f.s.CancelRun(f.ctx, p.ID, c))(f.t); r.Status != scripthost.StatusCancelled {
+			f.t.Errorf("got %s, want cancelled", r.Status)
+		}
+	})
+	for _, stage := range []string{stInFlight, stNeedsReconcile, stIndeterminate} {
+		f.with("requested while outcome unknown at "+stage, func(f *fixture) {
+			b := f.consumer(stage)
+			r := must(f.s.CancelRun(f.ctx, b.run.ID, c))(f.t)
+			if r.Status != b.run.Status || r.Phase != b.run.Phase {
+				f.t.Errorf("got %s/%s, want %s/%s unchanged", r.Phase, r.Status, b.run.Phase, b.run.Status)
+			}
+			f.wantEvents(b.events, scripthost.EventReserved, b.run.ID)
+			evs := must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: b.run.ID}))(f.t)
+			if !ledger.CancelRequested(evs) {
+				f.t.Errorf("no cancel_requested in %v", evs)
+			}
+			// The outcome becomes known: now the run is cancelled, keeping the effect.
+			if stage == stInFlight {
+				must(f.s.ApplyMutation(f.ctx, b.mut.ID, nil))(f.t)
+				r = must(f.s.CancelRun(f.ctx, b.run.ID, c))(f.t)
+				if r.Status != scripthost.StatusCancelled {
+					f.t.Errorf("after the outcome: got %s, want cancelled", r.Status)
+				}
+				f.wantEvents(b.events, scripthost.EventConsumed, b.run.ID)
+			}
+		})
+	}
+	f.with("refused when final", func(f *fixture) {
+		b := f.consumer(stCommitted)
+		before := f.dump()
+		_, err := f.s.CancelRun(f.ctx, b.run.ID, c)
+		f.refused(before, err, nil)
+	})
+	f.with("refused twice", func(f *fixture) {
+		b := f.consumer(stPrepared)
+		must(f.s.CancelRun(f.ctx, b.run.ID, c))(f.t)
+		before := f.dump()
+		_, err := f.s.CancelRun(f.ctx, b.run.ID, c)
+		f.refused(before, err, nil)
+	})
+	f.with("mutation refused after cancel", func(f *fixture) {
+		b := f.consumer(stMutating)
+		must(f.s.CancelRun(f.ctx, b.run.ID, c))(f.t)
+		before := f.dump()
+		_, err := f.s.BeginMutation(f.ctx, ledger.NewMutation{RunID: b.run.ID, Namespace: "Shop", Method: "ship",
+			InputHash: "h-cancelled", IdempotencyKey: "k-cancelled"})
+		f.refused(before, err, nil)
+	})
+	f.with("unknown run", func(f *fixture) {
+		_, err := f.s.CancelRun(f.ctx, "no-such-run", c)
+		f.refused(f.dump(), err, ledger.ErrNotFound)
+	})
+}

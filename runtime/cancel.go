@@ -1,0 +1,63 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// honourCancel cancels a run about to run its next phase when an operator asked to
+// cancel it while its mutation's outcome was not known (ledger.EventCancelRequested):
+// the outcome is recorded now, so the ledger cancels it keeping the side effect. Only a
+// run that made a mutation can hold such a request, so no other run pays for the
+// lookup.
+func (rt *Runtime) honourCancel(ctx context.Context, run scripthost.Run) (scripthost.Run, bool, error) {
+	if run.Outcome == nil || run.Outcome.Status == scripthost.OutcomeNone {
+		return run, false, nil
+	}
+	evs, err := rt.cfg.Store.LifecycleEvents(ctx, ledger.LifecycleFilter{RunID: run.ID})
+	if err != nil {
+		return run, false, err
+	}
+	var req ledger.LifecycleEvent
+	for _, e := range evs {
+		if e.Type == ledger.EventCancelRequested {
+			req = e
+		}
+	}
+	if req.Type == "" {
+		return run, false, nil
+	}
+	var c ledger.Cancel
+	var d struct {
+		By     string `json:"by"`
+		Reason string `json:"reason"`
+	}
+	if len(req.Data) > 0 {
+		if err := json.Unmarshal(req.Data, &d); err != nil {
+			return run, false, fmt.Errorf("runtime: run %s: cancel request %d: %w", run.ID, req.Seq, err)
+		}
+	}
+	c.By, c.Reason = d.By, d.Reason
+	next, err := rt.cfg.Store.CancelRun(ctx, run.ID, c)
+	return next, err == nil, err
+}
+
+// cancelledMeanwhile reports whether err, a step's refused transition, is because an
+// operator cancelled the run while the step ran (its prepare phase, or its mutate phase
+// before the tool call): the ledger refused the step's write, so nothing it did is
+// kept, and the run is returned as the ledger holds it.
+func (rt *Runtime) cancelledMeanwhile(ctx context.Context, runID string, err error) (scripthost.Run, bool) {
+	if !errors.Is(err, ledger.ErrIllegalTransition) {
+		return scripthost.Run{}, false
+	}
+	run, rerr := rt.cfg.Store.Run(ctx, runID)
+	if rerr != nil || run.Status != scripthost.StatusCancelled {
+		return scripthost.Run{}, false
+	}
+	return run, true
+}
