@@ -23,7 +23,9 @@ import (
 type Options struct {
 	// Tracer makes the spans (default: none are made).
 	Tracer trace.TracerProvider
-	// Logger gets the slow tool call lines (default: discarded).
+	// Logger gets the slow tool call lines and, once Follow is called, a line for every
+	// failed run, mutation turned indeterminate and reconcile given up (default:
+	// discarded).
 	Logger *slog.Logger
 	// SlowCall is how long a tool call may take before it is logged (0: 5s; negative:
 	// never).
@@ -92,6 +94,13 @@ func (o *Observer) Follow(ctx context.Context, store ledger.Store, poll time.Dur
 		}
 	}()
 	return nil
+}
+
+// Flush reads the lifecycle log up to its end now, counting and logging what it holds
+// since the last read; a command calls it before it exits, so that the last runs' lines
+// are written.
+func (o *Observer) Flush(ctx context.Context) error {
+	return o.follow.poll(ctx)
 }
 
 // OnCommit records one ledger commit (see sqlite.Options.OnCommit).

@@ -223,12 +223,18 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 	if f.jsonl {
 		console = g.Stderr
 	}
+	runObserver(g, f.verbose)
 	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile, f.concurrency, f.lease, console)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	defer h.Close(context.WithoutCancel(ctx))
+	flush, err := followLifecycle(ctx, g, store, f.poll)
+	if err != nil {
+		return err
+	}
+	defer flush()
 	// Validate every file before storing any, so a bad one writes nothing.
 	for _, p := range paths {
 		src, err := os.ReadFile(p)
