@@ -30,10 +30,14 @@ func followLifecycle(ctx context.Context, g *globals, store ledger.Store, poll t
 	if obs == nil {
 		return func() {}, nil
 	}
-	if err := obs.Follow(ctx, store, poll); err != nil {
+	fctx, stop := context.WithCancel(ctx)
+	if err := obs.Follow(fctx, store, poll); err != nil {
+		stop()
 		return nil, err
 	}
 	return func() {
+		stop()
+		obs.Wait()
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if err := obs.Flush(fctx); err != nil {
