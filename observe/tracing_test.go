@@ -73,3 +73,34 @@ func TestRunSpans(t *testing.T) {
 		t.Errorf("failed phase: phase status %v, run status %v, want both errors", spans[3].Status, second.Status)
 	}
 }
+
+// TestResource: the resource names the service scripthost and the host's lease name
+// unless OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES say otherwise, which win.
+func TestResource(t *testing.T) {
+	get := func() map[string]string {
+		t.Helper()
+		res, err := Resource(context.Background(), "scripthost", "box/12/ab")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, kv := range res.Attributes() {
+			m[string(kv.Key)] = kv.Value.Emit()
+		}
+		return m
+	}
+	t.Setenv("OTEL_SERVICE_NAME", "")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "")
+	if m := get(); m["service.name"] != "scripthost" || m["service.instance.id"] != "box/12/ab" || m["host.name"] == "" {
+		t.Errorf("without the variables: %v", m)
+	}
+	t.Setenv("OTEL_SERVICE_NAME", "billing-host")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod,service.instance.id=pod-7")
+	if m := get(); m["service.name"] != "billing-host" || m["deployment.environment"] != "prod" || m["service.instance.id"] != "pod-7" {
+		t.Errorf("with the variables: %v", m)
+	}
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "broken")
+	if _, err := Resource(context.Background(), "scripthost", ""); err == nil {
+		t.Error("a malformed OTEL_RESOURCE_ATTRIBUTES was accepted")
+	}
+}

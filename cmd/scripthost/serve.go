@@ -18,6 +18,7 @@ import (
 
 	"github.com/scripthost/scripthost/host"
 	"github.com/scripthost/scripthost/observe"
+	"github.com/scripthost/scripthost/runtime"
 	"github.com/scripthost/scripthost/serve"
 )
 
@@ -140,8 +141,12 @@ func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) err
 	if f.slowCall == 0 {
 		opts.SlowCall = -1
 	}
+	if f.lease.Owner == "" {
+		// Named here, so that the traces' resource and the leases name this host alike.
+		f.lease.Owner = runtime.DefaultOwner()
+	}
 	if observe.TracingConfigured() {
-		tp, shutdown, err := observe.OTLP(ctx, "scripthost")
+		tp, shutdown, err := observe.OTLP(ctx, "scripthost", f.lease.Owner)
 		if err != nil {
 			return err
 		}
