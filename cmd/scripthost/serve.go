@@ -35,6 +35,8 @@ type serveFlags struct {
 	grace       time.Duration
 	slowCall    time.Duration
 	limits      serve.Limits
+	// metricsPublic serves /metrics without the token (--metrics-public).
+	metricsPublic bool
 }
 
 // serveTokenEnv names the variable that gives serve its token.
@@ -49,7 +51,8 @@ func newServeCmd(g *globals) *cobra.Command {
 the JSON API (docs/openapi.yaml), the web UI at / and Prometheus metrics at /metrics.
 Without workflows it serves the ledger only (inspect, resolve, pause, retry).
 
-Every API and metrics request needs the bearer token: --token, else the file
+/healthz (the process is up) and /readyz (the ledger answers) need no token. Every
+API and metrics request needs the bearer token (--metrics-public: not /metrics): --token, else the file
 --token-file names, else $` + serveTokenEnv + `, else the token kept beside the ledger
 (DB.token), which the first start generates and prints. That file must be a regular
 file of this user that nobody else can read or write; anything else there (a symbolic
@@ -92,6 +95,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set.`,
 	fl.IntVar(&f.concurrency, "concurrency", 0, "most runs driven at once, across every workflow (0: 4 per CPU, at least 16)")
 	fl.StringVar(&f.lease.Owner, "host-id", "", "this host's name in the leases of a shared (postgres://) ledger")
 	fl.DurationVar(&f.lease.TTL, "lease-ttl", 15*time.Second, "shared ledger: how long a dead host's workflows wait before another host takes them over")
+	fl.BoolVar(&f.metricsPublic, "metrics-public", false, "serve /metrics without the token (only where the port is reachable by the scraper alone)")
 	addRecordCallsFlag(cmd, g)
 	return cmd
 }
@@ -168,7 +172,7 @@ func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) err
 		}
 		logger.Info("workflow loaded", "workflow", v.Workflow, "version", v.Version, "path", p)
 	}
-	srv, err := serve.New(serve.Config{Store: store, Token: token, Metrics: obs.Handler(), Wake: h.Runtime().Wake,
+	srv, err := serve.New(serve.Config{Store: store, Token: token, Metrics: obs.Handler(), MetricsPublic: f.metricsPublic, Wake: h.Runtime().Wake,
 		Publish: h.Publish, Logger: logger})
 	if err != nil {
 		return err
