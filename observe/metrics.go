@@ -173,6 +173,13 @@ func (f *follower) tool(ctx context.Context, ev ledger.LifecycleEvent) string {
 	return m.Tool()
 }
 
+// followed returns the store Follow reads (nil before).
+func (f *follower) followed() ledger.Store {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.store
+}
+
 // indeterminate counts the mutations waiting for a person (-1 when the ledger cannot
 // be read; 0 before Follow).
 func (f *follower) indeterminate() float64 {

@@ -32,6 +32,8 @@ type Options struct {
 	// SlowCall is how long a tool call may take before it is logged (0: 5s; negative:
 	// never).
 	SlowCall time.Duration
+	// Clock is the time the ledger gauges' cache is judged by (default: time.Now).
+	Clock func() time.Time
 }
 
 // Observer collects a host's metrics and spans. It implements runtime.Observer.
@@ -42,6 +44,7 @@ type Observer struct {
 	logger *slog.Logger
 	slow   time.Duration
 	follow *follower
+	gauges *ledgerGauges
 	// following is the goroutine of Follow.
 	following sync.WaitGroup
 }
@@ -58,11 +61,16 @@ func New(opts Options) *Observer {
 	if opts.SlowCall == 0 {
 		opts.SlowCall = 5 * time.Second
 	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
 	reg := prometheus.NewRegistry()
 	f := &follower{logger: opts.Logger, runs: map[string]scripthost.Run{}}
 	f.m = newMetrics(reg, f.indeterminate)
+	g := newLedgerGauges(f.followed, opts.Clock)
+	reg.MustRegister(g)
 	return &Observer{reg: reg, m: f.m, tracer: opts.Tracer.Tracer("github.com/scripthost/scripthost"),
-		logger: opts.Logger, slow: opts.SlowCall, follow: f}
+		logger: opts.Logger, slow: opts.SlowCall, follow: f, gauges: g}
 }
 
 // Handler serves the metrics in the Prometheus text format; every scrape first reads
@@ -105,6 +113,15 @@ func (o *Observer) Follow(ctx context.Context, store ledger.Store, poll time.Dur
 // are written.
 func (o *Observer) Flush(ctx context.Context) error {
 	return o.follow.poll(ctx)
+}
+
+// WatchBlocked gives the scripthost_handlers_blocked gauge its source: the newest runs
+// of the handlers that wait for a person (host.Host.Outstanding's Blocked). Call it
+// before serving the metrics.
+func (o *Observer) WatchBlocked(blocked func(context.Context) ([]scripthost.Run, error)) {
+	o.gauges.mu.Lock()
+	defer o.gauges.mu.Unlock()
+	o.gauges.blocked = blocked
 }
 
 // Wait waits for the reading Follow started to stop, once its context is done.

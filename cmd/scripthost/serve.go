@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/host"
 	"github.com/scripthost/scripthost/observe"
 	"github.com/scripthost/scripthost/runtime"
@@ -172,6 +173,14 @@ func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) err
 		}
 		logger.Info("workflow loaded", "workflow", v.Workflow, "version", v.Version, "path", p)
 	}
+	obs.WatchBlocked(func(ctx context.Context) ([]scripthost.Run, error) {
+		out, err := h.Outstanding(ctx)
+		runs := make([]scripthost.Run, len(out.Blocked))
+		for i, b := range out.Blocked {
+			runs[i] = b.Run
+		}
+		return runs, err
+	})
 	srv, err := serve.New(serve.Config{Store: store, Token: token, Metrics: obs.Handler(), MetricsPublic: f.metricsPublic, Wake: h.Runtime().Wake,
 		Publish: h.Publish, Logger: logger})
 	if err != nil {
