@@ -160,6 +160,10 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 			store.Close()
 			return nil, nil, usageError{err: err}
 		}
+		if err := checkCallsFitLease(store, lease.TTL, tools); err != nil {
+			store.Close()
+			return nil, nil, usageError{err: err}
+		}
 		for _, t := range tools {
 			redactor.AddSecret(t.Secrets...)
 		}
