@@ -32,7 +32,7 @@ func (c *fakeClock) add(d time.Duration) {
 }
 
 // TestLedgerGauges: a consumer whose prepare throws leaves a failed run, its handler
-// blocked and its second event pending; the gauges read that from the ledger, reuse the
+// blocked and its events pending; a retried run is active. The gauges read that from the ledger, reuse the
 // reading within the cache time, read again after it, and say when the ledger stops
 // answering.
 func TestLedgerGauges(t *testing.T) {

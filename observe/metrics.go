@@ -1,5 +1,6 @@
-// Package observe makes a host observable: Prometheus metrics, OpenTelemetry traces and
-// a log line for slow tool calls. It plugs into the runtime through runtime.Observer,
+// Package observe makes a host observable: Prometheus metrics, OpenTelemetry traces, a
+// log line for slow tool calls and one for each failed run, indeterminate mutation and
+// reconcile given up. It plugs into the runtime through runtime.Observer,
 // into the tools by wrapping their Execute functions, and reads run outcomes from the
 // ledger's lifecycle log, so the runtime itself has no metric or span calls.
 package observe
