@@ -22,6 +22,9 @@ type Lease struct {
 	Owner     string    `json:"owner"`
 	Token     int64     `json:"token"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// TookOverFrom names the host whose lease had expired when ClaimLease took it
+	// (it died, or could not renew); empty when the lease was free or released.
+	TookOverFrom string `json:"took_over_from,omitempty"`
 }
 
 // Leaser is implemented by stores that several hosts share (PostgreSQL). A host drives

@@ -79,6 +79,10 @@ func (rt *Runtime) withLease(ctx context.Context, workflow string, pass func(con
 	if err != nil || !ok {
 		return false, false, err
 	}
+	if lease.TookOverFrom != "" {
+		rt.cfg.Logger.Warn("took over a workflow whose holder's lease expired", "workflow", workflow,
+			"from", lease.TookOverFrom, "owner", opts.Owner)
+	}
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup

@@ -15,10 +15,12 @@ type leaseRow struct {
 	Owner     string    `db:"owner"`
 	Token     int64     `db:"claims"`
 	ExpiresAt time.Time `db:"expires_at"`
+	// TookOverFrom is set by ClaimLease only.
+	TookOverFrom string `db:"took_over_from"`
 }
 
 func (r leaseRow) lease() ledger.Lease {
-	l := ledger.Lease{Workflow: r.Workflow, Owner: r.Owner, Token: r.Token, ExpiresAt: r.ExpiresAt.UTC()}
+	l := ledger.Lease{Workflow: r.Workflow, Owner: r.Owner, Token: r.Token, ExpiresAt: r.ExpiresAt.UTC(), TookOverFrom: r.TookOverFrom}
 	if r.Owner == "" {
 		l.ExpiresAt = time.Time{}
 	}
@@ -73,13 +75,13 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 			return s.dbErr("claim lease", err)
 		}
 		err := tx.GetContext(ctx, &row, `WITH free AS (
-				SELECT workflow FROM leases
+				SELECT workflow, CASE WHEN owner <> '' AND owner <> ? THEN owner ELSE '' END AS took_over_from FROM leases
 				WHERE workflow = ? AND (owner = '' OR owner = ? OR expires_at < clock_timestamp())
 				FOR UPDATE SKIP LOCKED)
 			UPDATE leases l SET owner = ?, claims = l.claims + 1, claimed_at = clock_timestamp(), wanted_at = 'epoch',
 				expires_at = clock_timestamp() + ? * interval '1 millisecond'
 			FROM free WHERE l.workflow = free.workflow
-			RETURNING l.workflow, l.owner, l.claims, l.expires_at`, workflow, owner, owner, millis(ttl))
+			RETURNING l.workflow, l.owner, l.claims, l.expires_at, free.took_over_from`, owner, workflow, owner, owner, millis(ttl))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil // taken by another host a moment ago
 		}

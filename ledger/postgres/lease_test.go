@@ -39,6 +39,9 @@ func TestLeases(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("claim by b after the release: got ok=%v err=%v", ok, err)
 	}
+	if lb.TookOverFrom != "" {
+		t.Errorf("claim after a release: took over from %q, want nobody", lb.TookOverFrom)
+	}
 	if lb.Token <= la.Token {
 		t.Errorf("token: got %d after %d, want it to grow at every claim", lb.Token, la.Token)
 	}
@@ -46,6 +49,9 @@ func TestLeases(t *testing.T) {
 	la2, ok, err := a.ClaimLease(ctx, "wf", "host-a", time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("claim of an expired lease: got ok=%v err=%v, want it taken over", ok, err)
+	}
+	if la2.TookOverFrom != "host-b" {
+		t.Errorf("claim of an expired lease: took over from %q, want host-b", la2.TookOverFrom)
 	}
 	if _, err := b.RenewLease(ctx, lb, time.Minute); !errors.Is(err, ledger.ErrLeaseLost) {
 		t.Errorf("renew by the former holder: got %v, want ErrLeaseLost", err)
