@@ -83,3 +83,16 @@ func TestRunLogsAnIndeterminateMutation(t *testing.T) {
 		t.Errorf("the secret is in the log:\n%s", stderr)
 	}
 }
+
+// TestServeLogsAFailedRun: serve writes the same line as run for a run that fails,
+// from the same observer, in JSON when asked.
+func TestServeLogsAFailedRun(t *testing.T) {
+	dir := t.TempDir()
+	wf := jobWorkflow(t, dir, map[string]string{"NEXT": "throw new Error('boom');"})
+	s := startServe(t, filepath.Join(dir, "l.db"), "--log-format", "json", wf, "--token", testServeToken)
+	waitFor(t, func() bool { return len(jsonLines(t, s.stderr.String(), "run failed")) == 1 })
+	l := jsonLines(t, s.stderr.String(), "run failed")[0]
+	if l["level"] != "ERROR" || l["handler"] != "work" || l["phase"] != "next" || l["run_id"] == "" {
+		t.Errorf("the line %v does not say which run failed where", l)
+	}
+}

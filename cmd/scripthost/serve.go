@@ -240,6 +240,10 @@ wait:
 	}
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
+	// The lines of the last runs, written since the last poll.
+	if err := obs.Flush(shutCtx); err != nil {
+		logger.Warn("reading the lifecycle log", "err", err)
+	}
 	if err := hs.Shutdown(shutCtx); err != nil {
 		logger.Warn("closing HTTP connections", "err", err)
 	}
