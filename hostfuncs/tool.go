@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/sandbox"
@@ -42,6 +43,9 @@ type Tool struct {
 	// SecretFields name input fields whose values are redacted wherever they are
 	// stored or printed.
 	SecretFields []string
+	// Timeout is the longest one call may take (0: not known). A host sharing its
+	// ledger refuses a mutating tool whose calls may outlast the lease TTL.
+	Timeout time.Duration
 	// Secrets are values the tool itself uses (API keys read from the environment)
 	// that must never be logged, stored or shown. A ToolWrapper registers them with
 	// its Redactor.

@@ -1,5 +1,6 @@
-// Package observe makes a host observable: Prometheus metrics, OpenTelemetry traces and
-// a log line for slow tool calls. It plugs into the runtime through runtime.Observer,
+// Package observe makes a host observable: Prometheus metrics, OpenTelemetry traces, a
+// log line for slow tool calls and one for each failed run, indeterminate mutation and
+// reconcile given up. It plugs into the runtime through runtime.Observer,
 // into the tools by wrapping their Execute functions, and reads run outcomes from the
 // ledger's lifecycle log, so the runtime itself has no metric or span calls.
 package observe
@@ -28,6 +29,7 @@ type metrics struct {
 	toolSeconds   *prometheus.HistogramVec
 	mutations     *prometheus.CounterVec
 	reconciles    *prometheus.CounterVec
+	resolutions   *prometheus.CounterVec
 	commitSeconds prometheus.Histogram
 	syncSeconds   prometheus.Histogram
 	syncCommits   prometheus.Histogram
@@ -52,9 +54,12 @@ func newMetrics(reg *prometheus.Registry, indeterminate func() float64) *metrics
 		toolSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "scripthost_tool_call_duration_seconds",
 			Help: "Time spent in one tool call.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)}, []string{"tool", "outcome"}),
 		mutations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "scripthost_mutations_total",
-			Help: "Mutation outcomes (applied, failed, needs_reconcile, indeterminate, and resolutions)."}, []string{"tool", "outcome"}),
+			Help: "Mutation outcomes (applied, failed, needs_reconcile, indeterminate, skipped), each change of status once, " +
+				"including those a person's resolution made."}, []string{"tool", "outcome"}),
+		resolutions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "scripthost_resolutions_total",
+			Help: "Mutations a person resolved, by the status they gave it."}, []string{"tool", "as"}),
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "scripthost_reconcile_attempts_total",
-			Help: "Reconcile attempts of uncertain mutations, by what they found."}, []string{"outcome"}),
+			Help: "Reconcile attempts of uncertain mutations, by tool and what they found."}, []string{"tool", "outcome"}),
 		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "scripthost_ledger_commit_duration_seconds",
 			Help: "Time from the start of a ledger write transaction to the end of its commit.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9)}),
 		commitBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "scripthost_ledger_commit_batch_size",
@@ -67,7 +72,7 @@ func newMetrics(reg *prometheus.Registry, indeterminate func() float64) *metrics
 	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scripthost_mutations_indeterminate",
 		Help: "Mutations whose outcome is unknown and that wait for a person."}, indeterminate)
 	reg.MustRegister(m.runsStarted, m.runsCommitted, m.runsFailed, m.phaseSeconds, m.phasesRunning, m.toolSeconds, m.mutations,
-		m.reconciles, m.commitSeconds, m.commitBatch, m.syncSeconds, m.syncCommits, gauge,
+		m.reconciles, m.resolutions, m.commitSeconds, m.commitBatch, m.syncSeconds, m.syncCommits, gauge,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -133,16 +138,10 @@ func (f *follower) run(ctx context.Context, id string) scripthost.Run {
 }
 
 func (f *follower) count(ctx context.Context, ev ledger.LifecycleEvent) {
-	var d struct {
-		Phase   string `json:"phase"`
-		Class   string `json:"class"`
-		Status  string `json:"status"`
-		Outcome string `json:"outcome"`
-		Tool    string `json:"tool"`
-		As      string `json:"as"`
-	}
+	var d eventData
 	_ = json.Unmarshal(ev.Data, &d)
 	r := f.run(ctx, ev.RunID)
+	logEvent(ctx, f.logger, ev, r, d)
 	switch ev.Type {
 	case ledger.EventPhaseStarted:
 		if d.Phase == string(scripthost.PhasePrepare) || d.Phase == string(scripthost.PhaseProducer) {
@@ -155,9 +154,11 @@ func (f *follower) count(ctx context.Context, ev ledger.LifecycleEvent) {
 	case ledger.EventMutationOutcome:
 		f.m.mutations.WithLabelValues(f.tool(ctx, ev), d.Status).Inc()
 	case ledger.EventResolved:
-		f.m.mutations.WithLabelValues(f.tool(ctx, ev), "resolved_"+d.As).Inc()
+		// The resolution's new status is counted by the mutation_outcome event written
+		// with it; here only who decided.
+		f.m.resolutions.WithLabelValues(f.tool(ctx, ev), d.As).Inc()
 	case ledger.EventReconcileAttempt:
-		f.m.reconciles.WithLabelValues(d.Outcome).Inc()
+		f.m.reconciles.WithLabelValues(d.Tool, d.Outcome).Inc()
 	}
 }
 
@@ -171,6 +172,13 @@ func (f *follower) tool(ctx context.Context, ev ledger.LifecycleEvent) string {
 		return ""
 	}
 	return m.Tool()
+}
+
+// followed returns the store Follow reads (nil before).
+func (f *follower) followed() ledger.Store {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.store
 }
 
 // indeterminate counts the mutations waiting for a person (-1 when the ledger cannot

@@ -28,12 +28,19 @@ type LeaseOptions struct {
 	TTL time.Duration
 }
 
+// DefaultOwner returns a new name for this host in the leases: hostname/pid/random,
+// unique per call. A host that names itself elsewhere (its traces' resource) before it
+// starts passes the same name as LeaseOptions.Owner.
+func DefaultOwner() string {
+	name, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s/%d/%s", name, os.Getpid(), hex.EncodeToString(b))
+}
+
 func (o LeaseOptions) withDefaults() LeaseOptions {
 	if o.Owner == "" {
-		name, _ := os.Hostname()
-		b := make([]byte, 4)
-		_, _ = rand.Read(b)
-		o.Owner = fmt.Sprintf("%s/%d/%s", name, os.Getpid(), hex.EncodeToString(b))
+		o.Owner = DefaultOwner()
 	}
 	if o.TTL <= 0 {
 		o.TTL = 15 * time.Second

@@ -2,7 +2,8 @@
 // (the shapes of the CLI's --json output, from internal/view), the operator actions
 // (resolve, pause, resume, retry, publish, skip an event, approve and deny an agent's
 // tool call), each recorded with who did it, the embedded web UI and the metrics.
-// Every /api and /metrics request needs the bearer token.
+// Every /api and /metrics request needs the bearer token (/metrics not when
+// Config.MetricsPublic); /healthz and /readyz need none.
 package serve
 
 import (
@@ -38,6 +39,11 @@ type Config struct {
 	Token string
 	// Metrics, when set, is served at /metrics (behind the token).
 	Metrics http.Handler
+	// MetricsPublic serves /metrics without the token, for a scraper that cannot
+	// carry one. The page names workflows, handlers and tools, and reading it reads
+	// the ledger: keep it behind the token unless the port is reachable only by the
+	// scraper.
+	MetricsPublic bool
 	// Wake, when set, is called with a workflow's name after an action that gives its
 	// host work (resume, retry, resolve), so that it does not wait for its next poll.
 	Wake func(workflows ...string)
@@ -85,11 +91,19 @@ func New(cfg Config) (*Server, error) {
 		s.mux.Handle(r.Method+" "+r.Path, s.authed(r.handle))
 	}
 	if cfg.Metrics != nil {
-		s.mux.Handle("GET /metrics", s.authed(func(w http.ResponseWriter, r *http.Request) error {
+		var h http.Handler = s.authed(func(w http.ResponseWriter, r *http.Request) error {
 			cfg.Metrics.ServeHTTP(w, r)
 			return nil
-		}))
+		})
+		if cfg.MetricsPublic {
+			h = cfg.Metrics
+		}
+		s.mux.Handle("GET /metrics", h)
 	}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeProbe(w, http.StatusOK, "ok")
+	})
+	s.mux.HandleFunc("GET /readyz", s.readyz)
 	ui, _ := fs.Sub(uiFS, "ui")
 	s.mux.Handle("GET /", http.FileServerFS(ui))
 	noRoute := func(w http.ResponseWriter, r *http.Request) {
@@ -269,4 +283,28 @@ func HTTPServer(h http.Handler, ln net.Listener, l Limits) (*http.Server, net.Li
 		MaxHeaderBytes:    l.MaxHeaderBytes,
 	}
 	return srv, netutil.LimitListener(ln, l.MaxConns)
+}
+
+// readyTimeout bounds the ledger read of a readiness probe.
+const readyTimeout = 2 * time.Second
+
+// readyz answers 200 when the ledger answers a read within readyTimeout, else 503;
+// the ledger's error goes to the log, not to the unauthenticated caller.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	if _, err := s.cfg.Store.Runs(ctx, ledger.RunFilter{Limit: 1}); err != nil {
+		s.cfg.Logger.Warn("readiness: the ledger does not answer", "err", err)
+		writeProbe(w, http.StatusServiceUnavailable, "ledger unreachable")
+		return
+	}
+	writeProbe(w, http.StatusOK, "ok")
+}
+
+// writeProbe writes a probe's one-line plain-text answer, never cached.
+func writeProbe(w http.ResponseWriter, status int, text string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	fmt.Fprintln(w, text)
 }

@@ -160,6 +160,10 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 			store.Close()
 			return nil, nil, usageError{err: err}
 		}
+		if err := checkCallsFitLease(store, lease.TTL, tools); err != nil {
+			store.Close()
+			return nil, nil, usageError{err: err}
+		}
 		for _, t := range tools {
 			redactor.AddSecret(t.Secrets...)
 		}
@@ -223,12 +227,18 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 	if f.jsonl {
 		console = g.Stderr
 	}
+	runObserver(g, f.verbose)
 	h, store, err := buildHost(ctx, g, ws, f.tools, f.timeout, f.verbose, f.allow, f.reconcile, f.concurrency, f.lease, console)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	defer h.Close(context.WithoutCancel(ctx))
+	flush, err := followLifecycle(ctx, g, store, f.poll)
+	if err != nil {
+		return err
+	}
+	defer flush()
 	// Validate every file before storing any, so a bad one writes nothing.
 	for _, p := range paths {
 		src, err := os.ReadFile(p)

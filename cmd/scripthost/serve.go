@@ -16,8 +16,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/host"
 	"github.com/scripthost/scripthost/observe"
+	"github.com/scripthost/scripthost/runtime"
 	"github.com/scripthost/scripthost/serve"
 )
 
@@ -34,6 +36,8 @@ type serveFlags struct {
 	grace       time.Duration
 	slowCall    time.Duration
 	limits      serve.Limits
+	// metricsPublic serves /metrics without the token (--metrics-public).
+	metricsPublic bool
 }
 
 // serveTokenEnv names the variable that gives serve its token.
@@ -48,7 +52,8 @@ func newServeCmd(g *globals) *cobra.Command {
 the JSON API (docs/openapi.yaml), the web UI at / and Prometheus metrics at /metrics.
 Without workflows it serves the ledger only (inspect, resolve, pause, retry).
 
-Every API and metrics request needs the bearer token: --token, else the file
+/healthz (the process is up) and /readyz (the ledger answers) need no token. Every
+API and metrics request needs the bearer token (--metrics-public: not /metrics): --token, else the file
 --token-file names, else $` + serveTokenEnv + `, else the token kept beside the ledger
 (DB.token), which the first start generates and prints. That file must be a regular
 file of this user that nobody else can read or write; anything else there (a symbolic
@@ -91,6 +96,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set.`,
 	fl.IntVar(&f.concurrency, "concurrency", 0, "most runs driven at once, across every workflow (0: 4 per CPU, at least 16)")
 	fl.StringVar(&f.lease.Owner, "host-id", "", "this host's name in the leases of a shared (postgres://) ledger")
 	fl.DurationVar(&f.lease.TTL, "lease-ttl", 15*time.Second, "shared ledger: how long a dead host's workflows wait before another host takes them over")
+	fl.BoolVar(&f.metricsPublic, "metrics-public", false, "serve /metrics without the token (only where the port is reachable by the scraper alone)")
 	addRecordCallsFlag(cmd, g)
 	return cmd
 }
@@ -140,8 +146,12 @@ func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) err
 	if f.slowCall == 0 {
 		opts.SlowCall = -1
 	}
+	if f.lease.Owner == "" {
+		// Named here, so that the traces' resource and the leases name this host alike.
+		f.lease.Owner = runtime.DefaultOwner()
+	}
 	if observe.TracingConfigured() {
-		tp, shutdown, err := observe.OTLP(ctx, "scripthost")
+		tp, shutdown, err := observe.OTLP(ctx, "scripthost", f.lease.Owner)
 		if err != nil {
 			return err
 		}
@@ -163,7 +173,15 @@ func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) err
 		}
 		logger.Info("workflow loaded", "workflow", v.Workflow, "version", v.Version, "path", p)
 	}
-	srv, err := serve.New(serve.Config{Store: store, Token: token, Metrics: obs.Handler(), Wake: h.Runtime().Wake,
+	obs.WatchBlocked(func(ctx context.Context) ([]scripthost.Run, error) {
+		out, err := h.Outstanding(ctx)
+		runs := make([]scripthost.Run, len(out.Blocked))
+		for i, b := range out.Blocked {
+			runs[i] = b.Run
+		}
+		return runs, err
+	})
+	srv, err := serve.New(serve.Config{Store: store, Token: token, Metrics: obs.Handler(), MetricsPublic: f.metricsPublic, Wake: h.Runtime().Wake,
 		Publish: h.Publish, Logger: logger})
 	if err != nil {
 		return err
@@ -222,6 +240,10 @@ wait:
 	}
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
+	// The lines of the last runs, written since the last poll.
+	if err := obs.Flush(shutCtx); err != nil {
+		logger.Warn("reading the lifecycle log", "err", err)
+	}
 	if err := hs.Shutdown(shutCtx); err != nil {
 		logger.Warn("closing HTTP connections", "err", err)
 	}

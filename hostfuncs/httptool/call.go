@@ -18,9 +18,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
 )
+
+// traceContext writes the W3C traceparent and tracestate headers of the span in the
+// call's context (the tool call's span, when the host traces), so that the service's
+// spans join the run's trace; without a span it writes nothing.
+var traceContext propagation.TextMapPropagator = propagation.TraceContext{}
 
 // maxBody bounds a response body read into memory.
 const maxBody = 10 << 20
@@ -242,6 +249,7 @@ func (h *httpTool) do(ctx context.Context, o outgoing, key string) (response, er
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "application/json")
 	}
+	traceContext.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	client := readClient
 	if key != "" && !h.readOnly {
 		req.Header.Set("Idempotency-Key", key)

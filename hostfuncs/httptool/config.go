@@ -290,6 +290,7 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 		InputSchema:  c.InputSchema,
 		OutputSchema: c.OutputSchema,
 		Execute:      h.execute,
+		Timeout:      h.timeout,
 		SecretFields: c.SecretFields,
 		Secrets:      secrets,
 	}
