@@ -44,7 +44,7 @@ func TestTakeoverIsLogged(t *testing.T) {
 	if _, ok, err := st.ClaimLease(ctx, "w", "host-a", time.Millisecond); err != nil || !ok {
 		t.Fatalf("claim by host-a: ok=%v err=%v", ok, err)
 	}
-	for !strings.Contains(logs.String(), "took over") {
+	for !strings.Contains(logs.String(), "lease taken over") {
 		if err := rt.RunOnce(ctx, []string{"w"}); err != nil {
 			t.Fatalf("no takeover line before: %v\n%s", err, logs.String())
 		}
