@@ -62,8 +62,13 @@ function confirmAction(text, extra) {
   });
 }
 
+// page shows a page's content. A live page draws itself again every few seconds: when
+// nothing changed, the nodes on screen stay (no flicker, no lost focus or selection).
 function page(title, ...content) {
-  main.replaceChildren(h("h1", {}, title), ...content);
+  const next = document.createElement("div");
+  next.append(h("h1", {}, title), ...content);
+  if (next.innerHTML === main.innerHTML) return;
+  main.replaceChildren(...next.childNodes);
 }
 
 function fail(err) { main.append(h("p", { class: "error", id: "error" }, String(err.message || err))); }
