@@ -70,19 +70,7 @@ func TestServeUI(t *testing.T) {
 
 	// No UserDataDir option: the allocator makes a fresh profile directory and removes
 	// it once the browser has exited (t.TempDir's cleanup raced Chromium's last writes).
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.WindowSize(1280, 900),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancelTab := chromedp.NewContext(actx)
-	defer cancelTab()
-	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
+	ctx := browserTab(t, browser, 90*time.Second)
 
 	dir := artifacts(t)
 	shot := func(name string) chromedp.Action {
@@ -199,4 +187,23 @@ func TestServeUI(t *testing.T) {
 		t.Errorf("agent call after the UI approved it: %s (%s)", c.Status, c.Decision)
 	}
 	t.Logf("screenshots in %s", dir)
+}
+
+// browserTab starts headless Chromium at browser with a fresh profile and returns a
+// tab's context, bounded by timeout (a bound, not a measure); the browser is closed
+// when the test ends.
+func browserTab(t *testing.T, browser string, timeout time.Duration) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	t.Cleanup(func() { cancel(); cancelTab(); cancelAlloc() })
+	return ctx
 }
