@@ -81,7 +81,6 @@ func TestDocsCodeBlocks(t *testing.T) {
 		}
 		switch {
 		case (b.lang == "js" || b.lang == "ts") && strings.Contains(b.text, "export default"):
-			counts["workflow"]++
 			path := filepath.Join(t.TempDir(), "workflow."+b.lang)
 			putFile(t, path, b.text)
 			if repo := repositoryCopy(t, b.text); repo != "" {
@@ -93,6 +92,7 @@ func TestDocsCodeBlocks(t *testing.T) {
 				}
 				path = repo
 			}
+			counts["workflow"]++
 			if _, err := validateOnly(context.Background(), path, []byte(b.text)); err != nil {
 				t.Errorf("%s: the workflow does not validate: %v", where, err)
 			}
