@@ -1,4 +1,4 @@
-# scripthost: the four targets. See README.md.
+# scripthost: build, run and test targets. See docs/building.md.
 GO ?= go
 
 .PHONY: run digest test check bench soak wasm guests fuzz stripe-mock chaos goja-upstream

@@ -84,7 +84,7 @@ func startStripeMock(t *testing.T) string {
 // stripeKey is a test-mode secret key in the shape stripe-mock checks.
 const stripeKey = "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
 
-// TestStripeExample runs scripts/stripe (the README's Stripe example) through the CLI
+// TestStripeExample runs scripts/stripe (the Stripe example of docs/tools.md) through the CLI
 // against stripe-mock: each order is charged with a form body whose nested metadata
 // stripe-mock validates against Stripe's spec, the mutation is applied with Stripe's
 // charge object as its result, and the secret key appears nowhere the host writes.
@@ -181,18 +181,18 @@ func TestStripeExample(t *testing.T) {
 	})
 }
 
-// TestReadmeStripeExample keeps the README's Stripe example the tested one: its tool
-// declaration is scripts/stripe/tools.yaml byte for byte, and the call it shows sends
-// the form body it says it sends.
-func TestReadmeStripeExample(t *testing.T) {
-	readme := readFileT(t, "../../README.md")
+// TestToolsDocStripeExample keeps the Stripe example of docs/tools.md the tested one:
+// its tool declaration is scripts/stripe/tools.yaml byte for byte, and the call it shows
+// sends the form body it says it sends.
+func TestToolsDocStripeExample(t *testing.T) {
+	readme := readFileT(t, "../../docs/tools.md")
 	tools := readFileT(t, "../../scripts/stripe/tools.yaml")
 	if !strings.Contains(readme, "```yaml\n"+tools+"```\n") {
-		t.Errorf("README.md does not show scripts/stripe/tools.yaml as it is")
+		t.Errorf("docs/tools.md does not show scripts/stripe/tools.yaml as it is")
 	}
 	call := regexp.MustCompile("(?s)await Stripe\\.charge\\((\\{.*?\\})\\);\n// sends (\\S+)\n").FindStringSubmatch(readme)
 	if call == nil {
-		t.Fatal("README.md has no Stripe.charge call followed by the body it sends")
+		t.Fatal("docs/tools.md has no Stripe.charge call followed by the body it sends")
 	}
 	// The call is JavaScript; its object literal is made JSON by quoting the keys.
 	input := regexp.MustCompile(`(\w+):`).ReplaceAllString(strings.ReplaceAll(call[1], "'", `"`), `"$1":`)
@@ -210,6 +210,6 @@ func TestReadmeStripeExample(t *testing.T) {
 	}
 	got := strings.NewReplacer("%5B", "[", "%5D", "]").Replace(string(svc.Requests()[0].Body))
 	if got != call[2] {
-		t.Errorf("the README's call sends\n%s\nnot what it says:\n%s", got, call[2])
+		t.Errorf("the call in docs/tools.md sends\n%s\nnot what it says:\n%s", got, call[2])
 	}
 }

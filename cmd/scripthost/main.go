@@ -244,7 +244,7 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return usageError{err: fmt.Errorf(format, args...)} }
 
-// Exit codes outside the error-class table (see README "Exit codes").
+// Exit codes outside the error-class table (see docs/cli.md "Exit codes").
 const (
 	exitRefused = 7 // no such run/mutation/workflow, or a refused transition
 	exitLedger  = 8 // the ledger file is locked, corrupt or newer than this binary
@@ -382,7 +382,7 @@ func version() string {
 	return v + " " + bi.GoVersion
 }
 
-// exitCode is the one table from errors to exit codes; see README "Exit codes".
+// exitCode is the one table from errors to exit codes; see docs/cli.md "Exit codes".
 func exitCode(err error) int {
 	var ue usageError
 	var ec exitCoder

@@ -317,7 +317,7 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 	}
 }
 
-// Exit codes of run --once (see README "Exit codes").
+// Exit codes of run --once (see docs/cli.md "Exit codes").
 const (
 	exitBlocked    = 9  // a run failed or paused and waits for a person
 	exitUnfinished = 10 // runs wait for an automatic retry, reconcile or wake-up

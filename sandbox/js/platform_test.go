@@ -86,26 +86,27 @@ func TestStructuredCloneDepthLimit(t *testing.T) {
 	}
 }
 
-// TestReadmeWebPlatformExample runs the README's web-platform example as a handler.
-func TestReadmeWebPlatformExample(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestWorkflowsDocWebPlatformExample runs the web-platform example of docs/workflows.md
+// as a handler.
+func TestWorkflowsDocWebPlatformExample(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/workflows.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), "**Web platform.**")
+	_, rest, ok := strings.Cut(string(readme), "\n## Web platform\n")
 	if ok {
 		_, rest, ok = strings.Cut(rest, "```js\n")
 	}
 	code, _, ok2 := strings.Cut(rest, "```")
 	if !ok || !ok2 {
-		t.Fatal("README.md: no js block after **Web platform.**")
+		t.Fatal("docs/workflows.md: no js block after ## Web platform")
 	}
 	got, err := evalJS(t, code+"\nreturn { ok, origin: url.origin, after: url.searchParams.get('starting_after').length, total }", nil)
 	if err != nil {
-		t.Fatalf("README example: %v", err)
+		t.Fatalf("docs/workflows.md example: %v", err)
 	}
 	if want := "{\"ok\":true,\"origin\":\"https://api.example.com\",\"after\":36,\"total\":\"1.234,50\u00a0€\"}"; got != want {
-		t.Errorf("README example: got %s, want %s", got, want)
+		t.Errorf("docs/workflows.md example: got %s, want %s", got, want)
 	}
 }
 
