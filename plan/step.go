@@ -13,10 +13,6 @@ import (
 	"github.com/scripthost/scripthost/ledger"
 )
 
-// ledgerTimeout bounds a ledger write that must complete even when the caller's
-// context is cancelled: the outcome of a call that was made, and its evidence.
-const ledgerTimeout = 30 * time.Second
-
 // stepRun carries one step through its checks and attempts.
 type stepRun struct {
 	x       *execution
@@ -282,7 +278,7 @@ func (e *Executor) finish(ctx context.Context, r *stepRun, out json.RawMessage, 
 		r.diag.Attempts = 1
 	}
 	rec.Diagnostics, _ = json.Marshal(r.diag)
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hostfuncs.LedgerWriteTimeout)
 	defer cancel()
 	if err := e.o.Store.AppendExecution(wctx, rec); err != nil {
 		return StepResult{}, true, &Error{Code: CodeInternal, StepID: s.StepID, Message: "write the execution record", Err: err}
