@@ -46,7 +46,7 @@ func (e *Executor) step(ctx context.Context, x *execution, i int, s Step) (StepR
 	ns, m := ToolName(s.Tool)
 	tool, ok := e.o.Registry.Lookup(ns, m)
 	if !ok { // CheckTools ran before; the registry changed under us
-		return StepResult{}, true, errorf(CodeUnknownTool, s.StepID, "unknown tool %q", s.Tool)
+		return StepResult{}, true, errorf(CodeToolNotRegistered, s.StepID, "unknown tool %q", s.Tool)
 	}
 	r := &stepRun{x: x, index: i, step: s, tool: tool, args: s.args(), start: x.now(e.o.Clock)}
 	var err error
