@@ -276,7 +276,7 @@ func (e *Executor) save(ctx context.Context, id, status string, st *state) error
 	if err != nil {
 		return fmt.Errorf("agent: encode state: %w", err)
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hostfuncs.LedgerWriteTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledger.WriteTimeout)
 	defer cancel()
 	if err := e.sessions.UpdateAgentSession(wctx, id, status, b); err != nil {
 		return fmt.Errorf("agent: %w", err)

@@ -87,7 +87,7 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 	if redactor == nil {
 		redactor = NewRedactor()
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), LedgerWriteTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledger.WriteTimeout)
 	defer cancel()
 	wrapLedger := func(out scripthost.Mutation, err error) (scripthost.Mutation, error) {
 		return settledMeanwhile(wctx, store, m, out, err)

@@ -278,7 +278,7 @@ func (e *Executor) finish(ctx context.Context, r *stepRun, out json.RawMessage, 
 		r.diag.Attempts = 1
 	}
 	rec.Diagnostics, _ = json.Marshal(r.diag)
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hostfuncs.LedgerWriteTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledger.WriteTimeout)
 	defer cancel()
 	if err := e.o.Store.AppendExecution(wctx, rec); err != nil {
 		return StepResult{}, true, &Error{Code: CodeInternal, StepID: s.StepID, Message: "write the execution record", Err: err}
