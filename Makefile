@@ -31,6 +31,10 @@ test: stripe-mock ## the whole test suite, with the race detector
 goja-upstream: ## goja's own tests, from the upstream version third_party/goja was taken from, against third_party/goja
 	./third_party/goja-upstream-tests.sh
 
+.PHONY: goja-diff
+goja-diff: ## what third_party/goja changes in that upstream version, as one diff (third_party/goja/PATCHES.md)
+	./third_party/goja-upstream-diff.sh
+
 stripe-mock: ## Stripe's API mock server for the HTTP tool tests, into .tools/ (they skip without it)
 	GOBIN=$(CURDIR)/.tools $(GO) install $(STRIPE_MOCK) || echo "make: stripe-mock not installed; the Stripe tests will skip"
 

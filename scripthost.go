@@ -59,8 +59,8 @@ func (o Operation) Valid() bool {
 	return false
 }
 
-// allowed is the phase table of DESIGN.md. A mutate phase allows one mutation; the
-// count is enforced by the ToolWrapper, not by this table.
+// allowed is the phase table of docs/architecture.md. A mutate phase allows one
+// mutation; the count is enforced by the ToolWrapper, not by this table.
 var allowed = map[Phase]map[Operation]bool{
 	PhaseProducer: {OpTopicPublish: true, OpRead: true},
 	PhasePrepare:  {OpTopicPeek: true, OpRead: true},

@@ -168,7 +168,7 @@ func (e *Executor) content(c ledger.AgentToolCall) string {
 
 // put records a call's state.
 func (e *Executor) put(ctx context.Context, c ledger.AgentToolCall) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledger.WriteTimeout)
 	defer cancel()
 	if err := e.sessions.PutAgentToolCall(wctx, c); err != nil {
 		return fmt.Errorf("agent: record tool call: %w", err)

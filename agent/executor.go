@@ -145,7 +145,7 @@ func New(o Options) (*Executor, error) {
 		o.Clock = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleep
+		o.Sleep = hostfuncs.Sleep
 	}
 	if o.NewID == nil {
 		o.NewID = newID
@@ -155,17 +155,6 @@ func New(o Options) (*Executor, error) {
 		return nil, err
 	}
 	return &Executor{o: o, sessions: as, tools: ts, sink: &sink{jsonl: o.Events, progress: o.Progress, verbose: o.Verbose}}, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func newID() string {
@@ -287,7 +276,7 @@ func (e *Executor) save(ctx context.Context, id, status string, st *state) error
 	if err != nil {
 		return fmt.Errorf("agent: encode state: %w", err)
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledger.WriteTimeout)
 	defer cancel()
 	if err := e.sessions.UpdateAgentSession(wctx, id, status, b); err != nil {
 		return fmt.Errorf("agent: %w", err)

@@ -211,7 +211,7 @@ func (e *Executor) recordTurn(ctx context.Context, r *stepRun, req Request, resp
 		Request: e.o.Redactor.RedactJSON(reqJSON), Response: e.o.Redactor.RedactJSON(respJSON),
 		PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens, Retries: retries,
 		StartedAt: began, DurationMS: e.o.Clock().Sub(began).Milliseconds()}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledger.WriteTimeout)
 	defer cancel()
 	if err := e.sessions.AppendAgentTurn(wctx, turn); err != nil {
 		return fmt.Errorf("agent: record turn: %w", err)

@@ -101,7 +101,7 @@ func (e Effect) Run(ctx context.Context) (EffectOutcome, error) {
 		nm.Namespace, nm.Method = e.Tool.Namespace, e.Tool.Method
 	}
 
-	bctx, cancel := context.WithTimeout(ctx, ledgerWriteTimeout)
+	bctx, cancel := context.WithTimeout(ctx, ledger.WriteTimeout)
 	m, err := e.Store.BeginMutation(ledger.WithEvents(bctx, e.BeginEvents...), nm)
 	cancel()
 	if err != nil {
@@ -130,7 +130,7 @@ func (e Effect) Run(ctx context.Context) (EffectOutcome, error) {
 
 	// The call was made: its outcome is recorded even if the caller's context has been
 	// cancelled meanwhile.
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), ledger.WriteTimeout)
 	defer wcancel()
 	switch {
 	case judged == nil:

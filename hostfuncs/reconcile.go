@@ -19,10 +19,6 @@ const (
 	DefaultReconcileMax      = 5 * time.Minute
 )
 
-// ledgerWriteTimeout bounds one ledger write that must complete even when the caller's
-// context is already cancelled (the outcome of a call that was made).
-const ledgerWriteTimeout = 30 * time.Second
-
 // ReconcilePolicy bounds how often a mutation with an uncertain outcome is reconciled
 // before it is handed to a person. Zero fields take the defaults: 5 attempts, a 1s
 // base delay doubling per attempt, capped at 5m.
@@ -91,7 +87,7 @@ func reconcile(ctx context.Context, store ledger.Store, reg *Registry, m scripth
 	if redactor == nil {
 		redactor = NewRedactor()
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledger.WriteTimeout)
 	defer cancel()
 	wrapLedger := func(out scripthost.Mutation, err error) (scripthost.Mutation, error) {
 		return settledMeanwhile(wctx, store, m, out, err)

@@ -61,7 +61,7 @@ func CheckTools(p *Plan, reg *hostfuncs.Registry) error {
 		ns, m := ToolName(s.Tool)
 		tool, ok := reg.Lookup(ns, m)
 		if !ok {
-			return errorf(CodeUnknownTool, s.StepID, "unknown tool %q", s.Tool)
+			return errorf(CodeToolNotRegistered, s.StepID, "unknown tool %q", s.Tool)
 		}
 		if problems, err := hostfuncs.ValidateJSON(tool.InputSchema, s.args()); err != nil {
 			return &Error{Code: CodeBadArguments, StepID: s.StepID, Message: "tool " + s.Tool + ": " + err.Error(), Err: err}

@@ -66,7 +66,7 @@ func TestCodePreconditions(t *testing.T) {
 		{"method anywhere", `{'symbol_exists':{'symbol':'T.M'}}`, false, ""},
 		{"symbol missing", `{'symbol_exists':{'symbol':'Nope'}}`, false, CodeSymbolMissing},
 		{"symbol in missing file", `{'symbol_exists':{'file':'b.go','symbol':'F'}}`, false, CodeFileMissing},
-		{"symbol path escapes", `{'symbol_exists':{'file':'../x.go','symbol':'F'}}`, false, CodeSandboxViolation},
+		{"symbol path escapes", `{'symbol_exists':{'file':'../x.go','symbol':'F'}}`, false, CodeOutsideSandbox},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

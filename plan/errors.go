@@ -21,11 +21,11 @@ const (
 	CodePathExists     = "E107" // precondition path_absent failed
 	CodeCommandMissing = "E108" // precondition command_available failed
 
-	CodeUnknownTool  = "E201" // the tool is not registered
-	CodeBadArguments = "E202" // the arguments do not match the tool's input schema
+	CodeToolNotRegistered = "E201" // the tool is not registered
+	CodeBadArguments      = "E202" // the arguments do not match the tool's input schema
 
 	CodeStepFailed         = "E301" // the tool failed or a command exited non-zero
-	CodeSandboxViolation   = "E302" // a path or program outside the sandbox
+	CodeOutsideSandbox     = "E302" // a path or program outside the sandbox
 	CodeConfirmationDenied = "E303" // the step needed a confirmation that was denied
 	CodeCheckerMissing     = "E304" // lsp_check: the project's checker cannot run
 	CodeBlocked            = "E305" // a step it depends on failed
@@ -50,7 +50,7 @@ func ExitCodeOf(code string) int {
 	switch {
 	case code == "":
 		return ExitOK
-	case code == CodeSandboxViolation:
+	case code == CodeOutsideSandbox:
 		return ExitSandboxViolation
 	case code == CodeConfirmationDenied:
 		return ExitConfirmationDenied

@@ -78,21 +78,10 @@ func New(o Options) (*Executor, error) {
 		o.Clock = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleep
+		o.Sleep = hostfuncs.Sleep
 	}
 	o.Redactor = o.Registry.Redactor(o.Redactor)
 	return &Executor{o: o}, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // Step statuses in a Result.

@@ -32,13 +32,13 @@ func TestRefusals(t *testing.T) {
 		{"denied", writePlan, func(p *Plan) *Authorization { a := approved(p); a.Status = StatusDenied; return a }, CodeNotApproved},
 		{"other plan id", writePlan, func(p *Plan) *Authorization { a := approved(p); a.PlanID = "p2"; return a }, CodeHashMismatch},
 		{"other hash", writePlan, func(p *Plan) *Authorization { a := approved(p); a.PlanHash = "sha256:00"; return a }, CodeHashMismatch},
-		{"unknown tool", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'rm_rf','arguments':{}}]}`, nil, CodeUnknownTool},
-		{"unknown namespaced tool", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'Shell.exec','arguments':{}}]}`, nil, CodeUnknownTool},
+		{"unknown tool", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'rm_rf','arguments':{}}]}`, nil, CodeToolNotRegistered},
+		{"unknown namespaced tool", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'Shell.exec','arguments':{}}]}`, nil, CodeToolNotRegistered},
 		{"missing argument", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'file_write','arguments':{'path':'x'}}]}`, nil, CodeBadArguments},
 		{"extra argument", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'file_read','arguments':{'path':'x','mode':'r'}}]}`, nil, CodeBadArguments},
 		{"wrong type", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'run_command','arguments':{'program':'echo','args':'hi'}}]}`, nil, CodeBadArguments},
 		// A refusal of a later step refuses the whole plan before the first step runs.
-		{"later step refused", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'w','tool':'file_write','arguments':{'path':'out.txt','content':'x'}},{'step_id':'b','tool':'nope'}]}`, nil, CodeUnknownTool},
+		{"later step refused", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'w','tool':'file_write','arguments':{'path':'out.txt','content':'x'}},{'step_id':'b','tool':'nope'}]}`, nil, CodeToolNotRegistered},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,7 +87,7 @@ func TestPreconditions(t *testing.T) {
 		{"file matches", `{'file_matches':{'path':'have.txt','pattern':'^hello'}}`, ""},
 		{"file does not match", `{'file_matches':{'path':'have.txt','pattern':'^bye'}}`, CodeNoMatch},
 		{"all hold", `{'file_exists':'have.txt','dir_exists':'dir','command_available':'sh'}`, ""},
-		{"path escapes", `{'file_exists':'../../etc/passwd'}`, CodeSandboxViolation},
+		{"path escapes", `{'file_exists':'../../etc/passwd'}`, CodeOutsideSandbox},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,9 +281,9 @@ func TestStepTimeoutAndSandbox(t *testing.T) {
 	}{
 		{"command outlives its timeout", `{'step_id':'s','tool':'run_command','arguments':{'program':'sleep','args':['30'],'timeout_ms':200}}`, CodeStepTimeout, ExitStepTimeout},
 		{"step timeout", `{'step_id':'s','tool':'run_command','arguments':{'program':'sleep','args':['30']},'timeout_ms':200}`, CodeStepTimeout, ExitStepTimeout},
-		{"path traversal", `{'step_id':'s','tool':'file_read','arguments':{'path':'../../etc/passwd'}}`, CodeSandboxViolation, ExitSandboxViolation},
-		{"absolute path", `{'step_id':'s','tool':'file_write','arguments':{'path':'/tmp/planted','content':'x'}}`, CodeSandboxViolation, ExitSandboxViolation},
-		{"command outside the allowlist", `{'step_id':'s','tool':'run_command','arguments':{'program':'rm','args':['-rf','.']}}`, CodeSandboxViolation, ExitSandboxViolation},
+		{"path traversal", `{'step_id':'s','tool':'file_read','arguments':{'path':'../../etc/passwd'}}`, CodeOutsideSandbox, ExitSandboxViolation},
+		{"absolute path", `{'step_id':'s','tool':'file_write','arguments':{'path':'/tmp/planted','content':'x'}}`, CodeOutsideSandbox, ExitSandboxViolation},
+		{"command outside the allowlist", `{'step_id':'s','tool':'run_command','arguments':{'program':'rm','args':['-rf','.']}}`, CodeOutsideSandbox, ExitSandboxViolation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -170,7 +170,7 @@ func stepError(step string, err error) *Error {
 	if errors.As(err, &se) {
 		switch se.Code {
 		case scripthost.CodeSandboxViolation:
-			code = CodeSandboxViolation
+			code = CodeOutsideSandbox
 		case scripthost.CodeTimeout:
 			code = CodeStepTimeout
 		case checkerUnavailable:

@@ -13,10 +13,6 @@ import (
 	"github.com/scripthost/scripthost/ledger"
 )
 
-// ledgerTimeout bounds a ledger write that must complete even when the caller's
-// context is cancelled: the outcome of a call that was made, and its evidence.
-const ledgerTimeout = 30 * time.Second
-
 // stepRun carries one step through its checks and attempts.
 type stepRun struct {
 	x       *execution
@@ -50,7 +46,7 @@ func (e *Executor) step(ctx context.Context, x *execution, i int, s Step) (StepR
 	ns, m := ToolName(s.Tool)
 	tool, ok := e.o.Registry.Lookup(ns, m)
 	if !ok { // CheckTools ran before; the registry changed under us
-		return StepResult{}, true, errorf(CodeUnknownTool, s.StepID, "unknown tool %q", s.Tool)
+		return StepResult{}, true, errorf(CodeToolNotRegistered, s.StepID, "unknown tool %q", s.Tool)
 	}
 	r := &stepRun{x: x, index: i, step: s, tool: tool, args: s.args(), start: x.now(e.o.Clock)}
 	var err error
@@ -282,7 +278,7 @@ func (e *Executor) finish(ctx context.Context, r *stepRun, out json.RawMessage, 
 		r.diag.Attempts = 1
 	}
 	rec.Diagnostics, _ = json.Marshal(r.diag)
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledger.WriteTimeout)
 	defer cancel()
 	if err := e.o.Store.AppendExecution(wctx, rec); err != nil {
 		return StepResult{}, true, &Error{Code: CodeInternal, StepID: s.StepID, Message: "write the execution record", Err: err}

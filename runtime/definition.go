@@ -11,8 +11,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -181,7 +182,7 @@ func ParseDefinition(raw json.RawMessage) (*Definition, error) {
 		add("definition declares no producers and no consumers")
 	}
 
-	for _, name := range sortedKeys(rd.Producers) {
+	for _, name := range slices.Sorted(maps.Keys(rd.Producers)) {
 		where := "producer " + name
 		var h rawHandler
 		if err := json.Unmarshal(rd.Producers[name], &h); err != nil {
@@ -222,7 +223,7 @@ func ParseDefinition(raw json.RawMessage) (*Definition, error) {
 		d.Producers[name] = p
 	}
 
-	for _, name := range sortedKeys(rd.Consumers) {
+	for _, name := range slices.Sorted(maps.Keys(rd.Consumers)) {
 		where := "consumer " + name
 		if _, dup := d.Producers[name]; dup {
 			add("%s: the name is also a producer's", where)
@@ -406,15 +407,6 @@ func parseSchedule(every any, cronExpr string) (Schedule, error) {
 func invalid(problems []string) error {
 	msg := "invalid workflow definition:\n  - " + strings.Join(problems, "\n  - ")
 	return &scripthost.Error{Class: scripthost.ClassLogic, Code: scripthost.CodeInvalidWorkflow, Message: msg}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func truncate(s string, n int) string {

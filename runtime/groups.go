@@ -22,7 +22,7 @@ import (
 // in the one order that recorded reports compare byte for byte, which runs side by
 // side could not promise (the ledger numbers runs and events in commit order).
 func (rt *Runtime) consumerGroups(def *Definition) [][]string {
-	names := sortedKeys(def.Consumers)
+	names := slices.Sorted(maps.Keys(def.Consumers))
 	if rt.cfg.Deterministic != nil || rt.cfg.Concurrency < 2 || len(names) < 2 {
 		return [][]string{names}
 	}

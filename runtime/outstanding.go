@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/scripthost/scripthost"
@@ -78,7 +80,7 @@ func (rt *Runtime) outstanding(ctx context.Context, workflows []string,
 		if err != nil {
 			return out, err
 		}
-		for _, name := range sortedKeys(def.Consumers) {
+		for _, name := range slices.Sorted(maps.Keys(def.Consumers)) {
 			hs, err := rt.cfg.Store.HandlerState(ctx, wf, name)
 			if err != nil {
 				return out, err
@@ -88,7 +90,7 @@ func (rt *Runtime) outstanding(ctx context.Context, workflows []string,
 				due(hs.WakeAt)
 			}
 		}
-		for _, name := range sortedKeys(latest) {
+		for _, name := range slices.Sorted(maps.Keys(latest)) {
 			r := latest[name]
 			if r.Status.Settled() {
 				continue

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -137,7 +139,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 	// nextProducer is when the earliest producer that did not run becomes due.
 	var nextProducer time.Time
 	producersRan := false
-	for _, name := range sortedKeys(def.Producers) {
+	for _, name := range slices.Sorted(maps.Keys(def.Producers)) {
 		if blocked(name) {
 			continue
 		}
@@ -169,7 +171,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 	for round := 1; ; round++ {
 		ran, settled := false, true
 		results := rt.round(ctx, workflow, version, def, groups, blocked, latest, states, now)
-		for _, name := range sortedKeys(def.Consumers) {
+		for _, name := range slices.Sorted(maps.Keys(def.Consumers)) {
 			res, ok := results[name]
 			if !ok {
 				continue
@@ -320,7 +322,7 @@ func (rt *Runtime) pending(ctx context.Context, workflow string, topics []string
 func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[string]scripthost.Run) (bool, error) {
 	did := false
 	now := rt.now()
-	for _, handler := range sortedKeys(latest) {
+	for _, handler := range slices.Sorted(maps.Keys(latest)) {
 		r := latest[handler]
 		// The newest run of a handler has no retry yet: a retry would be newer.
 		if r.NotBefore.After(now) {
@@ -412,7 +414,7 @@ func lifecycleOf(def *Definition, handler string) (Lifecycle, bool) {
 // one indexed lookup per handler, whatever the length of the workflow's history.
 func (rt *Runtime) latestRuns(ctx context.Context, workflow string, def *Definition) (map[string]scripthost.Run, error) {
 	latest := map[string]scripthost.Run{}
-	names := append(sortedKeys(def.Producers), sortedKeys(def.Consumers)...)
+	names := append(slices.Sorted(maps.Keys(def.Producers)), slices.Sorted(maps.Keys(def.Consumers))...)
 	for _, name := range names {
 		runs, err := rt.cfg.Store.Runs(ctx, ledger.RunFilter{Workflow: workflow, Handler: name, Newest: true, Limit: 1})
 		if err != nil {

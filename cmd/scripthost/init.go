@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -60,7 +62,7 @@ func scaffold(g *globals, dir string, ts bool) error {
 		if err != nil {
 			return err
 		}
-		for _, name := range sortedNames(decls) {
+		for _, name := range slices.Sorted(maps.Keys(decls)) {
 			files = append(files, starterFile{name, string(decls[name])})
 		}
 		files = append(files, starterFile{"tsconfig.json", tsconfig})

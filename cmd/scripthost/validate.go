@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/scripthost/scripthost/runtime"
@@ -52,24 +54,11 @@ func validateOnly(ctx context.Context, path string, src []byte) (string, error) 
 		return "", fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
 	var parts []string
-	for _, name := range sortedNames(def.Producers) {
+	for _, name := range slices.Sorted(maps.Keys(def.Producers)) {
 		parts = append(parts, fmt.Sprintf("producer %s (%s)", name, def.Producers[name].Schedule))
 	}
-	for _, name := range sortedNames(def.Consumers) {
+	for _, name := range slices.Sorted(maps.Keys(def.Consumers)) {
 		parts = append(parts, fmt.Sprintf("consumer %s (on %s)", name, strings.Join(def.Consumers[name].Subscribe, ", ")))
 	}
 	return fmt.Sprintf("%s: ok: topics %s; %s", path, strings.Join(def.Topics, ", "), strings.Join(parts, "; ")), nil
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
 }

@@ -133,18 +133,6 @@ func (h *httpTool) retryAfter(resp response) (time.Duration, bool) {
 	return min(d, maxRetryAfter), true
 }
 
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // replay re-sends m exactly as it was first sent (method, URL, body and
 // Idempotency-Key), to a service that answers a key it has seen with the outcome it
 // stored: a 2xx is applied with that result; 409 (a request with the key is still

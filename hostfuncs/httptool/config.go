@@ -206,7 +206,7 @@ func (c *config) tool(env func(string) (string, bool)) (*hostfuncs.Tool, error) 
 		return nil, fmt.Errorf("missing url")
 	}
 	h := &httpTool{name: c.Namespace + "." + c.Method, readOnly: c.ReadOnly, timeout: DefaultTimeout, header: http.Header{},
-		now: time.Now, sleep: sleepCtx, placed: map[string]bool{}}
+		now: time.Now, sleep: hostfuncs.Sleep, placed: map[string]bool{}}
 
 	h.method = strings.ToUpper(c.HTTPMethod)
 	if h.method == "" {

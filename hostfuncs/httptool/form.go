@@ -3,8 +3,9 @@ package httptool
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -48,7 +49,7 @@ func encodeForm(fields map[string]any) (string, error) {
 				pair(name, "")
 				return nil
 			}
-			for _, k := range sortedKeys(x) {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				if err := checkFormKey(name, k); err != nil {
 					return err
 				}
@@ -71,7 +72,7 @@ func encodeForm(fields map[string]any) (string, error) {
 		}
 		return nil
 	}
-	for _, k := range sortedKeys(fields) {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		if err := checkFormKey("", k); err != nil {
 			return "", err
 		}
@@ -94,13 +95,4 @@ func checkFormKey(parent, k string) error {
 		return fmt.Errorf("form body: key %q at %s: '[' and ']' in a key cannot be told apart from nesting", k, where)
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -53,7 +53,7 @@ func (o Options) withDefaults() Options {
 		o.Clock = time.Now
 	}
 	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = 30 * time.Second
+		o.WriteTimeout = ledger.WriteTimeout
 	}
 	if o.NewID == nil {
 		o.NewID = sqlstore.NewUUID

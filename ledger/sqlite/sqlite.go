@@ -82,7 +82,7 @@ func (o Options) withDefaults() Options {
 		o.BusyTimeout = 5 * time.Second
 	}
 	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = 30 * time.Second
+		o.WriteTimeout = ledger.WriteTimeout
 	}
 	if o.NewID == nil {
 		o.NewID = sqlstore.NewUUID

@@ -162,7 +162,8 @@ func (a *arrayObject) getOwnPropIdx(idx valueInt) Value {
 }
 
 // ownStr and ownIdx return an own property's stored value: for a frozen array's
-// element, the plain value, which getOwnPropStr and getOwnPropIdx give as a record.
+// element, the plain value, which getOwnPropStr and getOwnPropIdx give as a record
+// (scripthost patch: see baseObject.frozen).
 func (a *arrayObject) ownStr(name unistring.String) Value {
 	if len(a.values) > 0 {
 		if i := strToArrayIdx(name); i != math.MaxUint32 {
@@ -224,7 +225,7 @@ func (a *arrayObject) setOwnIdx(idx valueInt, val Value, throw bool) bool {
 func (a *arrayObject) _setOwnIdx(idx uint32, val Value, throw bool) bool {
 	var prop Value
 	if idx < uint32(len(a.values)) {
-		prop = a.frozenProp(a.values[idx])
+		prop = a.frozenProp(a.values[idx]) // scripthost patch: see baseObject.frozen
 	}
 
 	if prop == nil {
@@ -298,7 +299,7 @@ func (i *arrayPropIter) next() (propIterItem, iterNextFunc) {
 		prop := i.a.values[i.idx]
 		i.idx++
 		if prop != nil {
-			return propIterItem{name: name, value: i.a.frozenProp(prop)}, i.next
+			return propIterItem{name: name, value: i.a.frozenProp(prop)}, i.next // scripthost patch
 		}
 	}
 
@@ -436,7 +437,7 @@ Reject:
 func (a *arrayObject) _defineIdxProperty(idx uint32, desc PropertyDescriptor, throw bool) bool {
 	var existing Value
 	if idx < uint32(len(a.values)) {
-		existing = a.frozenProp(a.values[idx])
+		existing = a.frozenProp(a.values[idx]) // scripthost patch: see baseObject.frozen
 	}
 	prop, ok := a.baseObject._defineOwnProperty(unistring.String(strconv.FormatUint(uint64(idx), 10)), existing, desc, throw)
 	if ok {
@@ -477,7 +478,7 @@ func (a *arrayObject) defineOwnPropertyIdx(idx valueInt, descr PropertyDescripto
 
 func (a *arrayObject) _deleteIdxProp(idx uint32, throw bool) bool {
 	if idx < uint32(len(a.values)) {
-		if v := a.frozenProp(a.values[idx]); v != nil {
+		if v := a.frozenProp(a.values[idx]); v != nil { // scripthost patch: see baseObject.frozen
 			if p, ok := v.(*valueProperty); ok {
 				if !p.configurable {
 					a.val.runtime.typeErrorResult(throw, "Cannot delete property '%d' of %s", idx, a.val.toString())

@@ -199,7 +199,7 @@ func (r *Runtime) dateproto_toTimeString(call FunctionCall) Value {
 }
 
 func (r *Runtime) dateproto_toLocaleString(call FunctionCall) Value {
-	if f := r.localeMethods; f != nil {
+	if f := r.localeMethods; f != nil { // scripthost patch: see SetLocaleMethods
 		return f("Date.prototype.toLocaleString", call)
 	}
 	obj := r.toObject(call.This)
@@ -214,7 +214,7 @@ func (r *Runtime) dateproto_toLocaleString(call FunctionCall) Value {
 }
 
 func (r *Runtime) dateproto_toLocaleDateString(call FunctionCall) Value {
-	if f := r.localeMethods; f != nil {
+	if f := r.localeMethods; f != nil { // scripthost patch: see SetLocaleMethods
 		return f("Date.prototype.toLocaleDateString", call)
 	}
 	obj := r.toObject(call.This)
@@ -229,7 +229,7 @@ func (r *Runtime) dateproto_toLocaleDateString(call FunctionCall) Value {
 }
 
 func (r *Runtime) dateproto_toLocaleTimeString(call FunctionCall) Value {
-	if f := r.localeMethods; f != nil {
+	if f := r.localeMethods; f != nil { // scripthost patch: see SetLocaleMethods
 		return f("Date.prototype.toLocaleTimeString", call)
 	}
 	obj := r.toObject(call.This)

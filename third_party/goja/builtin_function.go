@@ -41,17 +41,17 @@ func (r *Runtime) functionCtor(args []Value, proto *Object, async, generator boo
 }
 
 func (r *Runtime) builtin_Function(args []Value, proto *Object) *Object {
-	r.checkDynamicCode()
+	r.checkDynamicCode() // scripthost patch: see Limits.DisableDynamicCode
 	return r.functionCtor(args, proto, false, false)
 }
 
 func (r *Runtime) builtin_asyncFunction(args []Value, proto *Object) *Object {
-	r.checkDynamicCode()
+	r.checkDynamicCode() // scripthost patch: see Limits.DisableDynamicCode
 	return r.functionCtor(args, proto, true, false)
 }
 
 func (r *Runtime) builtin_generatorFunction(args []Value, proto *Object) *Object {
-	r.checkDynamicCode()
+	r.checkDynamicCode() // scripthost patch: see Limits.DisableDynamicCode
 	return r.functionCtor(args, proto, false, true)
 }
 
@@ -84,7 +84,7 @@ func (r *Runtime) createListFromArrayLike(a Value) []Value {
 		return arr.values
 	}
 	l := toLength(o.self.getStr("length", nil))
-	r.limitElems("argument list", l)
+	r.limitElems("argument list", l) // scripthost patch: see SetLimits
 	res := make([]Value, 0, l)
 	for k := int64(0); k < l; k++ {
 		res = append(res, nilSafe(o.self.getIdx(valueInt(k), nil)))

@@ -281,7 +281,7 @@ func (o *templatedObject) iterateStringKeys() iterNextFunc {
 
 // iterateStringKeysUnbuilt is iterateStringKeys without building the properties
 // the template has not built yet: they are yielded as not enumerable, which every
-// built-in property is (scripthost patch; TestTemplatePropsNotEnumerable).
+// built-in property is (scripthost patch; sandbox/js TestBuiltinPropertiesNotEnumerable).
 func (o *templatedObject) iterateStringKeysUnbuilt() iterNextFunc {
 	names := o.tmpl.propNames // shared and never changed
 	if o.propNames != nil {

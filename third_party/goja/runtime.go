@@ -930,7 +930,7 @@ func (r *Runtime) builtin_thrower(call FunctionCall) Value {
 }
 
 func (r *Runtime) eval(srcVal String, direct, strict bool) Value {
-	r.checkDynamicCode()
+	r.checkDynamicCode() // scripthost patch: see Limits.DisableDynamicCode
 	src := escapeInvalidUtf16(srcVal)
 	vm := r.vm
 	inGlobal := true
