@@ -57,7 +57,8 @@ func (t *wtx) NamedExecContext(ctx context.Context, q string, arg any) (sql.Resu
 
 type writeFunc func(ctx context.Context, tx *wtx) error
 
-// write runs fn in a transaction and commits it. A transaction that fails with a
+// write runs fn in a transaction and commits it; once the ledger is outdated (see
+// Store.Outdated) it refuses. A transaction that fails with a
 // deadlock or serialisation failure, or that lost its connection before COMMIT was
 // sent, is run again from the start (fn must only depend on what it reads in tx),
 // until ctx is done. A failed COMMIT is not retried: whether it took effect is
@@ -68,6 +69,8 @@ func (s *Store) write(ctx context.Context, fn writeFunc) error {
 		select {
 		case <-s.closed:
 			return errClosed
+		case <-s.outdatedCh:
+			return s.OutdatedErr()
 		default:
 		}
 		err, retry := s.runTx(ctx, fn)
