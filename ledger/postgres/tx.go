@@ -57,12 +57,12 @@ func (t *wtx) NamedExecContext(ctx context.Context, q string, arg any) (sql.Resu
 
 type writeFunc func(ctx context.Context, tx *wtx) error
 
-// write runs fn in a transaction and commits it; once the ledger is outdated (see
-// Store.Outdated) it refuses. A transaction that fails with a
+// write runs fn in a transaction and commits it. A transaction that fails with a
 // deadlock or serialisation failure, or that lost its connection before COMMIT was
 // sent, is run again from the start (fn must only depend on what it reads in tx),
 // until ctx is done. A failed COMMIT is not retried: whether it took effect is
-// unknown, and every caller re-reads the ledger before its next step.
+// unknown, and every caller re-reads the ledger before its next step. Once the
+// ledger is outdated (see Store.Outdated) it refuses.
 func (s *Store) write(ctx context.Context, fn writeFunc) error {
 	wait := 10 * time.Millisecond
 	for attempt := 1; ; attempt++ {
