@@ -47,8 +47,8 @@ bench: ## benchmarks of the hot paths next to their references (and, in bench/, 
 	{ $(GO) test -p 1 -run '^$$' -bench . -benchmem -benchtime $(or $(BENCHTIME),1s) ./... && \
 	  cd bench && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(or $(BENCHTIME),1s) ./...; } 2>&1 | $(GO) run ./internal/benchtable
 
-chaos: ## shared PostgreSQL ledger: 100 kill-one-host cycles, database restarts under load (bounded)
-	SCRIPTHOST_CHAOS=1 $(GO) test -count=1 -run '$(or $(CHAOS_TESTS),TestSharedLedgerKillOneHost|TestDatabaseChaos)' -v -timeout 30m ./cmd/scripthost/
+chaos: ## shared PostgreSQL ledger: 100 kill-one-host cycles (takeover times), database restarts under load, an idle host's polls and publish-to-host latency (bounded)
+	SCRIPTHOST_CHAOS=1 $(GO) test -count=1 -run '$(or $(CHAOS_TESTS),TestSharedLedgerKillOneHost|TestDatabaseChaos|TestSharedLedgerIdleHost)' -v -timeout 30m ./cmd/scripthost/
 
 SIM_SEEDS ?= 100000
 soak: ## longer crash runs and the simulator over SIM_SEEDS seeds (bounded)

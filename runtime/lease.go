@@ -259,6 +259,38 @@ func (rt *Runtime) movedElsewhere(ctx context.Context, run scripthost.Run) bool 
 	return false
 }
 
+// errStepDropped: the step of a run not written yet was dropped, and nothing written,
+// because another host took its events (takenElsewhere).
+var errStepDropped = errors.New("runtime: step dropped: its events were taken by another host's run")
+
+// takenElsewhere reports whether, on a shared ledger, an event that the prepare result
+// of a run not written yet reserves was taken by another run since the phase looked:
+// another host drove the workflow meanwhile (this one lost the lease while its write
+// waited for the database, or the other host's write did). The refused reservation is
+// then not a failure of the run this host was about to write: the step is dropped
+// (logged), nothing is written, and the next pass drives the other run. An event set
+// aside (skipped) is not taken by a run: the run fails as on one host.
+func (rt *Runtime) takenElsewhere(ctx context.Context, workflow string, res []scripthost.Reservation) bool {
+	if rt.leaser == nil {
+		return false
+	}
+	for _, r := range res {
+		for _, id := range r.IDs {
+			evs, err := rt.cfg.Store.Events(ctx, ledger.EventFilter{Workflow: workflow, Topic: r.Topic, MessageID: id})
+			if err != nil || len(evs) != 1 {
+				continue
+			}
+			ev := evs[0]
+			if ev.ReservedBy != "" && (ev.Status == scripthost.EventReserved || ev.Status == scripthost.EventConsumed) {
+				rt.cfg.Logger.Warn("event taken by another host's run: this host's step is dropped", "workflow", workflow,
+					"event", r.Topic+"/"+id, "taken_by", ev.ReservedBy)
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // passBackoffCap bounds the wait after failed scheduling passes. On a shared ledger it
 // is half the lease TTL, so that a host whose database came back is at work again
 // before its leases run out.

@@ -307,6 +307,9 @@ func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, run scrip
 		// The phase's refused calls, if any, follow the events of its creation.
 		created, err := st.CreateRun(ledger.WithEvents(ctx, append(create.events(), refusedEvents(ctx)...)...), create.run)
 		if errors.Is(err, ledger.ErrEventUnavailable) {
+			if create.run.Prepared != nil && rt.takenElsewhere(ctx, create.run.Workflow, create.run.Prepared.Reservations) {
+				return scripthost.Run{}, false, errStepDropped
+			}
 			// The events were taken since prepare looked: its result is refused, as
 			// storing it would have been.
 			return rt.prepareFailed(ctx, c, create.run, create.started, reservationError(err))

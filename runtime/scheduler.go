@@ -595,6 +595,9 @@ func (rt *Runtime) startConsumer(ctx context.Context, l *loaded, c *Consumer, nr
 		run.Phase, run.Prepared, run.Reservations = scripthost.RunMutating, pr.Data, pr.Reservations
 		next, _, err = rt.mutate(ctx, l, c, run, create)
 	}
+	if errors.Is(err, errStepDropped) {
+		return scripthost.Run{}, nil // nothing written: the next pass reads the ledger again
+	}
 	if err != nil {
 		return scripthost.Run{}, err
 	}

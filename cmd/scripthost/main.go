@@ -143,7 +143,7 @@ func (g *globals) createStore(ctx context.Context, hostLock bool) (ledger.Store,
 		return nil, err
 	}
 	if g.shared() {
-		return postgres.Open(ctx, g.DBPath, postgres.Options{})
+		return openShared(ctx, g.DBPath)
 	}
 	if g.dbDefault {
 		// The user's state directory may not exist yet; it holds nothing for others.
@@ -160,6 +160,36 @@ func (g *globals) createStore(ctx context.Context, hostLock bool) (ledger.Store,
 			o.OnSync(commits, took)
 		}
 	}})
+}
+
+// openShared opens the PostgreSQL ledger at url. A ledger of a newer schema is
+// refused with this binary's release named beside the schema versions.
+func openShared(ctx context.Context, url string) (ledger.Store, error) {
+	st, err := postgres.Open(ctx, url, postgres.Options{})
+	if errors.Is(err, ledger.ErrSchemaTooNew) {
+		return nil, fmt.Errorf("%w (this is scripthost %s)", err, version())
+	}
+	return st, err
+}
+
+// urlScheme matches the scheme of a URL.
+var urlScheme = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`)
+
+// checkDB refuses a --db value that is a URL of another kind than postgres://, which
+// would otherwise be taken for an SQLite file path, and a postgres:// URL that does not
+// parse, before anything is opened or created.
+func checkDB(db string) error {
+	if postgres.IsURL(db) {
+		if err := postgres.CheckURL(db); err != nil {
+			return fmt.Errorf("--db %w", err)
+		}
+		return nil
+	}
+	if m := urlScheme.FindStringSubmatch(db); m != nil {
+		return fmt.Errorf("--db %s: %s:// URLs are not supported: give a postgres:// URL for a PostgreSQL ledger, or a file path for an SQLite one",
+			postgres.Redact(db), m[1])
+	}
+	return nil
 }
 
 // shared reports whether --db names a database several hosts share.
@@ -279,6 +309,9 @@ contains the ledger, or a file beside it, is refused.`,
 			return usageError{fmt.Errorf("--log-format %q: want text or json", g.LogFormat), c}
 		}
 		g.dbDefault = !c.Flags().Changed("db") && os.Getenv(dbEnv) == ""
+		if err := checkDB(g.DBPath); err != nil {
+			return usageError{err, c}
+		}
 		return nil
 	}
 	for _, add := range commands {
@@ -399,6 +432,9 @@ func exitCode(err error) int {
 		return exitLedger
 	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, ledger.ErrIllegalTransition), errors.Is(err, agent.ErrNotPending):
 		return exitRefused
+	case errors.Is(err, ledger.ErrUnavailable):
+		// The ledger's database could not be reached: a network error.
+		return scripthost.ClassNetwork.Info().ExitCode
 	case errors.As(err, &se):
 		return scripthost.ExitCode(err)
 	default:

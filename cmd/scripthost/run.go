@@ -197,6 +197,9 @@ func untilSignal(ctx context.Context, g *globals, grace time.Duration,
 	if err := loop.drain(logger, grace); err != nil {
 		return true, err
 	}
+	if err := outdatedCause(ctx); err != nil {
+		return true, err
+	}
 	logger.Info("stopped")
 	return true, nil
 }
@@ -234,6 +237,8 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 	}
 	defer store.Close()
 	defer h.Close(context.WithoutCancel(ctx))
+	ctx, stopWatch := stopWhenOutdated(ctx, g, store)
+	defer stopWatch()
 	flush, err := followLifecycle(ctx, g, store, f.poll)
 	if err != nil {
 		return err
@@ -303,6 +308,9 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 			case <-ctx.Done():
 				// A signal while nothing runs: nothing to drain.
 				t.Stop()
+				if err := outdatedCause(ctx); err != nil {
+					return err
+				}
 				g.logger(slog.LevelInfo).Info("stopped")
 				return nil
 			case <-t.C:

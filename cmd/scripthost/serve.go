@@ -166,6 +166,8 @@ func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) err
 	}
 	defer store.Close()
 	defer h.Close(context.WithoutCancel(ctx))
+	ctx, stopWatch := stopWhenOutdated(ctx, g, store)
+	defer stopWatch()
 	for _, p := range paths {
 		v, err := h.Load(ctx, p, host.LoadOptions{})
 		if err != nil {
@@ -249,6 +251,9 @@ wait:
 	}
 	if runErr != nil {
 		return runErr
+	}
+	if err := outdatedCause(ctx); err != nil {
+		return err
 	}
 	logger.Info("stopped")
 	return nil

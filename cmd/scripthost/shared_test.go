@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/internal/fakesvc"
@@ -171,6 +176,11 @@ func TestSharedLedgerKillOneHost(t *testing.T) {
 	bin := crashBinary(t)
 
 	hosts := []*child{startShared(t, bin, e, "host-0", "", ttl), startShared(t, bin, e, "host-1", "", ttl)}
+	// Each process has a name of its own in the leases, so that a dead host's lease is
+	// taken over only once it expired, as when a machine dies.
+	name := func(slot, cycle int, what string) string { return fmt.Sprintf("host-%d.%d%s", slot, cycle, what) }
+	db := pgConn(t, e.db)
+	var takeovers []takeover
 	start := time.Now()
 	byFailpoint := 0
 	// What the first hosts that did not reach their charge request printed, for a
@@ -182,7 +192,8 @@ func TestSharedLedgerKillOneHost(t *testing.T) {
 		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
 		_ = hosts[slot].cmd.Process.Signal(syscall.SIGKILL)
 		hosts[slot].wait(t, time.Minute, "host "+strconv.Itoa(slot))
-		hosts[slot] = startShared(t, bin, e, "host-"+strconv.Itoa(slot), points[rng.IntN(2)], ttl)
+		armed := name(slot, i, "-armed")
+		hosts[slot] = startShared(t, bin, e, armed, points[rng.IntN(2)], ttl)
 		// It dies at its first charge request, once it holds the workflow (or, when
 		// the work is done, is killed after a while).
 		waited := make(chan bool, 1)
@@ -191,6 +202,17 @@ func TestSharedLedgerKillOneHost(t *testing.T) {
 		select {
 		case <-waited:
 			byFailpoint++
+			killed := time.Now()
+			hosts[slot] = startShared(t, bin, e, name(slot, i, ""), "", ttl)
+			// Another host takes the workflow over and reconciles the charge the dead
+			// one left in flight before the next cycle kills anything.
+			if tk, ok := awaitTakeover(t, db, svc, armed, killed); ok {
+				takeovers = append(takeovers, tk)
+			} else {
+				out := c.out.String()
+				t.Logf("cycle %d: %s exited without a charge in flight; it printed:\n%s", i, armed, out[max(0, len(out)-2000):])
+			}
+			continue
 		case <-time.After(10 * time.Second):
 			_ = c.cmd.Process.Signal(syscall.SIGKILL)
 			<-waited
@@ -201,10 +223,11 @@ func TestSharedLedgerKillOneHost(t *testing.T) {
 			}
 		}
 		// The slot's process has ended; a fresh one takes its place next cycle.
-		hosts[slot] = startShared(t, bin, e, "host-"+strconv.Itoa(slot), "", ttl)
+		hosts[slot] = startShared(t, bin, e, name(slot, i, ""), "", ttl)
 	}
 	t.Logf("%d cycles in %v: %d hosts killed at their charge request; %d charges applied so far",
 		cycles, time.Since(start).Round(time.Millisecond), byFailpoint, svc.Total())
+	reportTakeovers(t, takeovers, time.Second)
 	if byFailpoint < cycles/2 {
 		t.Errorf("only %d of %d cycles killed a host at its charge request; the first that did not:\n%s",
 			byFailpoint, cycles, strings.Join(missed, "\n"))
@@ -219,6 +242,93 @@ func TestSharedLedgerKillOneHost(t *testing.T) {
 		e.finish(t, bin, svc)
 	}
 	e.checkCharged(t, svc, charges)
+}
+
+// takeover is what one kill-one-host cycle measured: from the SIGKILL of the host
+// that held the workflow with a charge in flight to the first claim of the workflow's
+// lease by another host, and to that host's first progress on it (the charge
+// reconciled).
+type takeover struct {
+	claim, progress time.Duration
+}
+
+// awaitTakeover waits, for up to a minute, until another host than dead has claimed
+// the workflow's lease and reconciled the mutation dead left in flight, and checks
+// that the reconciliation decided as after a crash: applied when the service applied
+// the charge's key, failed when the request never reached it (then the charge is made
+// by a new run under a new key; checkCharged counts the service's applies at the end).
+func awaitTakeover(t *testing.T, c *pgx.Conn, svc *fakesvc.Server, dead string, killed time.Time) (takeover, bool) {
+	t.Helper()
+	ctx := context.Background()
+	var id, key string
+	err := c.QueryRow(ctx, `SELECT id, idempotency_key FROM mutations WHERE status = 'in_flight'`).Scan(&id, &key)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return takeover{}, false // it did not die at its charge request
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tk takeover
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if tk.claim == 0 {
+			var owner string
+			var claimed time.Time
+			if err := c.QueryRow(ctx, `SELECT owner, claimed_at FROM leases`).Scan(&owner, &claimed); err != nil {
+				t.Fatal(err)
+			}
+			if owner != "" && owner != dead && claimed.After(killed) {
+				tk.claim = claimed.Sub(killed)
+			}
+		}
+		var status string
+		var updated int64
+		if err := c.QueryRow(ctx, `SELECT status, updated_at FROM mutations WHERE id = $1`, id).Scan(&status, &updated); err != nil {
+			t.Fatal(err)
+		}
+		if status != "in_flight" && tk.progress == 0 {
+			tk.progress = time.Unix(0, updated).Sub(killed)
+		}
+		if status != "in_flight" && status != "needs_reconcile" {
+			want := "failed"
+			if svc.Applies(key) > 0 {
+				want = "applied"
+			}
+			if status != want {
+				t.Errorf("mutation %s left in flight by %s: reconciled as %s, want %s (the service applied it %d times)",
+					id, dead, status, want, svc.Applies(key))
+			}
+			return tk, true
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mutation %s left in flight by %s: still %s a minute after the kill", id, dead, status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// reportTakeovers logs the takeover times of the kill-one-host cycles, and in the chaos
+// target (make chaos) requires each within the lease TTL plus 2 s.
+func reportTakeovers(t *testing.T, tks []takeover, ttl time.Duration) {
+	t.Helper()
+	if len(tks) == 0 {
+		t.Error("no cycle killed a host at its charge request: no takeover measured")
+		return
+	}
+	var claims, progress []time.Duration
+	for _, tk := range tks {
+		claims, progress = append(claims, tk.claim), append(progress, tk.progress)
+	}
+	stats := func(d []time.Duration) string {
+		slices.Sort(d)
+		r := func(x time.Duration) time.Duration { return x.Round(time.Millisecond) }
+		return fmt.Sprintf("min %v, median %v, max %v", r(d[0]), r(d[len(d)/2]), r(d[len(d)-1]))
+	}
+	t.Logf("takeover after a SIGKILL (lease TTL %v, %d kills): lease claimed by another host %s; dead host's charge reconciled %s",
+		ttl, len(tks), stats(claims), stats(progress))
+	if most := progress[len(progress)-1]; os.Getenv("SCRIPTHOST_CHAOS") != "" && most > ttl+2*time.Second {
+		t.Errorf("takeover: the slowest took %v, want within the lease TTL plus 2s (%v)", most, ttl+2*time.Second)
+	}
 }
 
 // TestSharedLedgerResolveWhileRunning: a host dies just after the service applied its

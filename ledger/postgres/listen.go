@@ -12,6 +12,10 @@ import (
 // subscribers of its workflow. It connects on the first subscription and reconnects
 // after the database went away; after a reconnect every subscriber is woken, since
 // notifications sent meanwhile are lost.
+//
+// It also listens for schema migrations: when a newer host migrated the ledger past
+// this binary's schema (told at once by its notification, and checked at every
+// connect), the store is marked outdated and refuses writes.
 type listener struct {
 	s *Store
 
@@ -111,7 +115,13 @@ func (l *listener) listen(ctx context.Context) error {
 	if err := c.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		return err
 	}
-	if _, err := c.Exec(ctx, `LISTEN `+pgx.Identifier{"scripthost:" + schema}.Sanitize()); err != nil {
+	migrated := schemaChannelPrefix + schema
+	for _, ch := range []string{"scripthost:" + schema, migrated} {
+		if _, err := c.Exec(ctx, `LISTEN `+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return err
+		}
+	}
+	if err := l.checkSchema(ctx, c); err != nil {
 		return err
 	}
 	// Anything sent while there was no connection is lost: look again everywhere.
@@ -121,6 +131,30 @@ func (l *listener) listen(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if n.Channel == migrated {
+			if err := l.checkSchema(ctx, c); err != nil {
+				return err
+			}
+			continue
+		}
 		l.wake(n.Payload, false)
 	}
+}
+
+// schemaChannelPrefix names, with the ledger's schema, the channel on which a host
+// that migrated the ledger announces it.
+const schemaChannelPrefix = "scripthost-schema:"
+
+// checkSchema marks the store outdated when the ledger's schema is newer than this
+// binary's, and then wakes every subscriber so that their next pass meets the refusal.
+func (l *listener) checkSchema(ctx context.Context, c *pgx.Conn) error {
+	v, err := schemaVersion(ctx, c)
+	if err != nil {
+		return err
+	}
+	if v > SchemaVersion() {
+		l.s.markOutdated(v)
+		l.wake("", true)
+	}
+	return nil
 }

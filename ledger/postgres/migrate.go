@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -68,16 +69,20 @@ func (s *Store) migrate(ctx context.Context) error {
 				return s.dbErr("open", err)
 			}
 		case !containsString(tables, markerTable):
-			return fmt.Errorf("postgres: open %s: %w: the schema holds tables that are not a ledger's (%s)",
-				s.dsn, ledger.ErrNotLedger, strings.Join(tables, ", "))
+			var schema string
+			if err := tx.GetContext(ctx, &schema, `SELECT current_schema()`); err != nil {
+				return s.dbErr("open", err)
+			}
+			return fmt.Errorf("postgres: open %s: %w: schema %q holds tables that are not a ledger's (%s); nothing was created: "+
+				"give the ledger an empty database (or an empty schema) of its own",
+				s.dsn, ledger.ErrNotLedger, schema, strings.Join(tables, ", "))
 		default:
 			if err := tx.GetContext(ctx, &have, `SELECT COALESCE(MAX(version), 0) FROM `+markerTable); err != nil {
 				return s.dbErr("open", err)
 			}
 		}
 		if have > len(ms) {
-			return fmt.Errorf("postgres: open %s: %w: schema version %d, this binary knows up to %d",
-				s.dsn, ledger.ErrSchemaTooNew, have, len(ms))
+			return tooNew(s.dsn, have)
 		}
 		for _, m := range ms[have:] {
 			if _, err := tx.tx.ExecContext(ctx, m.SQL); err != nil {
@@ -88,8 +93,31 @@ func (s *Store) migrate(ctx context.Context) error {
 				return fmt.Errorf("postgres: open %s: migration %s: %w", s.dsn, m.Name, err)
 			}
 		}
+		if have > 0 && have < len(ms) {
+			// Hosts of the older version still running learn of it at the commit
+			// (listener.checkSchema) and stop writing.
+			if _, err := tx.ExecContext(ctx, `SELECT pg_notify('`+schemaChannelPrefix+`' || current_schema(), ?)`, strconv.Itoa(len(ms))); err != nil {
+				return s.dbErr("open", err)
+			}
+		}
 		return nil
 	})
+}
+
+// tooNew is the refusal of a ledger at schema version have, written by a newer binary.
+func tooNew(dsn string, have int) error {
+	return fmt.Errorf("postgres: open %s: %w: the ledger is at schema version %d and this binary knows versions up to %d: "+
+		"a newer scripthost migrated it; upgrade scripthost on this host to that release (older hosts cannot use the ledger)",
+		dsn, ledger.ErrSchemaTooNew, have, SchemaVersion())
+}
+
+// schemaVersion reads the ledger's schema version through q.
+func schemaVersion(ctx context.Context, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}) (int, error) {
+	var v int
+	err := q.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM `+markerTable).Scan(&v)
+	return v, err
 }
 
 func containsString(list []string, s string) bool {

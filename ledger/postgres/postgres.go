@@ -17,11 +17,14 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 
@@ -46,6 +49,10 @@ type Options struct {
 	// instead of the connection's default search path: several ledgers can then share
 	// one database.
 	Schema string
+	// ConnectWait bounds how long Open waits for the server to answer (a server
+	// starting or restarting answers within it); default 10s. An unreachable server is
+	// then refused with ledger.ErrUnavailable.
+	ConnectWait time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -60,6 +67,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxConns <= 0 {
 		o.MaxConns = 16
+	}
+	if o.ConnectWait <= 0 {
+		o.ConnectWait = 10 * time.Second
 	}
 	return o
 }
@@ -79,6 +89,12 @@ type Store struct {
 	closeOnce sync.Once
 	closed    chan struct{}
 	listener  *listener
+
+	// outdated holds the error of a ledger migrated past this binary's schema by a
+	// newer host while this store was open; once set, writes are refused with it.
+	outdated     atomic.Pointer[error]
+	outdatedOnce sync.Once
+	outdatedCh   chan struct{}
 }
 
 var (
@@ -91,11 +107,21 @@ func IsURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
+// CheckURL reports what is wrong with a postgres:// URL (or key=value connection
+// string) without connecting; the error names it without its password.
+func CheckURL(dsn string) error {
+	if _, err := pgx.ParseConfig(dsn); err != nil {
+		return fmt.Errorf("%s: not a valid PostgreSQL URL: %w", redactURL(dsn), err)
+	}
+	return nil
+}
+
 // Open connects to the database named by a postgres:// URL (or a key=value
 // connection string) and brings the ledger's schema up to date. Concurrent Opens of
 // one database migrate it once.
 //
-// It refuses, without changing the database: a database holding tables of something
+// It refuses, without changing the database: a server that does not answer within
+// Options.ConnectWait (ledger.ErrUnavailable), a database holding tables of something
 // else in the ledger's schema (ledger.ErrNotLedger) and a ledger written by a newer
 // binary (ledger.ErrSchemaTooNew). Errors name the database without its password.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
@@ -110,13 +136,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		cfg.RuntimeParams["search_path"] = opts.Schema
 	}
-	s := &Store{dsn: redactURL(dsn), opts: opts, cfg: cfg, closed: make(chan struct{})}
+	s := &Store{dsn: redactURL(dsn), opts: opts, cfg: cfg, closed: make(chan struct{}), outdatedCh: make(chan struct{})}
 	db := sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	s.db = db
 	s.r = conn{db}
+	if err := s.reach(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -128,6 +158,73 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}, sqlstore.Options{Clock: opts.Clock, NewID: opts.NewID})
 	s.listener = newListener(s)
 	return s, nil
+}
+
+// reach waits for the server to answer, trying again while it cannot be reached, for
+// up to Options.ConnectWait. Other failures (a database that does not exist, a
+// password refused) are returned at once.
+func (s *Store) reach(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.ConnectWait)
+	defer cancel()
+	wait := 50 * time.Millisecond
+	var last error // the last failure that was not the wait running out
+	for {
+		err := s.db.PingContext(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
+		if !unreachable(err) || ctx.Err() != nil {
+			if unavailable(last) || ctx.Err() != nil {
+				return fmt.Errorf("postgres: open %s: %w: no answer within %v (is the server running, and are the URL's host and port right?): %w",
+					s.dsn, ledger.ErrUnavailable, s.opts.ConnectWait, last)
+			}
+			return fmt.Errorf("postgres: open %s: %w", s.dsn, last)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, time.Second)
+	}
+}
+
+// unreachable reports whether a failed connection attempt may succeed later: the
+// server could not be reached, or is starting or shutting down. A server that answered
+// with a refusal (no such database, a password refused) answers the same later.
+func unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "08")
+	}
+	return connectionLost(err)
+}
+
+// Outdated returns a channel that is closed when a newer host migrated the ledger past
+// the schema this binary knows while the store was open. From then on the store
+// refuses writes with OutdatedErr (ledger.ErrSchemaTooNew); reads go on. The host
+// should stop: its leases expire and hosts of the newer version take its workflows
+// over, reconciling what it left in flight as after a crash.
+func (s *Store) Outdated() <-chan struct{} { return s.outdatedCh }
+
+// OutdatedErr is the error writes are refused with once the ledger is outdated, or nil.
+func (s *Store) OutdatedErr() error {
+	if p := s.outdated.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// markOutdated records that the ledger's schema is at version have, newer than this
+// binary's.
+func (s *Store) markOutdated(have int) {
+	s.outdatedOnce.Do(func() {
+		err := tooNew(s.dsn, have)
+		s.outdated.Store(&err)
+		close(s.outdatedCh)
+	})
 }
 
 // String names the database without its password.
@@ -150,6 +247,9 @@ func (s *Store) now() time.Time {
 	return time.Unix(0, s.opts.Clock().UnixNano()).UTC()
 }
 
+// Redact returns a connection URL without its password, for messages.
+func Redact(dsn string) string { return redactURL(dsn) }
+
 // redactURL drops the password from a connection URL for messages.
 func redactURL(dsn string) string {
 	u, err := url.Parse(dsn)
@@ -157,10 +257,14 @@ func redactURL(dsn string) string {
 		if strings.Contains(dsn, "password") {
 			return "(connection string)"
 		}
-		return dsn
+		// A URL that does not parse may still carry user:password@.
+		return userinfoPassword.ReplaceAllString(dsn, "${1}:xxxxx@")
 	}
 	return u.Redacted()
 }
+
+// userinfoPassword matches the password in the user information of a URL.
+var userinfoPassword = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*):[^@/]*@`)
 
 // dbErr wraps a driver error with the operation and the database.
 func (s *Store) dbErr(op string, err error) error {

@@ -61,13 +61,16 @@ type writeFunc func(ctx context.Context, tx *wtx) error
 // deadlock or serialisation failure, or that lost its connection before COMMIT was
 // sent, is run again from the start (fn must only depend on what it reads in tx),
 // until ctx is done. A failed COMMIT is not retried: whether it took effect is
-// unknown, and every caller re-reads the ledger before its next step.
+// unknown, and every caller re-reads the ledger before its next step. Once the
+// ledger is outdated (see Store.Outdated) it refuses.
 func (s *Store) write(ctx context.Context, fn writeFunc) error {
 	wait := 10 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		select {
 		case <-s.closed:
 			return errClosed
+		case <-s.outdatedCh:
+			return s.OutdatedErr()
 		default:
 		}
 		err, retry := s.runTx(ctx, fn)
