@@ -1,0 +1,33 @@
+package ledger
+
+import "time"
+
+// PageKey is a position in a listing ordered newest first by (time, id): the page
+// after it holds the rows that order after it, the older ones. Rows stored later
+// order before every key handed out earlier, so they do not shift the pages that
+// follow. For events ID is the event's sequence number in decimal.
+type PageKey struct {
+	At time.Time
+	ID string
+}
+
+// Page selects one page of a newest-first listing, for the filters that carry one.
+type Page struct {
+	// After, when set, starts the page after this key; nil starts at the newest row.
+	After *PageKey
+}
+
+// TopicStats sums up one topic of one workflow: how many of its events are in each
+// status, and the oldest pending one (its backlog's age).
+type TopicStats struct {
+	Workflow string `json:"workflow"`
+	Topic    string `json:"topic"`
+	Pending  int    `json:"pending"`
+	Reserved int    `json:"reserved"`
+	Consumed int    `json:"consumed"`
+	Skipped  int    `json:"skipped"`
+	// OldestPending is when the oldest pending event was published (zero: none is).
+	OldestPending time.Time `json:"oldest_pending,omitzero"`
+	// Last is when the newest event was published.
+	Last time.Time `json:"last"`
+}
