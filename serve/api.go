@@ -44,6 +44,8 @@ func routes(s *Server) []route {
 		{"GET", "/api/v1/events", s.events},
 		{"POST", "/api/v1/events", s.publish},
 		{"POST", "/api/v1/events/skip", s.skipEvent},
+		{"GET", "/api/v1/topics", s.topics},
+		{"POST", "/api/v1/bulk/{action}", s.bulk},
 		{"GET", "/api/v1/executions", s.executions},
 		{"GET", "/api/v1/executions/{plan}/{n}", s.execution},
 		{"GET", "/api/v1/agent/sessions", s.agentSessions},
@@ -158,46 +160,38 @@ func (q query) time(name string) (time.Time, error) {
 
 func (s *Server) runs(w http.ResponseWriter, r *http.Request) error {
 	q := query{r}
-	f := ledger.RunFilter{Workflow: q.str("workflow"), Handler: q.str("handler"), Status: scripthost.RunStatus(q.str("status"))}
-	superseded := f.Status == scripthost.StatusSuperseded
-	if superseded {
-		f.Status = ""
+	f := ledger.RunFilter{Workflow: q.str("workflow"), Handler: q.str("handler"), Status: scripthost.RunStatus(q.str("status")),
+		Phase: scripthost.RunPhase(q.str("phase"))}
+	if f.Status == scripthost.StatusSuperseded {
+		f.Status, f.Superseded = "", true
 	}
 	if f.Status != "" && !f.Status.Valid() {
 		return badf("status=%q: not a run status (or superseded)", f.Status)
 	}
-	phase := scripthost.RunPhase(q.str("phase"))
-	since, err := q.time("since")
+	var err error
+	if f.Since, err = q.time("since"); err != nil {
+		return err
+	}
+	if f.Until, err = q.time("until"); err != nil {
+		return err
+	}
+	l, err := q.list()
 	if err != nil {
 		return err
 	}
-	until, err := q.time("until")
-	if err != nil {
-		return err
-	}
-	limit, err := q.limit()
-	if err != nil {
-		return err
-	}
-	filtered := phase != "" || !since.IsZero() || !until.IsZero() || superseded
-	if !filtered {
-		f.Limit = limit
-	}
-	runs, err := view.Runs(r.Context(), s.cfg.Store, f)
-	if err != nil {
-		return err
-	}
-	if filtered {
-		kept := runs[:0]
-		for _, run := range runs {
-			if (phase == "" || run.Phase == phase) && (since.IsZero() || !run.CreatedAt.Before(since)) &&
-				(until.IsZero() || run.CreatedAt.Before(until)) && (!superseded || run.SupersededBy != "") {
-				kept = append(kept, run)
-			}
+	if !l.Paged() {
+		runs, err := view.Runs(r.Context(), s.cfg.Store, f)
+		if err != nil {
+			return err
 		}
-		runs = view.Newest(kept, limit)
+		writeJSON(w, http.StatusOK, runs)
+		return nil
 	}
-	writeJSON(w, http.StatusOK, runs)
+	pg, err := view.RunsPage(r.Context(), s.cfg.Store, f, l)
+	if err != nil {
+		return err
+	}
+	writePage(w, r, pg)
 	return nil
 }
 
@@ -230,16 +224,24 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) mutationList(w http.ResponseWriter, r *http.Request, status scripthost.MutationStatus) error {
 	q := query{r}
-	limit, err := q.limit()
+	l, err := q.list()
 	if err != nil {
 		return err
 	}
-	f := ledger.MutationFilter{RunID: q.str("run"), Workflow: q.str("workflow"), Status: status, Limit: limit}
-	ms, err := view.Mutations(r.Context(), s.cfg.Store, f)
+	f := ledger.MutationFilter{RunID: q.str("run"), Workflow: q.str("workflow"), Status: status}
+	if !l.Paged() {
+		ms, err := view.Mutations(r.Context(), s.cfg.Store, f)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, ms)
+		return nil
+	}
+	pg, err := view.MutationsPage(r.Context(), s.cfg.Store, f, l)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, ms)
+	writePage(w, r, pg)
 	return nil
 }
 
@@ -269,21 +271,29 @@ func (s *Server) mutation(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	q := query{r}
-	limit, err := q.limit()
+	l, err := q.list()
 	if err != nil {
 		return err
 	}
-	f := ledger.EventFilter{Workflow: q.str("workflow"), Topic: q.str("topic"), Status: scripthost.EventStatus(q.str("status")), Limit: limit}
+	f := ledger.EventFilter{Workflow: q.str("workflow"), Topic: q.str("topic"), Status: scripthost.EventStatus(q.str("status"))}
 	switch f.Status {
 	case "", scripthost.EventPending, scripthost.EventReserved, scripthost.EventConsumed, scripthost.EventSkipped:
 	default:
 		return badf("status=%q: want pending, reserved, consumed or skipped", f.Status)
 	}
-	evs, err := view.Events(r.Context(), s.cfg.Store, f)
+	if !l.Paged() {
+		evs, err := view.Events(r.Context(), s.cfg.Store, f)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, evs)
+		return nil
+	}
+	pg, err := view.EventsPage(r.Context(), s.cfg.Store, f, l)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, evs)
+	writePage(w, r, pg)
 	return nil
 }
 
@@ -296,9 +306,15 @@ type execution struct {
 	Failed    int       `json:"failed"`
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at"`
+	// text is what the search looks in: the steps' tools and errors.
+	text []string
 }
 
 func (s *Server) executions(w http.ResponseWriter, r *http.Request) error {
+	l, err := query{r}.list()
+	if err != nil {
+		return err
+	}
 	recs, err := s.cfg.Store.Executions(r.Context(), ledger.ExecutionFilter{PlanID: query{r}.str("plan")})
 	if err != nil {
 		return err
@@ -318,6 +334,7 @@ func (s *Server) executions(w http.ResponseWriter, r *http.Request) error {
 			out = append(out, e)
 		}
 		e.Steps++
+		e.text = append(e.text, rec.StepID, rec.Tool, rec.Error, rec.ErrorCode)
 		if !rec.Success {
 			e.Failed++
 		}
@@ -328,7 +345,23 @@ func (s *Server) executions(w http.ResponseWriter, r *http.Request) error {
 			e.EndedAt = rec.EndedAt
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	if !l.Paged() {
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+	// The log keeps one row per step; its executions are paged here, in memory.
+	slices.SortStableFunc(out, func(a, b *execution) int {
+		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	pg, err := view.SlicePage(out, l, func(e *execution) ledger.PageKey { return ledger.PageKey{At: e.StartedAt, ID: e.ID} },
+		func(e *execution, q string) bool { return view.Contains(q, append([]string{e.ID}, e.text...)...) })
+	if err != nil {
+		return err
+	}
+	writePage(w, r, pg)
 	return nil
 }
 
