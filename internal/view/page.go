@@ -136,7 +136,9 @@ func EventsPage(ctx context.Context, store ledger.Store, f ledger.EventFilter, l
 	return pageOf(l, true, func(p *ledger.Page, n int) ([]scripthost.Event, error) {
 		f.Page, f.Limit = p, n
 		return store.Events(ctx, f)
-	}, func(e scripthost.Event) ledger.PageKey { return ledger.PageKey{At: e.CreatedAt, ID: strconv.FormatInt(e.Seq, 10)} })
+	}, func(e scripthost.Event) ledger.PageKey {
+		return ledger.PageKey{At: e.CreatedAt, ID: strconv.FormatInt(e.Seq, 10)}
+	})
 }
 
 // AgentSessionsPage lists one page of the agent sessions matching f, newest first
