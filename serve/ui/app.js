@@ -90,6 +90,20 @@ function page(title, ...content) {
 
 function fail(err) { main.append(h("p", { class: "error", id: "error" }, String(err.message || err))); }
 
+// routedHash is the hash the page shown was drawn for (route sets it).
+let routedHash = "";
+
+// setHash records a page's filters and cursor in the hash, so that a reload shows the
+// same list. When the hash changed under the page (a navigation whose hashchange is
+// not handled yet), it leaves it and says so: the page is about to be replaced and
+// must neither undo the navigation nor draw again.
+function setHash(hash) {
+  if (location.hash !== routedHash) return false;
+  history.replaceState(null, "", hash);
+  routedHash = location.hash;
+  return true;
+}
+
 // live re-renders every 2 s while the page stays shown.
 function live(render) {
   const tick = async () => {
@@ -255,7 +269,7 @@ function runsPage() {
   let f, pg, cancel, retry;
   const render = async () => {
     const q = pg.query(f.query());
-    history.replaceState(null, "", "#/runs" + (q ? "?" + q : ""));
+    if (!setHash("#/runs" + (q ? "?" + q : ""))) return;
     const { items: runs, next } = await apiPage("/runs?limit=200&" + q);
     runs.reverse();
     tbody.replaceChildren(...runs.map((r) => h("tr", { "data-run": r.id },
@@ -446,7 +460,7 @@ function mutationsPage() {
   let f, pg;
   const render = async () => {
     const q = pg.query(f.query());
-    history.replaceState(null, "", "#/mutations" + (q ? "?" + q : ""));
+    if (!setHash("#/mutations" + (q ? "?" + q : ""))) return;
     const { items: ms, next } = await apiPage("/mutations?limit=200&" + q);
     tbody.replaceChildren(...mutationRows(ms.reverse()));
     pg.update(next, ms.length);
@@ -506,7 +520,7 @@ function queuePage() {
   let f, resolve;
   const render = async () => {
     const q = f.query();
-    history.replaceState(null, "", "#/queue" + (q ? "?" + q : ""));
+    if (!setHash("#/queue" + (q ? "?" + q : ""))) return;
     const ms = await api("/mutations/indeterminate?" + q);
     tbody.replaceChildren(...ms.map((m) => h("tr", { "data-mutation": m.id },
       h("td", { class: "mono" }, m.id), h("td", {}, m.workflow || "-"), h("td", {}, runLink(m.run_id)), h("td", {}, m.tool),
@@ -549,20 +563,20 @@ function topicPage(workflow, topic) {
   const base = "workflow=" + encodeURIComponent(workflow) + "&topic=" + encodeURIComponent(topic);
   const skip = async (ev) => {
     const reason = h("input", { id: "skip-reason", placeholder: "why (kept in the audit trail)" });
-    if (!(await confirmAction("Set event " + topic + "/" + ev.message_id + " aside? It stays listed as skipped, no run takes it again, and a handler blocked on it is retried without it.",
+    if (!(await confirmAction("Set event " + topic + "/" + ev.id + " aside? It stays listed as skipped, no run takes it again, and a handler blocked on it is retried without it.",
       h("label", {}, "Reason", reason)))) return;
     try {
-      await api("/events/skip", { method: "POST", body: { workflow, topic, id: ev.message_id, reason: reason.value, by: operatorName() } });
+      await api("/events/skip", { method: "POST", body: { workflow, topic, id: ev.id, reason: reason.value, by: operatorName() } });
       await render();
     } catch (e) { fail(e); }
   };
   const render = async () => {
     const q = pg.query(f.query());
-    history.replaceState(null, "", "#/events?" + base + (q ? "&" + q : ""));
+    if (!setHash("#/events?" + base + (q ? "&" + q : ""))) return;
     const { items: evs, next } = await apiPage("/events?limit=100&" + base + (q ? "&" + q : ""));
     evs.reverse();
-    tbody.replaceChildren(...evs.map((ev) => h("tr", { "data-event": ev.message_id },
-      h("td", {}, ev.seq), h("td", { class: "mono" }, ev.message_id), h("td", {}, status(ev.status)),
+    tbody.replaceChildren(...evs.map((ev) => h("tr", { "data-event": ev.id },
+      h("td", {}, ev.seq), h("td", { class: "mono" }, ev.id), h("td", {}, status(ev.status)),
       h("td", {}, ev.reserved_by ? runLink(ev.reserved_by) : "-"), h("td", {}, ev.caused_by ? h("span", { class: "mono" }, ev.caused_by) : "-"),
       h("td", {}, time(ev.created_at)), h("td", { class: "mono params" }, JSON.stringify(ev.payload ?? null).slice(0, 200)),
       h("td", {}, ev.status === "pending" ? h("button", { class: "skip-event", onclick: () => skip(ev) }, "Skip") : ""))));
@@ -750,7 +764,7 @@ function agentsPage() {
   let f;
   const render = async () => {
     const q = f.query();
-    history.replaceState(null, "", "#/agents" + (q ? "?" + q : ""));
+    if (!setHash("#/agents" + (q ? "?" + q : ""))) return;
     const ss = await api("/agent/sessions?limit=200&" + q);
     tbody.replaceChildren(...ss.map((x) => {
       const st = x.state || {};
@@ -845,6 +859,7 @@ async function actionsPage() {
 
 function route() {
   clearInterval(timer);
+  routedHash = location.hash;
   if (!token()) { login(); return; }
   document.getElementById("nav").hidden = false;
   watchCounts();
