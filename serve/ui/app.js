@@ -732,13 +732,24 @@ async function workflowsPage() {
   try { await render(); } catch (e) { fail(e); }
 }
 
-async function plansPage() {
-  try {
-    const xs = await api("/executions");
-    page("Plan executions", table(["Execution", "Steps", "Failed", "Started", "Ended"], xs.reverse().map((x) => h("tr", {},
+function plansPage() {
+  const tbody = h("tbody");
+  let f, pg;
+  const render = async () => {
+    const q = pg.query(f.query());
+    if (!setHash("#/plans" + (q ? "?" + q : ""))) return;
+    const { items: xs, next } = await apiPage("/executions?limit=200&" + q);
+    tbody.replaceChildren(...xs.reverse().map((x) => h("tr", {},
       h("td", {}, h("a", { href: "#/plan/" + x.id }, x.id)), h("td", {}, x.steps), h("td", {}, x.failed ? status("failed") : status("ok")),
-      h("td", {}, time(x.started_at)), h("td", {}, time(x.ended_at)))), { id: "executions" }));
-  } catch (e) { fail(e); }
+      h("td", {}, time(x.started_at)), h("td", {}, time(x.ended_at)))));
+    pg.update(next, xs.length);
+  };
+  const draw = async () => { try { await render(); } catch (e) { fail(e); } };
+  f = filters([["plan"], ["q"]], () => { pg.reset(); return draw(); });
+  pg = pager(draw);
+  page("Plan executions", f.form, pg.el, h("table", { id: "executions" },
+    h("thead", {}, h("tr", {}, ["Execution", "Steps", "Failed", "Started", "Ended"].map((x) => h("th", {}, x)))), tbody));
+  draw();
 }
 
 async function planPage(id) {
@@ -761,11 +772,12 @@ function tokens(u) { return u ? (u.prompt_tokens || 0) + " + " + (u.completion_t
 
 function agentsPage() {
   const tbody = h("tbody");
-  let f;
+  let f, pg;
   const render = async () => {
-    const q = f.query();
+    const q = pg.query(f.query());
     if (!setHash("#/agents" + (q ? "?" + q : ""))) return;
-    const ss = await api("/agent/sessions?limit=200&" + q);
+    const { items: ss, next } = await apiPage("/agent/sessions?limit=200&" + q);
+    pg.update(next, ss.length);
     tbody.replaceChildren(...ss.map((x) => {
       const st = x.state || {};
       const steps = Object.values(st.steps || {});
@@ -775,8 +787,9 @@ function agentsPage() {
         h("td", {}, tokens(st.usage)), h("td", {}, time(x.created_at)), h("td", {}, time(x.updated_at)));
     }));
   };
-  f = filters([["status", sessionStatuses], ["q"]], render);
-  page("Agent sessions", f.form, h("table", { id: "sessions" },
+  f = filters([["status", sessionStatuses], ["q"]], () => { pg.reset(); return render(); });
+  pg = pager(render);
+  page("Agent sessions", f.form, pg.el, h("table", { id: "sessions" },
     h("thead", {}, h("tr", {}, ["Session", "Task", "Status", "Steps done", "Tokens (prompt + completion)", "Started", "Updated"].map((x) => h("th", {}, x)))), tbody));
   live(render);
 }
