@@ -32,9 +32,6 @@ func (s *Server) bulk(w http.ResponseWriter, r *http.Request) error {
 	}
 	action := r.PathValue("action")
 	body.By = operator(body.By)
-	if err := view.CheckBulk(action, body.BulkFilter, body.BulkRequest); err != nil {
-		return badRequest{err}
-	}
 	ctx := r.Context()
 	if body.Confirm == "" {
 		plan, err := view.PlanBulk(ctx, s.cfg.Store, action, body.BulkFilter)

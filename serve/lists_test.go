@@ -278,8 +278,9 @@ func TestAPIBulkCancel(t *testing.T) {
 		want string
 	}{
 		{"/api/v1/bulk/delete", filter, "action"},
-		{"/api/v1/bulk/resolve", map[string]any{"as": "failed"}, "reason"},
-		{"/api/v1/bulk/resolve", map[string]any{"as": "maybe", "reason": "x"}, "as"},
+		{"/api/v1/bulk/resolve", map[string]any{"as": "failed", "confirm": "x"}, "reason"},
+		{"/api/v1/bulk/resolve", map[string]any{"as": "maybe", "reason": "x", "confirm": "x"}, "as"},
+		{"/api/v1/bulk/resolve", map[string]any{"status": "applied"}, "status"},
 		{"/api/v1/bulk/cancel", map[string]any{"status": "gone"}, "status"},
 		{"/api/v1/bulk/cancel", map[string]any{"nope": 1}, "nope"},
 	} {
@@ -330,7 +331,8 @@ func TestAPIBulkRetryAndResolve(t *testing.T) {
 		t.Errorf("failed run %s was not retried", failed.ID)
 	}
 
-	code, b, _ = call(t, "POST", base+"/api/v1/bulk/resolve", map[string]any{"q": "pay.charge", "as": "failed", "reason": "no charge at the bank"})
+	// The list needs no outcome yet: the dialog asks for it after showing the list.
+	code, b, _ = call(t, "POST", base+"/api/v1/bulk/resolve", map[string]any{"q": "pay.charge"})
 	if code != 200 || json.Unmarshal(b, &plan) != nil || plan.Count != 1 || plan.Items[0].ID != m.ID || plan.Items[0].Tool != "Pay.charge" {
 		t.Fatalf("resolve preview: %d %s", code, b)
 	}

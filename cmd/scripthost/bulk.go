@@ -42,8 +42,12 @@ func (b *bulkFlags) set(cmd *cobra.Command) bool {
 // to exactly that list (view.ApplyBulk: each item through the one-item action and
 // into the audit trail). Without --yes it only prints the list and how to confirm.
 func runBulk(ctx context.Context, g *globals, store ledger.Store, action string, b bulkFlags, r view.BulkRequest) error {
-	if err := view.CheckBulk(action, b.f, r); err != nil {
-		return usageError{err: err}
+	check := view.CheckBulkFilter(action, b.f)
+	if b.yes {
+		check = view.CheckBulk(action, b.f, r)
+	}
+	if check != nil {
+		return usageError{err: check}
 	}
 	if b.confirm != "" && !b.yes {
 		return usagef("--confirm goes with --yes")

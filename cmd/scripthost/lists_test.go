@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/internal/fakesvc"
 	"github.com/scripthost/scripthost/internal/view"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/ledger/sqlite"
@@ -215,5 +216,37 @@ func TestListsAPIAndCLIAgree(t *testing.T) {
 	c, _ := json.Marshal(cliPlan)
 	if string(a) != string(c) {
 		t.Errorf("bulk retry list differs:\napi: %s\ncli: %s", a, c)
+	}
+}
+
+// TestBulkResolveCLI: `resolve` with a filter lists the indeterminate mutations
+// without needing an outcome; --yes without --reason is a usage error that changes
+// nothing; with --reason it resolves them through the one-item resolve, recorded with
+// who and why.
+func TestBulkResolveCLI(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	e, _, m := indeterminate(t, fakesvc.ApplyDrop)
+	cli := func(args ...string) (int, string, string) { return runCLI(t, append([]string{"--db", e.db}, args...)...) }
+	code, out, errOut := cli("resolve", "-q", m.Tool, "--as", "failed")
+	if code != 0 || !strings.Contains(out, m.ID) || !strings.Contains(out, "1 to resolve") {
+		t.Fatalf("resolve with a filter: exit %d: %s%s", code, out, errOut)
+	}
+	if code, _, errOut := cli("resolve", "-q", m.Tool, "--as", "failed", "--yes"); code != 2 || !strings.Contains(errOut, "reason") {
+		t.Errorf("--yes without --reason: exit %d, want 2 naming the reason: %s", code, errOut)
+	}
+	if got := e.mutations()[0]; got.Status != scripthost.MutationIndeterminate {
+		t.Fatalf("refused resolve changed the mutation: %s", got.Status)
+	}
+	code, out, errOut = cli("resolve", "-q", m.Tool, "--as", "failed", "--yes", "--reason", "no charge at the bank", "--by", "hal")
+	if code != 0 || !strings.Contains(out, "resolve: 1 done") {
+		t.Fatalf("resolve --yes: exit %d: %s%s", code, out, errOut)
+	}
+	if got := e.mutations()[0]; got.Status != scripthost.MutationFailed || got.ResolvedBy != "hal" {
+		t.Errorf("mutation: %s by %q, want failed by hal", got.Status, got.ResolvedBy)
+	}
+	code, out, _ = cli("resolve", "-q", m.Tool, "--as", "failed", "--json")
+	var plan view.BulkPlan
+	if code != 0 || json.Unmarshal([]byte(out), &plan) != nil || plan.Count != 0 {
+		t.Errorf("after the resolve the filter selects %s, want nothing", out)
 	}
 }

@@ -97,16 +97,34 @@ type BulkDone struct {
 	Results []BulkResult `json:"results"`
 }
 
-// CheckBulk refuses an unknown action and a request that does not fit it: resolve
-// needs an outcome (applied, failed or skipped) and a reason.
+// CheckBulkFilter refuses an unknown action and a filter that does not fit it: what a
+// listing of the items needs.
+func CheckBulkFilter(action string, f BulkFilter) error {
+	switch action {
+	case BulkCancel, BulkRetry:
+		if f.Status != "" && f.Status != scripthost.StatusSuperseded && !scripthost.RunStatus(f.Status).Valid() {
+			return fmt.Errorf("%w: status %q is not a run status", ErrBadBulk, f.Status)
+		}
+	case BulkResolve:
+		if f.Status != "" && f.Status != string(scripthost.MutationIndeterminate) {
+			return fmt.Errorf("%w: status %q: resolve applies to indeterminate mutations", ErrBadBulk, f.Status)
+		}
+	default:
+		return fmt.Errorf("%w: action %q: want cancel, retry or resolve", ErrBadBulk, action)
+	}
+	return nil
+}
+
+// CheckBulk refuses what CheckBulkFilter refuses and a request that does not fit the
+// action: resolve needs an outcome (applied, failed or skipped) and a reason.
 func CheckBulk(action string, f BulkFilter, r BulkRequest) error {
+	if err := CheckBulkFilter(action, f); err != nil {
+		return err
+	}
 	switch action {
 	case BulkCancel, BulkRetry:
 		if r.As != "" || len(r.Result) > 0 {
 			return fmt.Errorf("%w: as and result go with resolve", ErrBadBulk)
-		}
-		if f.Status != "" && f.Status != scripthost.StatusSuperseded && !scripthost.RunStatus(f.Status).Valid() {
-			return fmt.Errorf("%w: status %q is not a run status", ErrBadBulk, f.Status)
 		}
 	case BulkResolve:
 		switch r.As {
@@ -120,17 +138,15 @@ func CheckBulk(action string, f BulkFilter, r BulkRequest) error {
 		if strings.TrimSpace(r.Reason) == "" {
 			return fmt.Errorf("%w: a resolve needs a reason (what was checked, for the audit trail)", ErrBadBulk)
 		}
-		if f.Status != "" && f.Status != string(scripthost.MutationIndeterminate) {
-			return fmt.Errorf("%w: status %q: resolve applies to indeterminate mutations", ErrBadBulk, f.Status)
-		}
-	default:
-		return fmt.Errorf("%w: action %q: want cancel, retry or resolve", ErrBadBulk, action)
 	}
 	return nil
 }
 
 // PlanBulk lists what action would change for f, and the token that confirms it.
 func PlanBulk(ctx context.Context, store ledger.Store, action string, f BulkFilter) (BulkPlan, error) {
+	if err := CheckBulkFilter(action, f); err != nil {
+		return BulkPlan{}, err
+	}
 	var items []BulkItem
 	var err error
 	if action == BulkResolve {
