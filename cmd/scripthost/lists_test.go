@@ -226,7 +226,9 @@ func TestListsAPIAndCLIAgree(t *testing.T) {
 func TestBulkResolveCLI(t *testing.T) {
 	t.Setenv(tokenEnv, e2eToken)
 	e, _, m := indeterminate(t, fakesvc.ApplyDrop)
-	cli := func(args ...string) (int, string, string) { return runCLI(t, append([]string{"--db", e.db}, args...)...) }
+	cli := func(args ...string) (int, string, string) {
+		return runCLI(t, append([]string{"--db", e.db}, args...)...)
+	}
 	code, out, errOut := cli("resolve", "-q", m.Tool, "--as", "failed")
 	if code != 0 || !strings.Contains(out, m.ID) || !strings.Contains(out, "1 to resolve") {
 		t.Fatalf("resolve with a filter: exit %d: %s%s", code, out, errOut)
