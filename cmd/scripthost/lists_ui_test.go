@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/internal/fakesvc"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/ledger/sqlite"
 )
@@ -259,5 +260,47 @@ func TestServeUIBulkCancel(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Errorf("audit trail: cancels by dana %v, want %v", got, want)
+	}
+}
+
+// TestServeUIBulkResolve resolves the indeterminate mutations of a search from the
+// Indeterminate page: the dialog lists them and asks for the outcome and a reason; the
+// ledger then has the mutation resolved by the operator, and the audit trail the reason.
+func TestServeUIBulkResolve(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	e, _, m := indeterminate(t, fakesvc.ApplyDrop)
+	s := startServe(t, e.db, e.wf, "--tools", e.tools, "--workspace", e.dir, "--token", testServeToken)
+	step := uiSteps(t, s, "dana")
+	var listed []string
+	step("resolve from the Indeterminate page",
+		chromedp.Navigate(s.base+"/#/queue?q="+m.Tool),
+		pollJS(`(() => { const b = document.getElementById("bulk-resolve"); return !!b && !b.hidden && b.textContent === "Resolve 1 mutation…"; })()`),
+		shotTo(t, "bulk-resolve-queue"),
+		chromedp.Click(`#bulk-resolve`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#bulk-list`, chromedp.ByQuery),
+		chromedp.Evaluate(`[...document.querySelectorAll("#bulk-list tr[data-bulk-item]")].map((r) => r.dataset.bulkItem)`, &listed),
+		chromedp.SetValue(`#bulk-as`, "failed", chromedp.ByQuery),
+		chromedp.SendKeys(`#bulk-reason`, "no charge at the bank", chromedp.ByQuery),
+		shotTo(t, "bulk-resolve-confirm"),
+		chromedp.Click(`#modal-confirm`, chromedp.ByQuery),
+		pollJS(`document.querySelectorAll("#bulk-result tr[data-bulk-result]").length === 1`),
+		shotTo(t, "bulk-resolve-done"))
+	if len(listed) != 1 || listed[0] != m.ID {
+		t.Errorf("the dialog lists %v, want %s", listed, m.ID)
+	}
+	got := e.mutations()[0]
+	if got.Status != scripthost.MutationFailed || got.ResolvedBy != "dana" {
+		t.Errorf("mutation: %s by %q, want failed by dana", got.Status, got.ResolvedBy)
+	}
+	var acts []struct {
+		Action  string          `json:"action"`
+		Target  string          `json:"target"`
+		By      string          `json:"by"`
+		Request json.RawMessage `json:"request"`
+	}
+	s.get("/api/v1/actions", &acts)
+	if last := acts[len(acts)-1]; last.Action != "resolve" || last.Target != m.ID || last.By != "dana" ||
+		!strings.Contains(string(last.Request), "no charge at the bank") {
+		t.Errorf("last action: %+v, want resolve of %s by dana with the reason", last, m.ID)
 	}
 }

@@ -250,7 +250,7 @@ function bulkButton(action, noun, result, after) {
       } catch (e) { plan = null; btn.hidden = false; btn.disabled = true; btn.textContent = bulkVerb[action] + ": " + e.message; return; }
       btn.disabled = false;
       btn.hidden = plan.count === 0;
-      const label = bulkVerb[action] + " " + plan.count + " " + noun + "…";
+      const label = bulkVerb[action] + " " + plan.count + " " + (plan.count === 1 ? noun.replace(/s$/, "") : noun) + "…";
       if (btn.textContent !== label) btn.textContent = label;
     },
   };
