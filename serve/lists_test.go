@@ -207,8 +207,13 @@ func TestAPIBulkCancel(t *testing.T) {
 		active = append(active, r)
 	}
 	base := listServer(t, store)
-	filter := map[string]any{"workflow": "orders", "handler": "bill"}
-	code, b, _ := call(t, "POST", base+"/api/v1/bulk/cancel", filter)
+	// A filter on the phase selects as the runs listing does: these runs are pending.
+	code, b, _ := call(t, "POST", base+"/api/v1/bulk/cancel", map[string]any{"workflow": "orders", "phase": "mutating"})
+	if var0 := (view.BulkPlan{}); code != 200 || json.Unmarshal(b, &var0) != nil || var0.Count != 0 {
+		t.Errorf("cancel preview of mutating runs: %d %s; want none", code, b)
+	}
+	filter := map[string]any{"workflow": "orders", "handler": "bill", "phase": "pending", "since": "2000-01-01T00:00:00Z"}
+	code, b, _ = call(t, "POST", base+"/api/v1/bulk/cancel", filter)
 	var plan view.BulkPlan
 	if code != 200 || json.Unmarshal(b, &plan) != nil || plan.Count != 4 || plan.Token == "" {
 		t.Fatalf("preview: %d %s", code, b)
@@ -225,7 +230,8 @@ func TestAPIBulkCancel(t *testing.T) {
 	if _, err := view.Cancel(ctx, store, active[0].ID, ledger.Cancel{By: "someone"}); err != nil {
 		t.Fatal(err)
 	}
-	confirm := map[string]any{"workflow": "orders", "handler": "bill", "confirm": plan.Token, "reason": "bad deploy", "by": "erin"}
+	confirm := map[string]any{"workflow": "orders", "handler": "bill", "phase": "pending", "since": "2000-01-01T00:00:00Z",
+		"confirm": plan.Token, "reason": "bad deploy", "by": "erin"}
 	code, b, _ = call(t, "POST", base+"/api/v1/bulk/cancel", confirm)
 	var changed struct {
 		Error string        `json:"error"`

@@ -45,6 +45,10 @@ type BulkFilter struct {
 	Handler  string `json:"handler,omitempty"`
 	Status   string `json:"status,omitempty"`
 	Search   string `json:"q,omitempty"`
+	// Phase, Since and Until narrow runs as the runs listing does (cancel, retry).
+	Phase string     `json:"phase,omitempty"`
+	Since *time.Time `json:"since,omitempty"`
+	Until *time.Time `json:"until,omitempty"`
 }
 
 // BulkItem is one run or mutation a bulk action changes.
@@ -108,6 +112,9 @@ func CheckBulkFilter(action string, f BulkFilter) error {
 	case BulkResolve:
 		if f.Status != "" && f.Status != string(scripthost.MutationIndeterminate) {
 			return fmt.Errorf("%w: status %q: resolve applies to indeterminate mutations", ErrBadBulk, f.Status)
+		}
+		if f.Phase != "" || f.Since != nil || f.Until != nil {
+			return fmt.Errorf("%w: phase, since and until go with cancel and retry", ErrBadBulk)
 		}
 	default:
 		return fmt.Errorf("%w: action %q: want cancel, retry or resolve", ErrBadBulk, action)
@@ -180,7 +187,14 @@ func bulkToken(action string, items []BulkItem) string {
 // bulkRuns lists the runs f selects that action applies to: cancel takes runs whose
 // status is not final, retry failed and paused ones; neither a run a retry took over.
 func bulkRuns(ctx context.Context, store ledger.Store, action string, f BulkFilter) ([]BulkItem, error) {
-	rf := ledger.RunFilter{Workflow: f.Workflow, Handler: f.Handler, Status: scripthost.RunStatus(f.Status), Search: f.Search}
+	rf := ledger.RunFilter{Workflow: f.Workflow, Handler: f.Handler, Status: scripthost.RunStatus(f.Status), Search: f.Search,
+		Phase: scripthost.RunPhase(f.Phase)}
+	if f.Since != nil {
+		rf.Since = *f.Since
+	}
+	if f.Until != nil {
+		rf.Until = *f.Until
+	}
 	if f.Status == "" && action == BulkCancel {
 		rf.Unfinished = true
 	}

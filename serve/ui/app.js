@@ -276,7 +276,7 @@ function runsPage() {
       h("td", {}, runLink(r.id)), h("td", {}, r.workflow), h("td", {}, r.handler), h("td", {}, r.phase),
       h("td", {}, status(shown(r))), h("td", {}, r.attempt), h("td", {}, time(r.created_at)), h("td", { class: "error" }, r.error || ""))));
     pg.update(next, runs.length);
-    const bf = bulkFilter(f, ["workflow", "handler", "status", "q"]);
+    const bf = bulkFilter(f, ["workflow", "handler", "status", "phase", "since", "until", "q"]);
     await Promise.all([cancel.refresh(bf), retry.refresh(bf)]);
     stamp.textContent = "live · updated " + new Date().toLocaleTimeString();
   };
