@@ -539,6 +539,9 @@ type Store interface {
 	// transaction, so that executors racing on one plan never share a number.
 	ReserveExecution(ctx context.Context, planID string) (int, error)
 	Executions(ctx context.Context, f ExecutionFilter) ([]ExecutionRecord, error)
+	// ExecutionSummaries sums up the executions in the log (ExecutionSummary), newest
+	// first by (started_at, execution id).
+	ExecutionSummaries(ctx context.Context, f ExecutionSummaryFilter) ([]ExecutionSummary, error)
 
 	Close() error
 }

@@ -31,3 +31,28 @@ type TopicStats struct {
 	// Last is when the newest event was published.
 	Last time.Time `json:"last"`
 }
+
+// ExecutionSummary sums up one execution in the execution log: how many step records
+// it has, how many failed, and when its first step started and its last ended.
+type ExecutionSummary struct {
+	ExecutionID string
+	PlanID      string
+	Steps       int
+	Failed      int
+	StartedAt   time.Time
+	EndedAt     time.Time
+}
+
+// ExecutionSummaryFilter selects execution summaries; zero fields match everything.
+type ExecutionSummaryFilter struct {
+	PlanID string
+	// ExcludePlan leaves out the executions of this plan id (the operator audit trail).
+	ExcludePlan string
+	// Search selects executions whose id or plan id, or one of whose steps' id, tool,
+	// error or error code, contains it (ignoring case).
+	Search string
+	// Page starts after Page.After (summaries are listed newest first by (started_at,
+	// execution id)); Limit keeps that many (0: all).
+	Page  *Page
+	Limit int
+}

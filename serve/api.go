@@ -306,62 +306,34 @@ type execution struct {
 	Failed    int       `json:"failed"`
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at"`
-	// text is what the search looks in: the steps' tools and errors.
-	text []string
 }
 
+// executions lists the plan executions (the ledger's ExecutionSummaries, without the
+// operator audit trail): all of them oldest first, or one page with limit, cursor or q.
 func (s *Server) executions(w http.ResponseWriter, r *http.Request) error {
 	l, err := query{r}.list()
 	if err != nil {
 		return err
 	}
-	recs, err := s.cfg.Store.Executions(r.Context(), ledger.ExecutionFilter{PlanID: query{r}.str("plan")})
+	f := ledger.ExecutionSummaryFilter{PlanID: query{r}.str("plan"), ExcludePlan: auditPlan}
+	pg, err := view.ExecutionsPage(r.Context(), s.cfg.Store, f, l)
 	if err != nil {
 		return err
 	}
-	byID := map[string]*execution{}
-	out := []*execution{}
-	for _, rec := range recs {
-		planID, n, _, err := plan.ParseExecutionID(rec.ExecutionID)
-		if err != nil || planID == auditPlan {
+	out := make([]execution, 0, len(pg.Items))
+	for _, e := range pg.Items {
+		planID, n, _, err := plan.ParseExecutionID(e.ExecutionID)
+		if err != nil {
 			continue
 		}
-		id := fmt.Sprintf("%s/%d", planID, n)
-		e, ok := byID[id]
-		if !ok {
-			e = &execution{ID: id, PlanID: planID, N: n, StartedAt: rec.StartedAt}
-			byID[id] = e
-			out = append(out, e)
-		}
-		e.Steps++
-		e.text = append(e.text, rec.StepID, rec.Tool, rec.Error, rec.ErrorCode)
-		if !rec.Success {
-			e.Failed++
-		}
-		if rec.StartedAt.Before(e.StartedAt) {
-			e.StartedAt = rec.StartedAt
-		}
-		if rec.EndedAt.After(e.EndedAt) {
-			e.EndedAt = rec.EndedAt
-		}
+		out = append(out, execution{ID: e.ExecutionID, PlanID: planID, N: n, Steps: e.Steps, Failed: e.Failed,
+			StartedAt: e.StartedAt, EndedAt: e.EndedAt})
 	}
 	if !l.Paged() {
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
-	// The log keeps one row per step; its executions are paged here, in memory.
-	slices.SortStableFunc(out, func(a, b *execution) int {
-		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	pg, err := view.SlicePage(out, l, func(e *execution) ledger.PageKey { return ledger.PageKey{At: e.StartedAt, ID: e.ID} },
-		func(e *execution, q string) bool { return view.Contains(q, append([]string{e.ID}, e.text...)...) })
-	if err != nil {
-		return err
-	}
-	writePage(w, r, pg)
+	writePage(w, r, view.Page[execution]{Items: out, Next: pg.Next})
 	return nil
 }
 

@@ -355,3 +355,39 @@ func TestAPIBulkRetryAndResolve(t *testing.T) {
 		t.Errorf("the audit trail has no resolve with its reason: %s", b)
 	}
 }
+
+// TestAPIPagesExecutions pages and searches the plan executions in the ledger query,
+// leaving out the operator audit trail.
+func TestAPIPagesExecutions(t *testing.T) {
+	ctx := context.Background()
+	store, _ := failedRunLedger(t, nil)
+	base := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
+	for i, id := range []string{"tidy/1", "tidy/2", "deploy/1"} {
+		if err := store.AppendExecution(ctx, ledger.ExecutionRecord{ExecutionID: id, PlanID: strings.Split(id, "/")[0], StepID: "s",
+			Seq: 1, Tool: "Files.write", StartedAt: base.Add(time.Duration(i) * time.Second), EndedAt: base.Add(time.Duration(i) * time.Second),
+			Success: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := view.RecordAction(ctx, store, view.Action{Name: "cancel", Target: "r", By: "x", Started: base, Ended: base}); err != nil {
+		t.Fatal(err)
+	}
+	srv := listServer(t, store)
+	code, b, next := call(t, "GET", srv+"/api/v1/executions?limit=2", nil)
+	var xs []execution
+	if code != 200 || json.Unmarshal(b, &xs) != nil || len(xs) != 2 || xs[0].ID != "tidy/2" || xs[1].ID != "deploy/1" || next == "" {
+		t.Fatalf("first page: %d %s next %q", code, b, next)
+	}
+	_, b, next = call(t, "GET", srv+"/api/v1/executions?limit=2&cursor="+next, nil)
+	if json.Unmarshal(b, &xs) != nil || len(xs) != 1 || xs[0].ID != "tidy/1" || xs[0].N != 1 || xs[0].Steps != 1 || next != "" {
+		t.Errorf("second page: %s next %q", b, next)
+	}
+	_, b, _ = call(t, "GET", srv+"/api/v1/executions?q=DEPLOY", nil)
+	if json.Unmarshal(b, &xs) != nil || len(xs) != 1 || xs[0].ID != "deploy/1" {
+		t.Errorf("search deploy: %s", b)
+	}
+	_, b, _ = call(t, "GET", srv+"/api/v1/executions", nil)
+	if json.Unmarshal(b, &xs) != nil || len(xs) != 3 || xs[0].ID != "tidy/1" || xs[2].ID != "deploy/1" {
+		t.Errorf("all executions, oldest first, without the audit trail: %s", b)
+	}
+}

@@ -151,46 +151,16 @@ func AgentSessionsPage(ctx context.Context, as ledger.AgentStore, f ledger.Agent
 	}, func(a ledger.AgentSession) ledger.PageKey { return ledger.PageKey{At: a.CreatedAt, ID: a.ID} })
 }
 
-// SlicePage pages a listing read whole (newest last), for the listings the ledger
-// cannot page itself: key orders the items, match is the search.
-func SlicePage[T any](items []T, l List, key func(T) ledger.PageKey, match func(T, string) bool) (Page[T], error) {
-	return pageOf(l, true, func(p *ledger.Page, n int) ([]T, error) {
-		var out []T
-		for i := len(items) - 1; i >= 0; i-- {
-			it := items[i]
-			if l.Search != "" && !match(it, strings.ToLower(l.Search)) {
-				continue
-			}
-			if p.After != nil && !before(key(it), *p.After) {
-				continue
-			}
-			out = append(out, it)
-			if n > 0 && len(out) == n {
-				break
-			}
-		}
-		return out, nil
-	}, key)
-}
-
-// before reports whether a orders after b in a newest-first listing: older, or as
-// old with a smaller id.
-func before(a, b ledger.PageKey) bool {
-	if c := a.At.Compare(b.At); c != 0 {
-		return c < 0
-	}
-	return a.ID < b.ID
-}
-
-// Contains reports whether any of fields contains q (lower case), ignoring case: the
-// search of the listings paged in memory.
-func Contains(q string, fields ...string) bool {
-	for _, f := range fields {
-		if strings.Contains(strings.ToLower(f), q) {
-			return true
-		}
-	}
-	return false
+// ExecutionsPage lists one page of the execution summaries matching f, oldest first
+// within the page.
+func ExecutionsPage(ctx context.Context, store ledger.Store, f ledger.ExecutionSummaryFilter, l List) (Page[ledger.ExecutionSummary], error) {
+	f.Search = l.Search
+	return pageOf(l, true, func(p *ledger.Page, n int) ([]ledger.ExecutionSummary, error) {
+		f.Page, f.Limit = p, n
+		return store.ExecutionSummaries(ctx, f)
+	}, func(e ledger.ExecutionSummary) ledger.PageKey {
+		return ledger.PageKey{At: e.StartedAt, ID: e.ExecutionID}
+	})
 }
 
 // Topic is one topic as GET /api/v1/topics and `scripthost events topics` show it:

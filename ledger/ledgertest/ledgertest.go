@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"PagedMutations", testPagedMutations},
 		{"PagedEvents", testPagedEvents},
 		{"PagedAgentSessions", testPagedAgentSessions},
+		{"ExecutionSummaries", testExecutionSummaries},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
@@ -288,6 +289,50 @@ func testPagedAgentSessions(f *fixture) {
 	}
 	for q, want := range map[string][]string{"PAUSED": {"s5", "s2"}, "task-3": {"s3"}, "s4": {"s4"}, "nope": nil} {
 		if got := pageThrough(f, 1, list(ledger.AgentSessionFilter{Search: q}), key); !slices.Equal(got, want) {
+			t.Errorf("search %q: got %v, want %v", q, got, want)
+		}
+	}
+}
+
+// testExecutionSummaries: the execution log is summed up per execution in the query,
+// newest first by start, paged after a key, searched in its steps, with a plan left out.
+func testExecutionSummaries(f *fixture) {
+	t, s, ctx := f.t, f.s, f.ctx
+	base := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+	add := func(id, plan, step, tool string, at int, ok bool, errText string) {
+		t.Helper()
+		if err := s.AppendExecution(ctx, ledger.ExecutionRecord{ExecutionID: id, PlanID: plan, StepID: step, Seq: 1, Tool: tool,
+			StartedAt: base.Add(time.Duration(at) * time.Second), EndedAt: base.Add(time.Duration(at+1) * time.Second),
+			Success: ok, Error: errText}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("a/1", "a", "build", "Cmd.run", 0, true, "")
+	add("a/1", "a", "test", "Cmd.run", 5, false, "Tests FAILED")
+	add("b/1", "b", "write", "Files.write", 2, true, "")
+	add("a/2", "a", "build", "Cmd.run", 7, true, "")
+	add("_operator/1/cancel", "_operator", "cancel", "operator.cancel", 9, true, "")
+	list := func(ef ledger.ExecutionSummaryFilter) func(p *ledger.Page, n int) ([]ledger.ExecutionSummary, error) {
+		return func(p *ledger.Page, n int) ([]ledger.ExecutionSummary, error) {
+			ef.Page, ef.Limit = p, n
+			return s.ExecutionSummaries(ctx, ef)
+		}
+	}
+	key := func(e ledger.ExecutionSummary) ledger.PageKey {
+		return ledger.PageKey{At: e.StartedAt, ID: e.ExecutionID}
+	}
+	for _, n := range []int{1, 2, 9} {
+		if got := pageThrough(f, n, list(ledger.ExecutionSummaryFilter{ExcludePlan: "_operator"}), key); !slices.Equal(got, []string{"a/2", "b/1", "a/1"}) {
+			t.Errorf("pages of %d: got %v", n, got)
+		}
+	}
+	all := must(s.ExecutionSummaries(ctx, ledger.ExecutionSummaryFilter{PlanID: "a"}))(t)
+	if len(all) != 2 || all[1].ExecutionID != "a/1" || all[1].Steps != 2 || all[1].Failed != 1 ||
+		!all[1].StartedAt.Equal(base) || !all[1].EndedAt.Equal(base.Add(6*time.Second)) || all[1].PlanID != "a" {
+		t.Errorf("plan a: %+v", all)
+	}
+	for q, want := range map[string][]string{"tests failed": {"a/1"}, "files.WRITE": {"b/1"}, "cmd.run": {"a/2", "a/1"}, "cancel": nil} {
+		if got := pageThrough(f, 1, list(ledger.ExecutionSummaryFilter{ExcludePlan: "_operator", Search: q}), key); !slices.Equal(got, want) {
 			t.Errorf("search %q: got %v, want %v", q, got, want)
 		}
 	}

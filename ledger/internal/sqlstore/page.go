@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/scripthost/scripthost/ledger"
 )
@@ -78,6 +79,68 @@ func (s *Store) Topics(ctx context.Context, workflow string) ([]ledger.TopicStat
 	for _, r := range rows {
 		out = append(out, ledger.TopicStats{Workflow: r.Workflow, Topic: r.Topic, Pending: r.Pending, Reserved: r.Reserved,
 			Consumed: r.Consumed, Skipped: r.Skipped, OldestPending: r.OldestPending.Time(), Last: r.Last.Time()})
+	}
+	return out, nil
+}
+
+// ExecutionSummaries sums up the executions in the log (see ledger.Store).
+func (s *Store) ExecutionSummaries(ctx context.Context, f ledger.ExecutionSummaryFilter) ([]ledger.ExecutionSummary, error) {
+	const started = "COALESCE(MIN(started_at), 0)"
+	var where, having []string
+	var args, hargs []any
+	if f.PlanID != "" {
+		where, args = append(where, "plan_id = ?"), append(args, f.PlanID)
+	}
+	if f.ExcludePlan != "" {
+		where, args = append(where, "plan_id <> ?"), append(args, f.ExcludePlan)
+	}
+	if f.Search != "" {
+		w, a := searchWhere(f.Search, "execution_id", "plan_id", "step_id", "tool", "error", "error_code")
+		having, hargs = append(having, "MAX(CASE WHEN "+w+" THEN 1 ELSE 0 END) = 1"), append(hargs, a...)
+	}
+	if f.Page != nil && f.Page.After != nil {
+		var at int64 // an execution without a start time orders as 0
+		if k := f.Page.After; !k.At.IsZero() {
+			at = k.At.UnixNano()
+		}
+		having = append(having, "("+started+" < ? OR ("+started+" = ? AND execution_id < ?))")
+		hargs = append(hargs, at, at, f.Page.After.ID)
+	}
+	q := `SELECT execution_id, MIN(plan_id) AS plan_id, COUNT(*) AS steps,
+		SUM(CASE WHEN success THEN 0 ELSE 1 END) AS failed, ` + started + ` AS started_at,
+		COALESCE(MAX(ended_at), 0) AS ended_at FROM execution_log`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` GROUP BY execution_id`
+	if len(having) > 0 {
+		q += ` HAVING ` + strings.Join(having, " AND ")
+	}
+	q += ` ORDER BY ` + started + ` DESC, execution_id DESC`
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	var rows []struct {
+		ExecutionID string `db:"execution_id"`
+		PlanID      string `db:"plan_id"`
+		Steps       int    `db:"steps"`
+		Failed      int    `db:"failed"`
+		StartedAt   int64  `db:"started_at"`
+		EndedAt     int64  `db:"ended_at"`
+	}
+	if err := s.r.SelectContext(ctx, &rows, q, append(args, hargs...)...); err != nil {
+		return nil, s.dbErr("sum up executions", err)
+	}
+	out := make([]ledger.ExecutionSummary, 0, len(rows))
+	for _, r := range rows {
+		e := ledger.ExecutionSummary{ExecutionID: r.ExecutionID, PlanID: r.PlanID, Steps: r.Steps, Failed: r.Failed}
+		if r.StartedAt != 0 {
+			e.StartedAt = time.Unix(0, r.StartedAt).UTC()
+		}
+		if r.EndedAt != 0 {
+			e.EndedAt = time.Unix(0, r.EndedAt).UTC()
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }
