@@ -32,8 +32,9 @@ type TopicStats struct {
 	Last time.Time `json:"last"`
 }
 
-// ExecutionSummary sums up one execution in the execution log: how many step records
-// it has, how many failed, and when its first step started and its last ended.
+// ExecutionSummary sums up one execution in the execution log (the records whose
+// execution id is ExecutionID or ExecutionID/STEP): how many step records it has, how
+// many failed, and when its first step started and its last ended.
 type ExecutionSummary struct {
 	ExecutionID string
 	PlanID      string

@@ -307,10 +307,10 @@ func testExecutionSummaries(f *fixture) {
 			t.Fatal(err)
 		}
 	}
-	add("a/1", "a", "build", "Cmd.run", 0, true, "")
-	add("a/1", "a", "test", "Cmd.run", 5, false, "Tests FAILED")
+	add("a/1/build", "a", "build", "Cmd.run", 0, true, "")
+	add("a/1/test", "a", "test", "Cmd.run", 5, false, "Tests FAILED")
 	add("b/1", "b", "write", "Files.write", 2, true, "")
-	add("a/2", "a", "build", "Cmd.run", 7, true, "")
+	add("a/2/build", "a", "build", "Cmd.run", 7, true, "")
 	add("_operator/1/cancel", "_operator", "cancel", "operator.cancel", 9, true, "")
 	list := func(ef ledger.ExecutionSummaryFilter) func(p *ledger.Page, n int) ([]ledger.ExecutionSummary, error) {
 		return func(p *ledger.Page, n int) ([]ledger.ExecutionSummary, error) {

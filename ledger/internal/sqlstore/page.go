@@ -86,6 +86,7 @@ func (s *Store) Topics(ctx context.Context, workflow string) ([]ledger.TopicStat
 // ExecutionSummaries sums up the executions in the log (see ledger.Store).
 func (s *Store) ExecutionSummaries(ctx context.Context, f ledger.ExecutionSummaryFilter) ([]ledger.ExecutionSummary, error) {
 	const started = "COALESCE(MIN(started_at), 0)"
+	exec := s.d.ExecutionOf
 	var where, having []string
 	var args, hargs []any
 	if f.PlanID != "" {
@@ -95,7 +96,7 @@ func (s *Store) ExecutionSummaries(ctx context.Context, f ledger.ExecutionSummar
 		where, args = append(where, "plan_id <> ?"), append(args, f.ExcludePlan)
 	}
 	if f.Search != "" {
-		w, a := searchWhere(f.Search, "execution_id", "plan_id", "step_id", "tool", "error", "error_code")
+		w, a := searchWhere(f.Search, exec, "plan_id", "step_id", "tool", "error", "error_code")
 		having, hargs = append(having, "MAX(CASE WHEN "+w+" THEN 1 ELSE 0 END) = 1"), append(hargs, a...)
 	}
 	if f.Page != nil && f.Page.After != nil {
@@ -103,20 +104,20 @@ func (s *Store) ExecutionSummaries(ctx context.Context, f ledger.ExecutionSummar
 		if k := f.Page.After; !k.At.IsZero() {
 			at = k.At.UnixNano()
 		}
-		having = append(having, "("+started+" < ? OR ("+started+" = ? AND execution_id < ?))")
+		having = append(having, "("+started+" < ? OR ("+started+" = ? AND "+exec+" < ?))")
 		hargs = append(hargs, at, at, f.Page.After.ID)
 	}
-	q := `SELECT execution_id, MIN(plan_id) AS plan_id, COUNT(*) AS steps,
+	q := `SELECT ` + exec + ` AS execution_id, MIN(plan_id) AS plan_id, COUNT(*) AS steps,
 		SUM(CASE WHEN success THEN 0 ELSE 1 END) AS failed, ` + started + ` AS started_at,
 		COALESCE(MAX(ended_at), 0) AS ended_at FROM execution_log`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` GROUP BY execution_id`
+	q += ` GROUP BY ` + exec
 	if len(having) > 0 {
 		q += ` HAVING ` + strings.Join(having, " AND ")
 	}
-	q += ` ORDER BY ` + started + ` DESC, execution_id DESC`
+	q += ` ORDER BY ` + started + ` DESC, ` + exec + ` DESC`
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
