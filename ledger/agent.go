@@ -52,6 +52,11 @@ type AgentSessionFilter struct {
 	Status string
 	// Limit keeps the newest Limit sessions; 0 keeps all.
 	Limit int
+	// Search selects sessions whose id, task or status contains it (ignoring case).
+	Search string
+	// Page, when set, starts after Page.After (sessions are listed newest first by
+	// (created_at, id)).
+	Page *Page
 }
 
 // AgentTurn is one model request and its answer.

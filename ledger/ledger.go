@@ -344,12 +344,29 @@ type (
 		// gives a handler's latest run.
 		Newest bool
 		Limit  int
+		// Phase selects runs in this phase.
+		Phase scripthost.RunPhase
+		// Since and Until select runs created at or after Since and before Until.
+		Since, Until time.Time
+		// Superseded selects runs a retry took over.
+		Superseded bool
+		// Search selects runs whose id, workflow, handler, status or error, or whose
+		// mutation's tool, contains it (ignoring case).
+		Search string
+		// Page, when set, lists newest first by (created_at, id) from Page.After on;
+		// Newest is then implied.
+		Page *Page
 	}
 	MutationFilter struct {
 		RunID    string
 		Workflow string
 		Status   scripthost.MutationStatus
 		Limit    int
+		// Search selects mutations whose id, run, workflow, handler, tool, status,
+		// idempotency key or error contains it (ignoring case).
+		Search string
+		// Page, when set, lists newest first by (created_at, id) from Page.After on.
+		Page *Page
 	}
 	EventFilter struct {
 		Workflow string
@@ -359,6 +376,11 @@ type (
 		MessageID string
 		Status    scripthost.EventStatus
 		Limit     int
+		// Search selects events whose message id, topic, status, publishing run or
+		// reserving run contains it (ignoring case).
+		Search string
+		// Page, when set, lists newest first by sequence number from Page.After on.
+		Page *Page
 	}
 	ExecutionFilter struct {
 		ExecutionID string
@@ -399,6 +421,9 @@ type Store interface {
 	// returned unchanged; a reserved or consumed one is refused with a
 	// *TransitionError; an unknown one is ErrNotFound.
 	SkipEvent(ctx context.Context, workflow, topic, messageID string) (scripthost.Event, error)
+	// Topics sums up every topic that has events (TopicStats), ordered by workflow then
+	// topic; an empty workflow means every workflow.
+	Topics(ctx context.Context, workflow string) ([]TopicStats, error)
 
 	// Runs.
 	// NewID returns a fresh id for a run or a mutation, unique in this ledger.
@@ -514,6 +539,9 @@ type Store interface {
 	// transaction, so that executors racing on one plan never share a number.
 	ReserveExecution(ctx context.Context, planID string) (int, error)
 	Executions(ctx context.Context, f ExecutionFilter) ([]ExecutionRecord, error)
+	// ExecutionSummaries sums up the executions in the log (ExecutionSummary), newest
+	// first by (started_at, execution id).
+	ExecutionSummaries(ctx context.Context, f ExecutionSummaryFilter) ([]ExecutionSummary, error)
 
 	Close() error
 }

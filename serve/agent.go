@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/scripthost/scripthost/agent"
+	"github.com/scripthost/scripthost/internal/view"
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -23,11 +24,11 @@ func (s *Server) agentStore() (ledger.AgentStore, error) {
 
 func (s *Server) agentSessions(w http.ResponseWriter, r *http.Request) error {
 	q := query{r}
-	limit, err := q.limit()
+	l, err := q.list()
 	if err != nil {
 		return err
 	}
-	f := ledger.AgentSessionFilter{Status: q.str("status"), Limit: limit}
+	f := ledger.AgentSessionFilter{Status: q.str("status")}
 	if f.Status != "" && !slices.Contains(agent.SessionStatuses, f.Status) {
 		return badf("status=%q: want %s", f.Status, strings.Join(agent.SessionStatuses, ", "))
 	}
@@ -35,11 +36,11 @@ func (s *Server) agentSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ss, err := as.AgentSessions(r.Context(), f)
+	pg, err := view.AgentSessionsPage(r.Context(), as, f, l)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, ss)
+	writePage(w, r, pg)
 	return nil
 }
 

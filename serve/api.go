@@ -44,6 +44,8 @@ func routes(s *Server) []route {
 		{"GET", "/api/v1/events", s.events},
 		{"POST", "/api/v1/events", s.publish},
 		{"POST", "/api/v1/events/skip", s.skipEvent},
+		{"GET", "/api/v1/topics", s.topics},
+		{"POST", "/api/v1/bulk/{action}", s.bulk},
 		{"GET", "/api/v1/executions", s.executions},
 		{"GET", "/api/v1/executions/{plan}/{n}", s.execution},
 		{"GET", "/api/v1/agent/sessions", s.agentSessions},
@@ -158,46 +160,38 @@ func (q query) time(name string) (time.Time, error) {
 
 func (s *Server) runs(w http.ResponseWriter, r *http.Request) error {
 	q := query{r}
-	f := ledger.RunFilter{Workflow: q.str("workflow"), Handler: q.str("handler"), Status: scripthost.RunStatus(q.str("status"))}
-	superseded := f.Status == scripthost.StatusSuperseded
-	if superseded {
-		f.Status = ""
+	f := ledger.RunFilter{Workflow: q.str("workflow"), Handler: q.str("handler"), Status: scripthost.RunStatus(q.str("status")),
+		Phase: scripthost.RunPhase(q.str("phase"))}
+	if f.Status == scripthost.StatusSuperseded {
+		f.Status, f.Superseded = "", true
 	}
 	if f.Status != "" && !f.Status.Valid() {
 		return badf("status=%q: not a run status (or superseded)", f.Status)
 	}
-	phase := scripthost.RunPhase(q.str("phase"))
-	since, err := q.time("since")
+	var err error
+	if f.Since, err = q.time("since"); err != nil {
+		return err
+	}
+	if f.Until, err = q.time("until"); err != nil {
+		return err
+	}
+	l, err := q.list()
 	if err != nil {
 		return err
 	}
-	until, err := q.time("until")
-	if err != nil {
-		return err
-	}
-	limit, err := q.limit()
-	if err != nil {
-		return err
-	}
-	filtered := phase != "" || !since.IsZero() || !until.IsZero() || superseded
-	if !filtered {
-		f.Limit = limit
-	}
-	runs, err := view.Runs(r.Context(), s.cfg.Store, f)
-	if err != nil {
-		return err
-	}
-	if filtered {
-		kept := runs[:0]
-		for _, run := range runs {
-			if (phase == "" || run.Phase == phase) && (since.IsZero() || !run.CreatedAt.Before(since)) &&
-				(until.IsZero() || run.CreatedAt.Before(until)) && (!superseded || run.SupersededBy != "") {
-				kept = append(kept, run)
-			}
+	if !l.Paged() {
+		runs, err := view.Runs(r.Context(), s.cfg.Store, f)
+		if err != nil {
+			return err
 		}
-		runs = view.Newest(kept, limit)
+		writeJSON(w, http.StatusOK, runs)
+		return nil
 	}
-	writeJSON(w, http.StatusOK, runs)
+	pg, err := view.RunsPage(r.Context(), s.cfg.Store, f, l)
+	if err != nil {
+		return err
+	}
+	writePage(w, r, pg)
 	return nil
 }
 
@@ -230,16 +224,24 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) mutationList(w http.ResponseWriter, r *http.Request, status scripthost.MutationStatus) error {
 	q := query{r}
-	limit, err := q.limit()
+	l, err := q.list()
 	if err != nil {
 		return err
 	}
-	f := ledger.MutationFilter{RunID: q.str("run"), Workflow: q.str("workflow"), Status: status, Limit: limit}
-	ms, err := view.Mutations(r.Context(), s.cfg.Store, f)
+	f := ledger.MutationFilter{RunID: q.str("run"), Workflow: q.str("workflow"), Status: status}
+	if !l.Paged() {
+		ms, err := view.Mutations(r.Context(), s.cfg.Store, f)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, ms)
+		return nil
+	}
+	pg, err := view.MutationsPage(r.Context(), s.cfg.Store, f, l)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, ms)
+	writePage(w, r, pg)
 	return nil
 }
 
@@ -269,21 +271,29 @@ func (s *Server) mutation(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	q := query{r}
-	limit, err := q.limit()
+	l, err := q.list()
 	if err != nil {
 		return err
 	}
-	f := ledger.EventFilter{Workflow: q.str("workflow"), Topic: q.str("topic"), Status: scripthost.EventStatus(q.str("status")), Limit: limit}
+	f := ledger.EventFilter{Workflow: q.str("workflow"), Topic: q.str("topic"), Status: scripthost.EventStatus(q.str("status"))}
 	switch f.Status {
 	case "", scripthost.EventPending, scripthost.EventReserved, scripthost.EventConsumed, scripthost.EventSkipped:
 	default:
 		return badf("status=%q: want pending, reserved, consumed or skipped", f.Status)
 	}
-	evs, err := view.Events(r.Context(), s.cfg.Store, f)
+	if !l.Paged() {
+		evs, err := view.Events(r.Context(), s.cfg.Store, f)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, evs)
+		return nil
+	}
+	pg, err := view.EventsPage(r.Context(), s.cfg.Store, f, l)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, evs)
+	writePage(w, r, pg)
 	return nil
 }
 
@@ -298,37 +308,32 @@ type execution struct {
 	EndedAt   time.Time `json:"ended_at"`
 }
 
+// executions lists the plan executions (the ledger's ExecutionSummaries, without the
+// operator audit trail): all of them oldest first, or one page with limit, cursor or q.
 func (s *Server) executions(w http.ResponseWriter, r *http.Request) error {
-	recs, err := s.cfg.Store.Executions(r.Context(), ledger.ExecutionFilter{PlanID: query{r}.str("plan")})
+	l, err := query{r}.list()
 	if err != nil {
 		return err
 	}
-	byID := map[string]*execution{}
-	out := []*execution{}
-	for _, rec := range recs {
-		planID, n, _, err := plan.ParseExecutionID(rec.ExecutionID)
-		if err != nil || planID == auditPlan {
+	f := ledger.ExecutionSummaryFilter{PlanID: query{r}.str("plan"), ExcludePlan: auditPlan}
+	pg, err := view.ExecutionsPage(r.Context(), s.cfg.Store, f, l)
+	if err != nil {
+		return err
+	}
+	out := make([]execution, 0, len(pg.Items))
+	for _, e := range pg.Items {
+		planID, n, _, err := plan.ParseExecutionID(e.ExecutionID)
+		if err != nil {
 			continue
 		}
-		id := fmt.Sprintf("%s/%d", planID, n)
-		e, ok := byID[id]
-		if !ok {
-			e = &execution{ID: id, PlanID: planID, N: n, StartedAt: rec.StartedAt}
-			byID[id] = e
-			out = append(out, e)
-		}
-		e.Steps++
-		if !rec.Success {
-			e.Failed++
-		}
-		if rec.StartedAt.Before(e.StartedAt) {
-			e.StartedAt = rec.StartedAt
-		}
-		if rec.EndedAt.After(e.EndedAt) {
-			e.EndedAt = rec.EndedAt
-		}
+		out = append(out, execution{ID: e.ExecutionID, PlanID: planID, N: n, Steps: e.Steps, Failed: e.Failed,
+			StartedAt: e.StartedAt, EndedAt: e.EndedAt})
 	}
-	writeJSON(w, http.StatusOK, out)
+	if !l.Paged() {
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+	writePage(w, r, view.Page[execution]{Items: out, Next: pg.Next})
 	return nil
 }
 

@@ -161,9 +161,9 @@ func badf(format string, args ...any) error { return badRequest{fmt.Errorf(forma
 func statusOf(err error) int {
 	var br badRequest
 	switch {
-	case errors.As(err, &br), errors.Is(err, view.ErrBadEvent):
+	case errors.As(err, &br), errors.Is(err, view.ErrBadEvent), errors.Is(err, view.ErrBadBulk), errors.Is(err, view.ErrBadCursor):
 		return http.StatusBadRequest
-	case errors.Is(err, view.ErrEventConflict):
+	case errors.Is(err, view.ErrEventConflict), errors.Is(err, view.ErrBulkChanged):
 		return http.StatusConflict
 	case errors.Is(err, ledger.ErrNotFound):
 		return http.StatusNotFound

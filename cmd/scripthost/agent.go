@@ -22,6 +22,7 @@ import (
 	"github.com/scripthost/scripthost/hostfuncs/codetool"
 	"github.com/scripthost/scripthost/hostfuncs/command"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
+	"github.com/scripthost/scripthost/internal/view"
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -167,7 +168,7 @@ func agentCmd(g *globals) *cobra.Command {
 	show.Flags().BoolVar(&asJSON, "json", false, "print the session, turns and calls as JSON")
 	var lf struct {
 		status string
-		limit  int
+		page   pageFlags
 		asJSON bool
 	}
 	list := &cobra.Command{
@@ -176,18 +177,21 @@ func agentCmd(g *globals) *cobra.Command {
 			if lf.status != "" && !slices.Contains(agent.SessionStatuses, lf.status) {
 				return usagef("--status %q: want one of %s", lf.status, strings.Join(agent.SessionStatuses, ", "))
 			}
-			if lf.limit < 0 {
-				return usagef("--limit %d: want 0 (all) or more", lf.limit)
+			l, err := lf.page.list()
+			if err != nil {
+				return err
 			}
 			store, err := g.openStore(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			ss, err := store.(ledger.AgentStore).AgentSessions(cmd.Context(), ledger.AgentSessionFilter{Status: lf.status, Limit: lf.limit})
+			pg, err := view.AgentSessionsPage(cmd.Context(), store.(ledger.AgentStore), ledger.AgentSessionFilter{Status: lf.status}, l)
 			if err != nil {
 				return err
 			}
+			defer printNext(g, pg.Next)
+			ss := pg.Items
 			if lf.asJSON {
 				enc := json.NewEncoder(g.Stdout)
 				enc.SetIndent("", "  ")
@@ -200,7 +204,7 @@ func agentCmd(g *globals) *cobra.Command {
 		},
 	}
 	list.Flags().StringVar(&lf.status, "status", "", "only sessions with this status ("+strings.Join(agent.SessionStatuses, ", ")+")")
-	list.Flags().IntVar(&lf.limit, "limit", 0, "the newest N sessions (0: all)")
+	lf.page.add(list)
 	list.Flags().BoolVar(&lf.asJSON, "json", false, "print the sessions as JSON")
 	c.AddCommand(run, resume, decide(true), decide(false), show, list)
 	return c

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -75,28 +74,39 @@ func newRunsCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	var f ledger.RunFilter
 	var status string
+	var pf pageFlags
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List handler runs",
-		Args:  cobra.NoArgs,
+		Long: `List handler runs, oldest first. --limit N keeps the newest N; when there are more,
+the cursor of the next, older page goes to stderr: pass it with --cursor. --search
+(-q) keeps the runs whose id, workflow, handler, status, error or mutation tool
+contains the text.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			superseded := status == scripthost.StatusSuperseded
-			if status != "" && !superseded {
+			if status == scripthost.StatusSuperseded {
+				f.Superseded = true
+			} else if status != "" {
 				f.Status = scripthost.RunStatus(status)
 				if !f.Status.Valid() {
 					return usagef("--status %q: not a run status; want one of %s", status, strings.Join(runStatuses(), ", "))
 				}
 			}
-			if superseded && f.Limit > 0 {
-				return usagef("--limit does not go with --status superseded")
+			l, err := pf.list()
+			if err != nil {
+				return err
 			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
-				runs, err := view.Runs(cmd.Context(), store, f)
-				if err != nil {
+				runs := []scripthost.Run{}
+				if l.Paged() {
+					pg, err := view.RunsPage(cmd.Context(), store, f, l)
+					if err != nil {
+						return err
+					}
+					runs = pg.Items
+					defer printNext(g, pg.Next)
+				} else if runs, err = view.Runs(cmd.Context(), store, f); err != nil {
 					return err
-				}
-				if superseded {
-					runs = slices.DeleteFunc(runs, func(r scripthost.Run) bool { return r.SupersededBy == "" })
 				}
 				return list(g, asJSON, runs, "ID\tWORKFLOW\tHANDLER\tPHASE\tSTATUS\tATTEMPT\tNEXT\tERROR", func(r scripthost.Run) []string {
 					next := "-"
@@ -110,8 +120,9 @@ func newRunsCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
+	cmd.Flags().StringVar(&f.Handler, "handler", "", "only this handler")
 	cmd.Flags().StringVar(&status, "status", "", "only this status (e.g. failed:logic), or superseded: the runs a retry took over")
-	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the newest N (0: all)")
+	pf.add(cmd)
 	return cmd
 }
 
@@ -197,6 +208,7 @@ func newMutationsCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	var f ledger.MutationFilter
 	var status string
+	var pf pageFlags
 	cmd := &cobra.Command{
 		Use:   "mutations",
 		Short: "List recorded mutations (side effects)",
@@ -211,9 +223,20 @@ func newMutationsCmd(g *globals) *cobra.Command {
 					return usagef("--status %q: want in_flight, applied, failed, needs_reconcile, indeterminate or skipped", status)
 				}
 			}
+			l, err := pf.list()
+			if err != nil {
+				return err
+			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
-				views, err := view.Mutations(cmd.Context(), store, f)
-				if err != nil {
+				views := []mutationView{}
+				if l.Paged() {
+					pg, err := view.MutationsPage(cmd.Context(), store, f, l)
+					if err != nil {
+						return err
+					}
+					views = pg.Items
+					defer printNext(g, pg.Next)
+				} else if views, err = view.Mutations(cmd.Context(), store, f); err != nil {
 					return err
 				}
 				return list(g, asJSON, views, "ID\tRUN\tTOOL\tSTATUS\tIDEMPOTENCY KEY\tERROR", func(m mutationView) []string {
@@ -226,7 +249,7 @@ func newMutationsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&status, "status", "", "only this status (e.g. indeterminate)")
 	cmd.Flags().StringVar(&f.RunID, "run", "", "only this run's mutation")
 	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
-	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the newest N (0: all)")
+	pf.add(cmd)
 	return cmd
 }
 
@@ -234,6 +257,7 @@ func newEventsCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	var f ledger.EventFilter
 	var status string
+	var pf pageFlags
 	cmd := &cobra.Command{
 		Use:   "events",
 		Short: "List events on topics",
@@ -247,9 +271,20 @@ func newEventsCmd(g *globals) *cobra.Command {
 					return usagef("--status %q: want pending, reserved, consumed or skipped", status)
 				}
 			}
+			l, err := pf.list()
+			if err != nil {
+				return err
+			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
-				evs, err := view.Events(cmd.Context(), store, f)
-				if err != nil {
+				evs := []scripthost.Event{}
+				if l.Paged() {
+					pg, err := view.EventsPage(cmd.Context(), store, f, l)
+					if err != nil {
+						return err
+					}
+					evs = pg.Items
+					defer printNext(g, pg.Next)
+				} else if evs, err = view.Events(cmd.Context(), store, f); err != nil {
 					return err
 				}
 				return list(g, asJSON, evs, "SEQ\tWORKFLOW\tTOPIC\tID\tSTATUS\tRESERVED BY\tPAYLOAD", func(e scripthost.Event) []string {
@@ -262,8 +297,8 @@ func newEventsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only this workflow")
 	cmd.Flags().StringVar(&f.Topic, "topic", "", "only this topic")
 	cmd.Flags().StringVar(&status, "status", "", "only this status")
-	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the newest N (0: all)")
-	cmd.AddCommand(newEventsSkipCmd(g))
+	pf.add(cmd)
+	cmd.AddCommand(newEventsSkipCmd(g), topicsCmd(g))
 	return cmd
 }
 
@@ -298,17 +333,43 @@ func newPauseCmd(pause bool) func(*globals) *cobra.Command {
 }
 
 func newResolveCmd(g *globals) *cobra.Command {
-	var as, result, by string
+	var as, result, by, reason string
 	var force bool
+	var b bulkFlags
 	cmd := &cobra.Command{
 		Use:   "resolve MUTATION_ID --as applied|failed|skipped",
 		Short: "Record a person's answer for a mutation whose outcome is unknown",
 		Long: `Resolve an indeterminate mutation (or, with --force, one still being reconciled):
   applied  the side effect happened: the run continues to next with --result
   failed   it did not happen: the events are released and a fresh run prepares again
-  skipped  leave it: the events are marked skipped and next runs with {status: 'skipped'}`,
-		Args: cobra.ExactArgs(1),
+  skipped  leave it: the events are marked skipped and next runs with {status: 'skipped'}
+
+With a filter (--workflow, --handler, --search) instead of a mutation id, it lists
+every indeterminate mutation the filter selects and resolves nothing; add --yes (and
+--reason, required) to resolve exactly those, each recorded in the audit trail.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if b.set(cmd) {
+				if len(args) > 0 {
+					return usagef("give a mutation id or a filter, not both")
+				}
+				if force {
+					return usagef("--force goes with one mutation id")
+				}
+				r := view.BulkRequest{By: approver(by), Reason: reason, As: scripthost.MutationStatus(as)}
+				if result != "" {
+					if !json.Valid([]byte(result)) {
+						return usagef("--result is not valid JSON: %s", result)
+					}
+					r.Result = json.RawMessage(result)
+				}
+				return withStore(cmd.Context(), g, func(store ledger.Store) error {
+					return runBulk(cmd.Context(), g, store, view.BulkResolve, b, r)
+				})
+			}
+			if len(args) == 0 {
+				return usagef("give a mutation id, or a filter (--workflow, --handler, --search)")
+			}
 			r := ledger.Resolution{As: scripthost.MutationStatus(as), Force: force, By: by}
 			switch r.As {
 			case scripthost.MutationApplied, scripthost.MutationFailed, scripthost.MutationSkipped:
@@ -327,6 +388,9 @@ func newResolveCmd(g *globals) *cobra.Command {
 			r.By = approver(r.By)
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
 				req := map[string]any{"as": r.As, "result": r.Result, "force": r.Force}
+				if reason != "" {
+					req["reason"] = reason
+				}
 				res, err := recordCLI(cmd.Context(), store, "resolve", args[0], r.By, req, func(ctx context.Context) (any, error) {
 					return hostfuncs.Resolve(ctx, store, args[0], r)
 				})
@@ -343,13 +407,16 @@ func newResolveCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&result, "result", "", "the mutation's result as JSON (with --as applied)")
 	cmd.Flags().StringVar(&by, "by", "", "who resolves (default: the current user)")
 	cmd.Flags().BoolVar(&force, "force", false, "also resolve a mutation that is still being reconciled")
+	cmd.Flags().StringVar(&reason, "reason", "", "what was checked, for the audit trail (required with a filter)")
+	b.add(cmd, "indeterminate mutation")
 	_ = cmd.MarkFlagRequired("as")
 	return cmd
 }
 
 func newRetryCmd(g *globals) *cobra.Command {
 	var version int
-	var by string
+	var by, reason, status string
+	var b bulkFlags
 	var now retryNow
 	cmd := &cobra.Command{
 		Use:   "retry RUN_ID [--version N] [--now]",
@@ -363,9 +430,29 @@ Without --now the retry is only queued: nothing runs it until the next pass of
 scripthost run or scripthost serve over the workflow picks it up. With --now this
 command drives it at once, to its commit or its next pause (--tools, --workspace and
 --timeout as for run); the exit code is then 0 when it committed and 9 when it failed
-or paused again.`,
-		Args: cobra.ExactArgs(1),
+or paused again.
+
+With a filter (--workflow, --handler, --status, --search) instead of a run id, it
+lists every failed or paused run the filter selects that no retry took over, and
+retries nothing; add --yes to queue a retry of exactly those, each recorded in the
+audit trail.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if b.set(cmd) {
+				if len(args) > 0 {
+					return usagef("give a run id or a filter, not both")
+				}
+				if version != 0 || now.now || now.set(cmd) {
+					return usagef("--version, --now, --tools, --workspace and --timeout go with one run id")
+				}
+				b.f.Status = status
+				return withStore(cmd.Context(), g, func(store ledger.Store) error {
+					return runBulk(cmd.Context(), g, store, view.BulkRetry, b, view.BulkRequest{By: approver(by), Reason: reason})
+				})
+			}
+			if len(args) == 0 {
+				return usagef("give a run id, or a filter (--workflow, --handler, --status, --search)")
+			}
 			if version < 0 {
 				return usagef("--version %d: want a stored version number (0: the newest)", version)
 			}
@@ -393,6 +480,9 @@ or paused again.`,
 	cmd.Flags().StringVar(&now.tools, "tools", "", "with --now: HTTP tools declared in a JSON or YAML file")
 	cmd.Flags().StringVar(&now.workspace, "workspace", "", "with --now: directory the Files.* tools are confined to (default: the workflow's directory)")
 	cmd.Flags().DurationVar(&now.timeout, "timeout", 0, "with --now: wall-clock limit of one handler invocation (default 5s)")
+	cmd.Flags().StringVar(&reason, "reason", "", "with a filter: why, for the audit trail")
+	cmd.Flags().StringVar(&status, "status", "", "with a filter: every run in this status")
+	b.add(cmd, "failed or paused run")
 	return cmd
 }
 

@@ -65,6 +65,11 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"LifecycleEvents", testLifecycleEvents},
 		{"AgentSessions", testAgentSessions},
 		{"AgentSessionList", testAgentSessionList},
+		{"PagedRuns", testPagedRuns},
+		{"PagedMutations", testPagedMutations},
+		{"PagedEvents", testPagedEvents},
+		{"PagedAgentSessions", testPagedAgentSessions},
+		{"ExecutionSummaries", testExecutionSummaries},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

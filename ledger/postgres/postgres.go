@@ -153,6 +153,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	s.Store = sqlstore.New(backend{s}, s.r, sqlstore.Dialect{
 		Name: "postgres", Order: "ord", RowLocks: true,
+		ExecutionOf:     `split_part(execution_id, '/', 1) || '/' || split_part(execution_id, '/', 2)`,
 		LockWorkflow:    `SELECT pg_advisory_xact_lock(hashtext($1))`,
 		UniqueViolation: uniqueViolation,
 	}, sqlstore.Options{Clock: opts.Clock, NewID: opts.NewID})

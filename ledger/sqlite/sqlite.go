@@ -232,7 +232,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
 	s.r = r
-	s.Store = sqlstore.New(backend{s}, r, sqlstore.Dialect{Name: "sqlite", Order: "rowid", RewritesSetIndexes: true, UniqueViolation: uniqueViolation, LocalReads: true, Embedded: true, TxSurvivesErrors: true},
+	s.Store = sqlstore.New(backend{s}, r, sqlstore.Dialect{Name: "sqlite", Order: "rowid", ExecutionOf: sqliteExecutionOf, RewritesSetIndexes: true, UniqueViolation: uniqueViolation, LocalReads: true, Embedded: true, TxSurvivesErrors: true},
 		sqlstore.Options{Clock: opts.Clock, NewID: opts.NewID})
 	if !opts.DisableGroupCommit {
 		s.committerDone = make(chan struct{})
@@ -339,3 +339,7 @@ func uniqueViolation(err error) string {
 	}
 	return "unique"
 }
+
+// sqliteExecutionOf is execution_id up to its second '/' (sqlstore.Dialect.ExecutionOf).
+const sqliteExecutionOf = `substr(execution_id, 1, instr(execution_id || '/', '/') +
+	instr(substr(execution_id || '/', instr(execution_id || '/', '/') + 1), '/') - 1)`

@@ -23,7 +23,7 @@ function h(tag, attrs, ...children) {
 const token = () => sessionStorage.getItem("scripthost.token");
 const operatorName = () => sessionStorage.getItem("scripthost.operator") || "";
 
-async function api(path, opts = {}) {
+async function apiCall(path, opts = {}) {
   const res = await fetch("/api/v1" + path, {
     method: opts.method || "GET",
     headers: { "Authorization": "Bearer " + token(), "Content-Type": "application/json" },
@@ -32,7 +32,16 @@ async function api(path, opts = {}) {
   const body = await res.json().catch(() => ({ error: res.statusText }));
   if (res.status === 401) { logout(body.error); throw new Error(body.error); }
   if (!res.ok) throw new Error(body.error || res.statusText);
-  return body;
+  return { body, res };
+}
+
+async function api(path, opts = {}) { return (await apiCall(path, opts)).body; }
+
+// apiPage reads one page of a listing: its items and the cursor of the next, older
+// page (the X-Next-Cursor header; "" on the last page).
+async function apiPage(path) {
+  const { body, res } = await apiCall(path);
+  return { items: body, next: res.headers.get("X-Next-Cursor") || "" };
 }
 
 function status(s) { return h("span", { class: "status " + s }, s); }
@@ -40,6 +49,14 @@ function time(t) { return t && !t.startsWith("0001") ? new Date(t).toISOString()
 function runLink(id) { return h("a", { href: "#/run/" + id, class: "mono" }, id); }
 function json(v) { return h("pre", {}, v === undefined ? "" : JSON.stringify(v, null, 2)); }
 function ms(a, b) { const d = new Date(b) - new Date(a); return isNaN(d) ? "-" : d + " ms"; }
+// gap is the time from a to b: milliseconds under a second, else seconds, minutes, hours.
+function gap(a, b) {
+  const d = new Date(b) - new Date(a);
+  if (isNaN(d)) return "-";
+  if (d < 1000) return d + " ms";
+  if (d < 60000) return (d / 1000).toFixed(3) + " s";
+  return age(Math.floor(d / 1000));
+}
 
 function table(headers, rows, attrs) {
   return h("table", attrs || {},
@@ -72,6 +89,20 @@ function page(title, ...content) {
 }
 
 function fail(err) { main.append(h("p", { class: "error", id: "error" }, String(err.message || err))); }
+
+// routedHash is the hash the page shown was drawn for (route sets it).
+let routedHash = "";
+
+// setHash records a page's filters and cursor in the hash, so that a reload shows the
+// same list. When the hash changed under the page (a navigation whose hashchange is
+// not handled yet), it leaves it and says so: the page is about to be replaced and
+// must neither undo the navigation nor draw again.
+function setHash(hash) {
+  if (location.hash !== routedHash) return false;
+  history.replaceState(null, "", hash);
+  routedHash = location.hash;
+  return true;
+}
 
 // live re-renders every 2 s while the page stays shown.
 function live(render) {
@@ -120,11 +151,13 @@ function filters(fields, onchange) {
   for (const [name, options] of fields) {
     const el = options
       ? h("select", { name }, h("option", { value: "" }, "any"), options.map((o) => h("option", { value: o }, o)))
-      : h("input", { name, size: 14, placeholder: name === "since" || name === "until" ? "2026-01-02T15:04:05Z" : null });
+      : name === "q"
+        ? h("input", { name, size: 24, type: "search", id: "search", placeholder: "search ids, names, status, errors" })
+        : h("input", { name, size: 14, placeholder: name === "since" || name === "until" ? "2026-01-02T15:04:05Z" : null });
     el.value = params.get(name) || "";
     el.addEventListener("change", onchange);
     inputs[name] = el;
-    form.append(h("label", {}, name, el));
+    form.append(h("label", {}, name === "q" ? "search" : name, el));
   }
   form.append(h("button", { type: "submit" }, "Filter"));
   const query = () => {
@@ -132,7 +165,95 @@ function filters(fields, onchange) {
     for (const [k, el] of Object.entries(inputs)) if (el.value) q.set(k, el.value);
     return q.toString();
   };
-  return { form, query };
+  const value = (k) => (inputs[k] ? inputs[k].value : "");
+  return { form, query, value };
+}
+
+// pager pages a listing newest first: the cursor of the page shown is in the hash (a
+// reload shows the same page) and the cursors of the newer pages seen are kept, for
+// "Newer". Rows that arrive later do not move the pages after the first.
+function pager(onchange) {
+  const params = new URLSearchParams(location.hash.split("?")[1] || "");
+  const st = { cursor: params.get("cursor") || "", back: [], next: "" };
+  const go = (e, fn) => { e.preventDefault(); fn(); onchange(); };
+  const older = h("a", { href: "#", id: "older", class: "pager-link", hidden: true,
+    onclick: (e) => go(e, () => { if (st.next) { st.back.push(st.cursor); st.cursor = st.next; } }) }, "Older →");
+  const newer = h("a", { href: "#", id: "newer", class: "pager-link", hidden: true,
+    onclick: (e) => go(e, () => { st.cursor = st.back.length ? st.back.pop() : ""; }) }, "← Newer");
+  const newest = h("a", { href: "#", id: "newest", class: "pager-link", hidden: true,
+    onclick: (e) => go(e, () => { st.cursor = ""; st.back = []; }) }, "« Newest");
+  const info = h("span", { class: "muted", id: "page-info" });
+  const el = h("div", { class: "pager" }, newest, newer, info, older);
+  return {
+    el,
+    reset() { st.cursor = ""; st.back = []; },
+    // query adds the cursor to a filter query.
+    query(q) { return st.cursor ? (q ? q + "&" : "") + "cursor=" + encodeURIComponent(st.cursor) : q; },
+    update(next, n) {
+      st.next = next;
+      older.hidden = !next;
+      newer.hidden = !st.cursor;
+      newest.hidden = !st.cursor || !st.back.length;
+      const text = (st.cursor ? "older page " + (st.back.length + 1) : "newest") + " · " + n + " shown";
+      if (info.textContent !== text) info.textContent = text;
+    },
+  };
+}
+
+// bulkFilter is the part of a page's filter a bulk action takes.
+function bulkFilter(f, keys) {
+  const out = {};
+  for (const k of keys) if (f.value(k)) out[k] = f.value(k);
+  return out;
+}
+
+const bulkVerb = { cancel: "Cancel", retry: "Retry", resolve: "Resolve" };
+
+// bulkButton offers a bulk action over what the filter selects: it shows how many
+// items the action would change (the API's list, POST /bulk/ACTION without confirm),
+// and opens a dialog listing them; confirming applies it to exactly that list.
+function bulkButton(action, noun, result, after) {
+  const btn = h("button", { id: "bulk-" + action, class: action === "retry" ? "primary" : "danger", hidden: true });
+  let plan = null, filter = {};
+  btn.addEventListener("click", async () => {
+    if (!plan) return;
+    const shown = plan;
+    const rows = shown.items.map((it) => h("tr", { "data-bulk-item": it.id },
+      h("td", { class: "mono" }, it.id), h("td", {}, it.workflow), h("td", {}, it.handler), h("td", {}, status(it.status)),
+      h("td", {}, it.tool || ""), h("td", { class: "error" }, it.error || "")));
+    const reason = h("input", { id: "bulk-reason", placeholder: action === "resolve" ? "what you checked (required)" : "why (kept in the audit trail)" });
+    const as = h("select", { id: "bulk-as" }, ["failed", "applied", "skipped"].map((o) => h("option", { value: o }, o)));
+    const extra = h("div", {}, h("div", { class: "bulk-list" }, table(["Id", "Workflow", "Handler", "Status", "Tool", "Error"], rows, { id: "bulk-list" })),
+      action === "resolve" ? h("label", {}, "Outcome", as) : null, h("label", {}, "Reason", reason));
+    const text = bulkVerb[action] + " these " + shown.count + " " + noun + "? Exactly this list is changed; if it changed meanwhile nothing is done. " +
+      "Each item is recorded in the audit trail with your name and reason.";
+    if (!(await confirmAction(text, extra))) return;
+    const body = { ...filter, confirm: shown.token, reason: reason.value, by: operatorName() };
+    if (action === "resolve") body.as = as.value;
+    try {
+      const done = await api("/bulk/" + action, { method: "POST", body });
+      result.replaceChildren(h("div", { class: "card", id: "bulk-result" },
+        h("h2", {}, bulkVerb[action] + ": " + done.done + " done, " + done.failed + " refused"),
+        table(["Id", "Result", "Why"], done.results.map((r) => h("tr", { "data-bulk-result": r.id },
+          h("td", { class: "mono" }, r.id), h("td", {}, status(r.ok ? "ok" : "failed")), h("td", { class: "error" }, r.error || ""))))));
+      await after();
+    } catch (e) { fail(e); }
+  });
+  return {
+    el: btn,
+    // refresh asks what the action would change for the filter f (nothing when it is empty).
+    async refresh(f) {
+      filter = f;
+      if (!Object.keys(f).length && action !== "resolve") { plan = null; btn.hidden = true; return; }
+      try {
+        plan = await api("/bulk/" + action, { method: "POST", body: f });
+      } catch (e) { plan = null; btn.hidden = false; btn.disabled = true; btn.textContent = bulkVerb[action] + ": " + e.message; return; }
+      btn.disabled = false;
+      btn.hidden = plan.count === 0;
+      const label = bulkVerb[action] + " " + plan.count + " " + (plan.count === 1 ? noun.replace(/s$/, "") : noun) + "…";
+      if (btn.textContent !== label) btn.textContent = label;
+    },
+  };
 }
 
 const runStatuses = ["active", "committed", "skipped", "paused:transient", "paused:approval", "paused:reconciliation", "failed:logic", "failed:internal", "cancelled", "superseded"];
@@ -144,19 +265,27 @@ const phases = ["pending", "preparing", "prepared", "mutating", "mutated", "emit
 function runsPage() {
   const tbody = h("tbody");
   const stamp = h("span", { class: "live", id: "live" });
-  let f;
+  const result = h("div", { id: "bulk-slot" });
+  let f, pg, cancel, retry;
   const render = async () => {
-    const q = f.query();
-    history.replaceState(null, "", "#/runs" + (q ? "?" + q : ""));
-    const runs = await api("/runs?limit=200&" + q);
+    const q = pg.query(f.query());
+    if (!setHash("#/runs" + (q ? "?" + q : ""))) return;
+    const { items: runs, next } = await apiPage("/runs?limit=200&" + q);
     runs.reverse();
     tbody.replaceChildren(...runs.map((r) => h("tr", { "data-run": r.id },
       h("td", {}, runLink(r.id)), h("td", {}, r.workflow), h("td", {}, r.handler), h("td", {}, r.phase),
       h("td", {}, status(shown(r))), h("td", {}, r.attempt), h("td", {}, time(r.created_at)), h("td", { class: "error" }, r.error || ""))));
+    pg.update(next, runs.length);
+    const bf = bulkFilter(f, ["workflow", "handler", "status", "phase", "since", "until", "q"]);
+    await Promise.all([cancel.refresh(bf), retry.refresh(bf)]);
     stamp.textContent = "live · updated " + new Date().toLocaleTimeString();
   };
-  f = filters([["workflow"], ["handler"], ["status", runStatuses], ["phase", phases], ["since"], ["until"]], render);
-  page("Runs", f.form, stamp,
+  const refilter = () => { pg.reset(); return render(); };
+  f = filters([["workflow"], ["handler"], ["status", runStatuses], ["phase", phases], ["since"], ["until"], ["q"]], refilter);
+  pg = pager(render);
+  cancel = bulkButton("cancel", "runs", result, render);
+  retry = bulkButton("retry", "runs", result, render);
+  page("Runs", f.form, h("div", { class: "buttons bulk" }, cancel.el, retry.el), result, pg.el,
     h("table", { id: "runs" }, h("thead", {}, h("tr", {}, ["Run", "Workflow", "Handler", "Phase", "Status", "Attempt", "Created", "Error"].map((x) => h("th", {}, x)))), tbody));
   main.querySelector("h1").append(stamp);
   live(render);
@@ -263,12 +392,21 @@ async function runPage(id) {
     if (cancel) actions.append(cancel);
     const snaps = d.snapshots;
     const timeline = h("ol", { class: "timeline", id: "timeline" });
+    // Each lifecycle event shows when it was written and how long after the one before.
+    const prevAt = {};
+    d.lifecycle.forEach((e, i) => { prevAt[e.seq] = i ? d.lifecycle[i - 1].at : null; });
+    const started = {};
+    for (const e of d.lifecycle) if (e.type === "phase_started") started[e.at + "/" + (e.data || {}).phase] = e;
     stoppedPhase(phasesOf(d.lifecycle), r).forEach((p) => {
+      const first = started[p.start + "/" + p.phase];
       const li = h("li", { class: p.result, "data-phase": p.phase },
         h("div", { class: "phase-head" }, p.phase, " ", status(p.result), " ",
-          h("span", { class: "muted" }, time(p.start), " · ", p.end ? ms(p.start, p.end) : "running")));
-      const calls = p.events.filter((e) => e.type !== "phase_completed");
-      if (calls.length) li.append(table(["Event", "Details"], calls.map((e) => h("tr", {}, h("td", {}, e.type), h("td", { class: "mono" }, eventText(e))))));
+          h("span", { class: "muted" }, h("time", { class: "at", datetime: p.start }, time(p.start)),
+            first && prevAt[first.seq] ? " (+" + gap(prevAt[first.seq], p.start) + ")" : "", " · ", p.end ? ms(p.start, p.end) : "running")));
+      const calls = p.events;
+      if (calls.length) li.append(table(["Event", "At", "Since previous", "Details"], calls.map((e) => h("tr", { "data-seq": e.seq },
+        h("td", {}, e.type), h("td", { class: "mono at" }, time(e.at)), h("td", { class: "mono gap" }, prevAt[e.seq] ? "+" + gap(prevAt[e.seq], e.at) : "-"),
+        h("td", { class: "mono" }, eventText(e))))));
       timeline.append(li);
     });
     const snapList = h("div", { id: "snapshots" });
@@ -319,15 +457,17 @@ function mutationRows(ms, extra) {
 
 function mutationsPage() {
   const tbody = h("tbody");
-  let f;
+  let f, pg;
   const render = async () => {
-    const q = f.query();
-    history.replaceState(null, "", "#/mutations" + (q ? "?" + q : ""));
-    const ms = await api("/mutations?limit=200&" + q);
+    const q = pg.query(f.query());
+    if (!setHash("#/mutations" + (q ? "?" + q : ""))) return;
+    const { items: ms, next } = await apiPage("/mutations?limit=200&" + q);
     tbody.replaceChildren(...mutationRows(ms.reverse()));
+    pg.update(next, ms.length);
   };
-  f = filters([["workflow"], ["run"], ["status", ["in_flight", "applied", "failed", "needs_reconcile", "indeterminate", "skipped"]]], render);
-  page("Mutations", f.form, h("table", { id: "mutations" }, h("thead", {}, h("tr", {}, ["Mutation", "Run", "Tool", "Status", "Idempotency key", "Reconciles", "Error"].map((x) => h("th", {}, x)))), tbody));
+  f = filters([["workflow"], ["run"], ["status", ["in_flight", "applied", "failed", "needs_reconcile", "indeterminate", "skipped"]], ["q"]], () => { pg.reset(); return render(); });
+  pg = pager(render);
+  page("Mutations", f.form, pg.el, h("table", { id: "mutations" }, h("thead", {}, h("tr", {}, ["Mutation", "Run", "Tool", "Status", "Idempotency key", "Reconciles", "Error"].map((x) => h("th", {}, x)))), tbody));
   live(render);
 }
 
@@ -376,15 +516,76 @@ function resolveButtons(m, after) {
 
 function queuePage() {
   const tbody = h("tbody");
+  const result = h("div", { id: "bulk-slot" });
+  let f, resolve;
   const render = async () => {
-    const ms = await api("/mutations/indeterminate");
+    const q = f.query();
+    if (!setHash("#/queue" + (q ? "?" + q : ""))) return;
+    const ms = await api("/mutations/indeterminate?" + q);
     tbody.replaceChildren(...ms.map((m) => h("tr", { "data-mutation": m.id },
       h("td", { class: "mono" }, m.id), h("td", {}, m.workflow || "-"), h("td", {}, runLink(m.run_id)), h("td", {}, m.tool),
       h("td", {}, params(m)), h("td", {}, age(m.created_at)), h("td", { class: "mono" }, m.idempotency_key),
       h("td", {}, m.reconcile_attempts), h("td", { class: "error" }, m.error || ""), h("td", {}, resolveButtons(m, render)))));
+    await resolve.refresh(bulkFilter(f, ["workflow", "q"]));
   };
+  f = filters([["workflow"], ["q"]], render);
+  resolve = bulkButton("resolve", "mutations", result, render);
   page("Indeterminate mutations", h("p", { class: "muted" }, "Side effects whose outcome reconciliation could not decide. Find out what happened, then resolve each."),
+    f.form, h("div", { class: "buttons bulk" }, resolve.el), result,
     h("table", { id: "queue" }, h("thead", {}, h("tr", {}, ["Mutation", "Workflow", "Run", "Tool", "Params", "Age", "Idempotency key", "Reconciles", "Error", "Resolve as"].map((x) => h("th", {}, x)))), tbody));
+  live(render);
+}
+
+// ---- events ----
+
+// eventsPage lists the topics with their backlog; with a workflow and a topic in the
+// hash, that topic's events, paged and searched, each pending one with a Skip button.
+function eventsPage() {
+  const params = new URLSearchParams(location.hash.split("?")[1] || "");
+  if (params.get("workflow") && params.get("topic")) return topicPage(params.get("workflow"), params.get("topic"));
+  const tbody = h("tbody");
+  const render = async () => {
+    const ts = await api("/topics");
+    tbody.replaceChildren(...ts.map((t) => h("tr", { "data-topic": t.workflow + "/" + t.topic },
+      h("td", {}, t.workflow),
+      h("td", {}, h("a", { href: "#/events?workflow=" + encodeURIComponent(t.workflow) + "&topic=" + encodeURIComponent(t.topic), class: "topic-link" }, t.topic)),
+      h("td", { class: "pending" }, t.pending), h("td", {}, t.reserved), h("td", {}, t.consumed), h("td", {}, t.skipped),
+      h("td", { class: "backlog" }, t.pending ? age(t.backlog_seconds) : "-"), h("td", {}, time(t.last)))));
+  };
+  page("Events", h("p", { class: "muted" }, "Every topic that has events: how many wait (pending), are held by a run (reserved), were consumed or set aside (skipped), and how long the oldest pending one has waited."),
+    h("table", { id: "topics" }, h("thead", {}, h("tr", {}, ["Workflow", "Topic", "Pending", "Reserved", "Consumed", "Skipped", "Backlog", "Last published"].map((x) => h("th", {}, x)))), tbody));
+  live(render);
+}
+
+function topicPage(workflow, topic) {
+  const tbody = h("tbody");
+  let f, pg;
+  const base = "workflow=" + encodeURIComponent(workflow) + "&topic=" + encodeURIComponent(topic);
+  const skip = async (ev) => {
+    const reason = h("input", { id: "skip-reason", placeholder: "why (kept in the audit trail)" });
+    if (!(await confirmAction("Set event " + topic + "/" + ev.id + " aside? It stays listed as skipped, no run takes it again, and a handler blocked on it is retried without it.",
+      h("label", {}, "Reason", reason)))) return;
+    try {
+      await api("/events/skip", { method: "POST", body: { workflow, topic, id: ev.id, reason: reason.value, by: operatorName() } });
+      await render();
+    } catch (e) { fail(e); }
+  };
+  const render = async () => {
+    const q = pg.query(f.query());
+    if (!setHash("#/events?" + base + (q ? "&" + q : ""))) return;
+    const { items: evs, next } = await apiPage("/events?limit=100&" + base + (q ? "&" + q : ""));
+    evs.reverse();
+    tbody.replaceChildren(...evs.map((ev) => h("tr", { "data-event": ev.id },
+      h("td", {}, ev.seq), h("td", { class: "mono" }, ev.id), h("td", {}, status(ev.status)),
+      h("td", {}, ev.reserved_by ? runLink(ev.reserved_by) : "-"), h("td", {}, ev.caused_by ? h("span", { class: "mono" }, ev.caused_by) : "-"),
+      h("td", {}, time(ev.created_at)), h("td", { class: "mono params" }, JSON.stringify(ev.payload ?? null).slice(0, 200)),
+      h("td", {}, ev.status === "pending" ? h("button", { class: "skip-event", onclick: () => skip(ev) }, "Skip") : ""))));
+    pg.update(next, evs.length);
+  };
+  f = filters([["status", ["pending", "reserved", "consumed", "skipped"]], ["q"]], () => { pg.reset(); return render(); });
+  pg = pager(render);
+  page("Events of " + workflow + " / " + topic, h("p", {}, h("a", { href: "#/events", id: "all-topics" }, "← all topics")), f.form, pg.el,
+    h("table", { id: "events" }, h("thead", {}, h("tr", {}, ["Seq", "Event id", "Status", "Reserved by", "Published by", "Published", "Payload", ""].map((x) => h("th", {}, x)))), tbody));
   live(render);
 }
 
@@ -531,13 +732,24 @@ async function workflowsPage() {
   try { await render(); } catch (e) { fail(e); }
 }
 
-async function plansPage() {
-  try {
-    const xs = await api("/executions");
-    page("Plan executions", table(["Execution", "Steps", "Failed", "Started", "Ended"], xs.reverse().map((x) => h("tr", {},
+function plansPage() {
+  const tbody = h("tbody");
+  let f, pg;
+  const render = async () => {
+    const q = pg.query(f.query());
+    if (!setHash("#/plans" + (q ? "?" + q : ""))) return;
+    const { items: xs, next } = await apiPage("/executions?limit=200&" + q);
+    tbody.replaceChildren(...xs.reverse().map((x) => h("tr", {},
       h("td", {}, h("a", { href: "#/plan/" + x.id }, x.id)), h("td", {}, x.steps), h("td", {}, x.failed ? status("failed") : status("ok")),
-      h("td", {}, time(x.started_at)), h("td", {}, time(x.ended_at)))), { id: "executions" }));
-  } catch (e) { fail(e); }
+      h("td", {}, time(x.started_at)), h("td", {}, time(x.ended_at)))));
+    pg.update(next, xs.length);
+  };
+  const draw = async () => { try { await render(); } catch (e) { fail(e); } };
+  f = filters([["plan"], ["q"]], () => { pg.reset(); return draw(); });
+  pg = pager(draw);
+  page("Plan executions", f.form, pg.el, h("table", { id: "executions" },
+    h("thead", {}, h("tr", {}, ["Execution", "Steps", "Failed", "Started", "Ended"].map((x) => h("th", {}, x)))), tbody));
+  draw();
 }
 
 async function planPage(id) {
@@ -560,11 +772,12 @@ function tokens(u) { return u ? (u.prompt_tokens || 0) + " + " + (u.completion_t
 
 function agentsPage() {
   const tbody = h("tbody");
-  let f;
+  let f, pg;
   const render = async () => {
-    const q = f.query();
-    history.replaceState(null, "", "#/agents" + (q ? "?" + q : ""));
-    const ss = await api("/agent/sessions?limit=200&" + q);
+    const q = pg.query(f.query());
+    if (!setHash("#/agents" + (q ? "?" + q : ""))) return;
+    const { items: ss, next } = await apiPage("/agent/sessions?limit=200&" + q);
+    pg.update(next, ss.length);
     tbody.replaceChildren(...ss.map((x) => {
       const st = x.state || {};
       const steps = Object.values(st.steps || {});
@@ -574,8 +787,9 @@ function agentsPage() {
         h("td", {}, tokens(st.usage)), h("td", {}, time(x.created_at)), h("td", {}, time(x.updated_at)));
     }));
   };
-  f = filters([["status", sessionStatuses]], render);
-  page("Agent sessions", f.form, h("table", { id: "sessions" },
+  f = filters([["status", sessionStatuses], ["q"]], () => { pg.reset(); return render(); });
+  pg = pager(render);
+  page("Agent sessions", f.form, pg.el, h("table", { id: "sessions" },
     h("thead", {}, h("tr", {}, ["Session", "Task", "Status", "Steps done", "Tokens (prompt + completion)", "Started", "Updated"].map((x) => h("th", {}, x)))), tbody));
   live(render);
 }
@@ -658,6 +872,7 @@ async function actionsPage() {
 
 function route() {
   clearInterval(timer);
+  routedHash = location.hash;
   if (!token()) { login(); return; }
   document.getElementById("nav").hidden = false;
   watchCounts();
@@ -668,6 +883,7 @@ function route() {
     case "run": return runPage(decodeURIComponent(parts[1]));
     case "mutations": return mutationsPage();
     case "queue": return queuePage();
+    case "events": return eventsPage();
     case "attention": return attentionPage();
     case "overview": return overviewPage();
     case "hosts": return hostsPage();

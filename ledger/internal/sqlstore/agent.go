@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/scripthost/scripthost/ledger"
 )
@@ -63,10 +64,21 @@ func (s *Store) AgentSessions(ctx context.Context, f ledger.AgentSessionFilter) 
 		return nil, fmt.Errorf("%s: list agent sessions: limit %d is negative", s.name, f.Limit)
 	}
 	q := `SELECT id, task, spec, status, state, created_at, updated_at FROM agent_sessions`
+	var where []string
 	var args []any
 	if f.Status != "" {
-		q += ` WHERE status = ?`
-		args = append(args, f.Status)
+		where, args = append(where, "status = ?"), append(args, f.Status)
+	}
+	if f.Search != "" {
+		w, a := searchWhere(f.Search, "id", "task", "status")
+		where, args = append(where, w), append(args, a...)
+	}
+	if f.Page != nil && f.Page.After != nil {
+		w, a := afterWhere("created_at", "id", *f.Page.After)
+		where, args = append(where, w), append(args, a...)
+	}
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += ` ORDER BY created_at DESC, id DESC`
 	if f.Limit > 0 {

@@ -144,18 +144,33 @@ func (s *Store) Events(ctx context.Context, f ledger.EventFilter) ([]scripthost.
 	default:
 		where, args = append(where, "status = ?"), append(args, string(f.Status))
 	}
+	if f.Search != "" {
+		w, a := searchWhere(f.Search, "message_id", "topic", "status", "caused_by", "reserved_by")
+		where, args = append(where, w), append(args, a...)
+	}
+	order := ` ORDER BY seq`
+	if f.Page != nil {
+		if f.Page.After != nil {
+			seq, err := seqAfter(*f.Page.After)
+			if err != nil {
+				return nil, fmt.Errorf("%s: list events: %w", s.name, err)
+			}
+			where, args = append(where, "seq < ?"), append(args, seq)
+		}
+		order = ` ORDER BY seq DESC`
+	}
 	q := `SELECT ` + eventColumns + ` FROM events`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY seq`
+	q += order
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
 	// A workflow's pending events of one topic, up to a limit, are where the index
 	// events_status starts: a lookup.
 	sel := s.r.SelectContext
-	if f.Workflow != "" && f.Topic != "" && f.Status != "" && f.Limit > 0 {
+	if f.Workflow != "" && f.Topic != "" && f.Status != "" && f.Limit > 0 && f.Page == nil && f.Search == "" {
 		sel = s.r.selectLookup
 	}
 	var rows []eventRow

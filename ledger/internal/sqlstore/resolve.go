@@ -90,15 +90,33 @@ func (s *Store) Mutations(ctx context.Context, f ledger.MutationFilter) ([]scrip
 	if f.Status != "" {
 		where, args = append(where, "status = ?"), append(args, string(f.Status))
 	}
-	return s.listMutations(ctx, where, args, f.Limit)
+	if f.Search != "" {
+		w, a := searchWhere(f.Search, "id", "run_id", "workflow", "handler", "namespace || '.' || method", "status",
+			"idempotency_key", "error")
+		where, args = append(where, w), append(args, a...)
+	}
+	order := ""
+	if f.Page != nil {
+		if f.Page.After != nil {
+			w, a := afterWhere("created_at", "id", *f.Page.After)
+			where, args = append(where, w), append(args, a...)
+		}
+		order = "created_at DESC, id DESC"
+	}
+	return s.listMutations(ctx, where, args, f.Limit, order)
 }
 
-func (s *Store) listMutations(ctx context.Context, where []string, args []any, limit int) ([]scripthost.Mutation, error) {
+// listMutations lists the mutations where holds, oldest first or in order when given.
+func (s *Store) listMutations(ctx context.Context, where []string, args []any, limit int, order ...string) ([]scripthost.Mutation, error) {
 	q := `SELECT ` + mutationColumns + ` FROM mutations`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY created_at, ` + s.d.Order
+	if len(order) > 0 && order[0] != "" {
+		q += ` ORDER BY ` + order[0]
+	} else {
+		q += ` ORDER BY created_at, ` + s.d.Order
+	}
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
 	}

@@ -481,17 +481,48 @@ func (s *Store) Runs(ctx context.Context, f ledger.RunFilter) ([]scripthost.Run,
 	if f.Unfinished {
 		where = append(where, "status NOT IN ('committed', 'skipped', 'failed:logic', 'failed:internal')")
 	}
-	return s.listRuns(ctx, where, args, f.Limit, f.Newest)
+	if f.Phase != "" {
+		where, args = append(where, "phase = ?"), append(args, string(f.Phase))
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "created_at >= ?"), append(args, norm(f.Since).UnixNano())
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, "created_at < ?"), append(args, norm(f.Until).UnixNano())
+	}
+	if f.Superseded {
+		where = append(where, "superseded_by IS NOT NULL")
+	}
+	if f.Search != "" {
+		w, a := searchWhere(f.Search, "id", "workflow", "handler", "status", "error")
+		pat := a[0]
+		w = w[:len(w)-1] + ` OR id IN (SELECT run_id FROM mutations WHERE LOWER(namespace || '.' || method) LIKE ? ESCAPE '\'))`
+		where, args = append(where, w), append(append(args, a...), pat)
+	}
+	order := ""
+	if f.Page != nil {
+		if f.Page.After != nil {
+			w, a := afterWhere("created_at", "id", *f.Page.After)
+			where, args = append(where, w), append(args, a...)
+		}
+		order = "created_at DESC, id DESC"
+	}
+	return s.listRuns(ctx, where, args, f.Limit, f.Newest, order)
 }
 
-func (s *Store) listRuns(ctx context.Context, where []string, args []any, limit int, newest bool) ([]scripthost.Run, error) {
+// listRuns lists the runs where holds, oldest first (newest first when newest), or in
+// order when given.
+func (s *Store) listRuns(ctx context.Context, where []string, args []any, limit int, newest bool, order ...string) ([]scripthost.Run, error) {
 	q := `SELECT ` + runColumns + ` FROM runs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	if newest {
+	switch {
+	case len(order) > 0 && order[0] != "":
+		q += ` ORDER BY ` + order[0]
+	case newest:
 		q += ` ORDER BY created_at DESC, ` + s.d.Order + ` DESC`
-	} else {
+	default:
 		q += ` ORDER BY created_at, ` + s.d.Order
 	}
 	if limit > 0 {

@@ -60,6 +60,9 @@ type Dialect struct {
 	// RowLocks: reads inside a transaction lock the rows they decide on (SELECT …
 	// FOR UPDATE), for databases with concurrent writers.
 	RowLocks bool
+	// ExecutionOf is an SQL expression of the execution log's execution_id without its
+	// step part ("plan/2/build" → "plan/2"): the execution a record belongs to.
+	ExecutionOf string
 	// LockWorkflow, when set, is a statement taking a transaction-long lock on a
 	// workflow's name (its one ? is the name), so that concurrent writers of one
 	// workflow's versions take turns.
