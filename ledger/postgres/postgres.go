@@ -82,8 +82,8 @@ type Store struct {
 }
 
 var (
-	_ ledger.Store  = (*Store)(nil)
-	_ ledger.Leaser = (*Store)(nil)
+	_ ledger.Store        = (*Store)(nil)
+	_ ledger.Leaser       = (*Store)(nil)
 	_ ledger.LeaseHistory = (*Store)(nil)
 )
 
