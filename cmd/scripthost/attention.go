@@ -96,13 +96,19 @@ func newHostsCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "hosts",
-		Short: "List the hosts that share the ledger and the workflows each holds",
-		Long: `List the hosts that share a PostgreSQL ledger and the workflows whose leases each
-holds now, with when each lease expires. A host claims a workflow's lease for each
-pass over it and releases it after, so a workflow between passes is listed as free.
-A host whose every lease has expired stopped renewing them: the next host to claim
-each takes it over, and logs "lease taken over". A SQLite ledger has one host and no
-leases.
+		Short: "List the hosts that share the ledger, the workflows each holds, and the takeovers",
+		Long: `List the hosts that share a PostgreSQL ledger: the workflows whose leases each
+holds now, with when each lease expires, each host's last renewal, and the newest
+takeovers (which host took which workflow from which, when, and after how long
+without a renewal). A host claims a workflow's lease for each pass over it and
+releases it after, so a workflow between passes is listed as free.
+
+A host's state is renewing (it holds a lease it renews), stale (every lease it holds
+has expired: it stopped renewing them, and the next host to claim each takes it
+over; attention lists these too), taken over (it holds nothing and a workflow was
+taken from it after its last renewal: it stopped), or idle (it holds nothing now).
+The ledger keeps the newest 1000 takeovers and forgets hosts silent for 7 days. A
+SQLite ledger has one host and no leases.
 
 --json prints what GET /api/v1/hosts answers.`,
 		Args: cobra.NoArgs,
@@ -115,31 +121,59 @@ leases.
 				if asJSON {
 					return printJSON(g.Stdout, h)
 				}
-				if !h.Shared {
-					fmt.Fprintln(g.Stdout, "this ledger is not shared (SQLite): one host, no leases")
-					return nil
-				}
-				var rows [][]string
-				for _, x := range h.Hosts {
-					state := "renewing"
-					if x.Stale {
-						state = "stale"
-					}
-					for _, l := range x.Leases {
-						exp := l.ExpiresAt.Format(time.RFC3339)
-						if l.Expired {
-							exp += " (expired)"
-						}
-						rows = append(rows, []string{x.Owner, state, l.Workflow, fmt.Sprint(l.Claims), exp})
-					}
-				}
-				for _, f := range h.Free {
-					rows = append(rows, []string{"-", "-", f.Workflow, fmt.Sprint(f.Claims), "free"})
-				}
-				return table(g.Stdout, "HOST\tSTATE\tWORKFLOW\tCLAIMS\tLEASE EXPIRES", rows)
+				return printHosts(g.Stdout, h)
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the hosts as JSON")
 	return cmd
+}
+
+// printHosts prints the hosts report for a person: one row per host and lease, the
+// free workflows, then the takeovers, newest first.
+func printHosts(w io.Writer, h view.Hosts) error {
+	if !h.Shared {
+		fmt.Fprintln(w, "this ledger is not shared (SQLite): one host, no leases")
+		return nil
+	}
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Format(time.RFC3339)
+	}
+	var rows [][]string
+	for _, x := range h.Hosts {
+		renewed := stamp(x.RenewedAt)
+		if !x.RenewedAt.IsZero() {
+			renewed += fmt.Sprintf(" (%s ago)", time.Duration(x.SilentSeconds)*time.Second)
+		}
+		if len(x.Leases) == 0 {
+			rows = append(rows, []string{x.Owner, x.State, renewed, "-", "-", "-"})
+		}
+		for _, l := range x.Leases {
+			exp := stamp(l.ExpiresAt)
+			if l.Expired {
+				exp += " (expired)"
+			}
+			rows = append(rows, []string{x.Owner, x.State, renewed, l.Workflow, fmt.Sprint(l.Claims), exp})
+		}
+	}
+	for _, f := range h.Free {
+		rows = append(rows, []string{"-", "-", "-", f.Workflow, fmt.Sprint(f.Claims), "free"})
+	}
+	if err := table(w, "HOST\tSTATE\tLAST RENEWAL\tWORKFLOW\tCLAIMS\tLEASE EXPIRES", rows); err != nil {
+		return err
+	}
+	if len(h.Takeovers) == 0 {
+		fmt.Fprintln(w, "\nno takeovers")
+		return nil
+	}
+	fmt.Fprintf(w, "\ntakeovers (%d, newest first):\n", len(h.Takeovers))
+	rows = rows[:0]
+	for _, x := range h.Takeovers {
+		rows = append(rows, []string{stamp(x.At), x.Workflow, x.From, x.To,
+			(time.Duration(x.SilentMS) * time.Millisecond).String(), fmt.Sprint(x.Token)})
+	}
+	return table(w, "TAKEN AT\tWORKFLOW\tFROM\tTO\tSILENT FOR\tCLAIM", rows)
 }
