@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,7 +14,7 @@ import (
 )
 
 func init() {
-	commands = append(commands, newAttentionCmd, newHostsCmd)
+	commands = append(commands, newAttentionCmd, newHostsCmd, newOverviewCmd)
 }
 
 func newAttentionCmd(g *globals) *cobra.Command {
@@ -176,4 +178,57 @@ func printHosts(w io.Writer, h view.Hosts) error {
 			(time.Duration(x.SilentMS) * time.Millisecond).String(), fmt.Sprint(x.Token)})
 	}
 	return table(w, "TAKEN AT\tWORKFLOW\tFROM\tTO\tSILENT FOR\tCLAIM", rows)
+}
+
+func newOverviewCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	var window time.Duration
+	cmd := &cobra.Command{
+		Use:   "overview",
+		Short: "Show the ledger at a glance: runs by status, run and failure rates, phase times",
+		Long: `Show the ledger at a glance: every run counted by the status operators see, the
+runs created and the runs that failed per minute over --window, and the 50th and 99th
+percentile of each phase's time over the phases that ended in the window.
+
+--json prints what GET /api/v1/overview?window=... answers, field for field.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if window <= 0 {
+				return usagef("--window must be positive, got %s", window)
+			}
+			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				o, err := view.OverviewOf(cmd.Context(), store, time.Now, window)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(g.Stdout, o)
+				}
+				return printOverview(g.Stdout, o)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the overview as JSON")
+	cmd.Flags().DurationVar(&window, "window", time.Hour, "the window the rates and phase times cover")
+	return cmd
+}
+
+// printOverview prints the overview for a person, as the Overview page shows it.
+func printOverview(w io.Writer, o view.Overview) error {
+	win := time.Duration(o.WindowSeconds) * time.Second
+	fmt.Fprintf(w, "runs (last %s): %.2f /min\nfailures (last %s): %.2f /min\n\n", win, o.RunsPerSecond*60, win, o.FailuresPerSecond*60)
+	statuses := slices.Sorted(maps.Keys(o.Runs))
+	rows := make([][]string, 0, len(statuses))
+	for _, st := range statuses {
+		rows = append(rows, []string{st, fmt.Sprint(o.Runs[st])})
+	}
+	if err := table(w, "STATUS\tRUNS", rows); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	rows = rows[:0]
+	for _, p := range o.Phases {
+		rows = append(rows, []string{p.Phase, fmt.Sprint(p.Count), fmt.Sprintf("%d ms", p.P50MS), fmt.Sprintf("%d ms", p.P99MS)})
+	}
+	return table(w, "PHASE\tCOUNT\tP50\tP99", rows)
 }

@@ -19,12 +19,41 @@ import (
 	"github.com/scripthost/scripthost/internal/view"
 )
 
-// withoutClock drops what depends on the moment the report was made (at, the ages),
+// withoutClock drops what depends on the moment the report was made (at, the ages and
+// silences),
 // so that two reports of the same ledger compare equal.
+
+// agree fetches path from the API of s and runs the CLI with args on db, and fails
+// the test unless both answer the same JSON, field for field, but for withoutClock's
+// fields. s is closed first when close is set (an SQLite ledger has one host).
+func agree(t *testing.T, s *served, path string, close bool, db string, args ...string) {
+	t.Helper()
+	code, body := s.call(http.MethodGet, path, testServeToken, nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, code, body)
+	}
+	if close {
+		s.close()
+	}
+	exit, out, errOut := cli(t, "", append([]string{"--db", db}, args...)...)
+	if exit != 0 {
+		t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), exit, errOut)
+	}
+	var api, got map[string]any
+	if err := json.Unmarshal(body, &api); err != nil {
+		t.Fatalf("GET %s: %v\n%s", path, err, body)
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	if len(api) == 0 || !reflect.DeepEqual(withoutClock(api), withoutClock(got)) {
+		t.Errorf("%s and GET %s differ:\nCLI: %s\nAPI: %s", strings.Join(args, " "), path, out, body)
+	}
+}
 func withoutClock(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
-		for _, k := range []string{"at", "age_seconds", "expired_seconds"} {
+		for _, k := range []string{"at", "age_seconds", "expired_seconds", "silent_seconds"} {
 			delete(x, k)
 		}
 		for k, e := range x {
@@ -39,31 +68,19 @@ func withoutClock(v any) any {
 }
 
 // TestAttentionCLIAndAPIAgree leaves a run blocked on an indeterminate mutation, then
-// checks that `attention --json` and GET /api/v1/attention report the same thing field
-// for field, that the report names the mutation with its params and the resolve
+// checks that `overview --json` and GET /api/v1/overview, and `attention --json` and
+// GET /api/v1/attention, report the same thing field for field, that the report names the mutation with its params and the resolve
 // action, and that the text form says how to resolve it.
 func TestAttentionCLIAndAPIAgree(t *testing.T) {
 	t.Setenv(tokenEnv, e2eToken)
 	e, _, m := indeterminate(t, fakesvc.ApplyDrop)
 	s := startServe(t, e.db, e.wf, "--tools", e.tools, "--workspace", e.dir, "--token", testServeToken)
-	code, body := s.call(http.MethodGet, "/api/v1/attention", testServeToken, nil)
-	if code != http.StatusOK {
-		t.Fatalf("GET /api/v1/attention: %d %s", code, body)
-	}
-	s.close()
+	// The paused run stays as it is: both reports read the same ledger.
+	agree(t, s, "/api/v1/overview?window=2h", false, e.db, "overview", "--json", "--window", "2h")
+	agree(t, s, "/api/v1/attention", true, e.db, "attention", "--json")
 	exit, out, errOut := cli(t, "", "--db", e.db, "attention", "--json")
 	if exit != 0 {
 		t.Fatalf("attention --json: exit %d: %s", exit, errOut)
-	}
-	var api, got map[string]any
-	if err := json.Unmarshal(body, &api); err != nil {
-		t.Fatalf("API: %v\n%s", err, body)
-	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatalf("CLI: %v\n%s", err, out)
-	}
-	if !reflect.DeepEqual(withoutClock(api), withoutClock(got)) {
-		t.Errorf("attention --json and the API differ:\nCLI: %s\nAPI: %s", out, body)
 	}
 	var a struct {
 		Indeterminate []struct {

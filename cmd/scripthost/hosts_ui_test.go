@@ -63,7 +63,8 @@ func takeover(t *testing.T) (*httpEnv, *child) {
 // TestHostsTakeover: after host-b took the workflow over from host-a (see takeover),
 // `hosts` keeps host-a, marked taken over, with its last renewal, and lists the
 // takeover: the workflow, from host-a to host-b, and how long host-a had been silent
-// (at least the lease's 2s TTL); host-b logs the takeover naming host-a.
+// (at least the lease's 2s TTL); host-b logs the takeover naming host-a. Once host-b
+// stopped, `hosts --json` and GET /api/v1/hosts agree field for field.
 func TestHostsTakeover(t *testing.T) {
 	e, b := takeover(t)
 	h := hostsOf(t, e.db)
@@ -90,6 +91,9 @@ func TestHostsTakeover(t *testing.T) {
 		t.Errorf("hosts: exit %d, got\n%s%s\nwant host-a taken over and the takeover of charges from host-a to host-b", code, out, errOut)
 	}
 	b.stop(t, "host b")
+	// With both hosts stopped the leases hold still: the API and the CLI agree.
+	s := startServe(t, e.db, "--token", testServeToken, "--host-id", "reader")
+	agree(t, s, "/api/v1/hosts", true, e.db, "hosts", "--json")
 	log := b.out.String()
 	if !strings.Contains(log, "lease taken over") || !strings.Contains(log, "from=host-a") {
 		t.Errorf("host-b did not log the takeover from host-a:\n%s", log)
