@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -106,51 +103,30 @@ func TestHostsTakeover(t *testing.T) {
 // from host-a to host-b, and how long host-a had been silent. The page and the Needs
 // attention page are saved as screenshots.
 func TestServeUIHostsTakeover(t *testing.T) {
-	browser := chromium(t)
+	chromium(t)
 	e, _ := takeover(t)
 	s := startServe(t, e.db, "--token", testServeToken, "--host-id", "ui")
-	ctx := browserTab(t, browser, 90*time.Second)
-	dir := artifacts(t)
-	shot := func(name string) chromedp.Action {
-		return chromedp.ActionFunc(func(ctx context.Context) error {
-			var png []byte
-			if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
-		})
-	}
+	_, step, shot := uiSession(t, s)
 	row := `#takeovers tr[data-workflow="charges"][data-from="host-a"][data-to="host-b"]`
 	var state, renewed, silent string
-	err := chromedp.Run(ctx,
-		chromedp.Navigate(s.base+"/"),
-		chromedp.WaitVisible(`#token`, chromedp.ByQuery),
-		chromedp.SendKeys(`#token`, testServeToken, chromedp.ByQuery),
-		chromedp.SendKeys(`#operator`, "dana", chromedp.ByQuery),
-		chromedp.Click(`#login`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#nav-attention`, chromedp.ByQuery),
+	step("the Hosts page",
 		chromedp.Navigate(s.base+"/#/hosts"),
 		chromedp.WaitVisible(row, chromedp.ByQuery),
 		chromedp.Text(`#hosts-table tr[data-host="host-a"] .host-state`, &state, chromedp.ByQuery),
 		chromedp.Text(`#hosts-table tr[data-host="host-a"] td:nth-child(3)`, &renewed, chromedp.ByQuery),
 		chromedp.Text(row+` .silent`, &silent, chromedp.ByQuery),
-		shot("hosts-takeover"),
+		shot("hosts-takeover"))
+	step("the Needs attention page",
 		chromedp.Navigate(s.base+"/#/attention"),
 		chromedp.WaitVisible(`#attention-indeterminate tr[data-mutation]`, chromedp.ByQuery),
 		shot("attention-after-takeover"))
-	if err != nil {
-		var html string
-		_ = chromedp.Run(browserTab(t, browser, 20*time.Second), chromedp.Navigate(s.base+"/"))
-		_ = chromedp.Run(context.WithoutCancel(ctx), chromedp.OuterHTML(`main`, &html, chromedp.ByQuery))
-		t.Fatalf("hosts page: %v\n%s", err, html)
-	}
 	if state != view.HostTakenOver || !strings.Contains(renewed, " ago)") {
 		t.Errorf("host-a's row: state %q, last renewal %q; want taken over, with its last renewal", state, renewed)
 	}
 	if !regexpMatch(`^\d+\.\d s$`, silent) || silent < "2.0 s" {
 		t.Errorf("takeover silent for %q, want at least the lease's 2s TTL", silent)
 	}
-	t.Logf("screenshots in %s", dir)
+	t.Logf("screenshots in %s", artifacts(t))
 }
 
 // regexpMatch reports whether s matches the regular expression re.
