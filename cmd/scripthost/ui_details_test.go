@@ -21,7 +21,7 @@ import (
 // returns the tab, a step runner that fails the test, and a screenshot action.
 func uiSession(t *testing.T, s *served) (context.Context, func(string, ...chromedp.Action), func(string) chromedp.Action) {
 	t.Helper()
-	ctx := browserTab(t, chromium(t), 3*time.Minute) // a bound, not a measure
+	ctx := browserTab(t, chromium(t), 5*time.Minute) // a bound, not a measure
 	dir := artifacts(t)
 	shot := func(name string) chromedp.Action {
 		return chromedp.ActionFunc(func(ctx context.Context) error {
@@ -34,8 +34,15 @@ func uiSession(t *testing.T, s *served) (context.Context, func(string, ...chrome
 	}
 	step := func(what string, actions ...chromedp.Action) {
 		t.Helper()
-		if err := chromedp.Run(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
+		sctx, cancel := context.WithTimeout(ctx, 90*time.Second) // a bound, not a measure
+		defer cancel()
+		if err := chromedp.Run(sctx, actions...); err != nil {
+			// The tab outlives the step: say what the page showed.
+			var text string
+			dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+			_ = chromedp.Run(dctx, chromedp.Evaluate(`location.href + "\n" + document.body.innerText`, &text))
+			dcancel()
+			t.Fatalf("%s: %v\nthe page:\n%s", what, err, text)
 		}
 	}
 	step("log in",
