@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/inspector"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/scripthost/scripthost/agent"
@@ -22,6 +25,21 @@ import (
 func uiSession(t *testing.T, s *served) (context.Context, func(string, ...chromedp.Action), func(string) chromedp.Action) {
 	t.Helper()
 	ctx := browserTab(t, chromium(t), 5*time.Minute) // a bound, not a measure
+	// What the page threw or logged as an error, for a failed step to show.
+	console := &lockedBuffer{}
+	chromedp.ListenTarget(ctx, func(ev any) {
+		switch e := ev.(type) {
+		case *cdpruntime.EventExceptionThrown:
+			fmt.Fprintf(console, "exception: %s\n", e.ExceptionDetails.Error())
+		case *inspector.EventTargetCrashed:
+			fmt.Fprintln(console, "the page crashed")
+		}
+	})
+	// The first Run starts the browser and the tab for the life of its context: give
+	// it the tab's own, not a step's shorter one.
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("start the browser: %v", err)
+	}
 	dir := artifacts(t)
 	shot := func(name string) chromedp.Action {
 		return chromedp.ActionFunc(func(ctx context.Context) error {
@@ -42,7 +60,7 @@ func uiSession(t *testing.T, s *served) (context.Context, func(string, ...chrome
 			dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 			_ = chromedp.Run(dctx, chromedp.Evaluate(`location.href + "\n" + document.body.innerText`, &text))
 			dcancel()
-			t.Fatalf("%s: %v\nthe page:\n%s", what, err, text)
+			t.Fatalf("%s: %v\nthe page:\n%s\nits errors:\n%s", what, err, text, console.String())
 		}
 	}
 	step("log in",
