@@ -26,6 +26,40 @@ type Lease struct {
 	// expired unreleased (a takeover: that host stopped renewing it); empty when the
 	// lease was free or released.
 	TakenFrom string `json:"taken_from,omitempty"`
+	// RenewedAt is when the holder last claimed or renewed the lease (zero when the
+	// store does not keep it).
+	RenewedAt time.Time `json:"renewed_at,omitzero"`
+}
+
+// LeaseHost is a host that held a lease of the ledger.
+type LeaseHost struct {
+	Owner string `json:"owner"`
+	// FirstSeen is its first claim; RenewedAt its last claim or renewal of any lease.
+	FirstSeen time.Time `json:"first_seen"`
+	RenewedAt time.Time `json:"renewed_at"`
+}
+
+// Takeover is a host claiming a lease another host held until it expired unreleased.
+type Takeover struct {
+	Workflow string `json:"workflow"`
+	// From stopped renewing the lease; To took it over at At.
+	From string    `json:"from"`
+	To   string    `json:"to"`
+	At   time.Time `json:"at"`
+	// RenewedAt is when From last claimed or renewed the lease.
+	RenewedAt time.Time `json:"renewed_at"`
+	// Token is the lease's claim count after the takeover.
+	Token int64 `json:"token"`
+}
+
+// LeaseHistory is implemented by shared stores that keep their leases' history
+// (PostgreSQL): the hosts that held leases and the takeovers between them, bounded by
+// the store (see its docs).
+type LeaseHistory interface {
+	// LeaseHosts lists the hosts that held a lease, by owner.
+	LeaseHosts(ctx context.Context) ([]LeaseHost, error)
+	// Takeovers lists the newest takeovers first, at most limit of them.
+	Takeovers(ctx context.Context, limit int) ([]Takeover, error)
 }
 
 // Leaser is implemented by stores that several hosts share (PostgreSQL). A host drives

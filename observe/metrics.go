@@ -82,6 +82,10 @@ type follower struct {
 	store  ledger.Store
 	m      *metrics
 	logger *slog.Logger
+	// shared is set for a ledger several hosts share (a ledger.Leaser): the lines of
+	// its lifecycle log are written by the host whose work wrote the event (own).
+	shared bool
+	own    authored
 
 	mu    sync.Mutex
 	after int64
@@ -94,6 +98,7 @@ func (f *follower) start(ctx context.Context, store ledger.Store) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.store = store
+	_, f.shared = store.(ledger.Leaser)
 	for {
 		evs, err := f.store.LifecycleEvents(ctx, ledger.LifecycleFilter{AfterSeq: f.after, Limit: 1000})
 		if err != nil {
@@ -113,6 +118,8 @@ func (f *follower) poll(ctx context.Context) error {
 	if f.store == nil {
 		return nil
 	}
+	n := f.own.pollBegins()
+	defer f.own.pollEnded(n)
 	for {
 		evs, err := f.store.LifecycleEvents(ctx, ledger.LifecycleFilter{AfterSeq: f.after, Limit: 1000})
 		if err != nil || len(evs) == 0 {
@@ -141,7 +148,9 @@ func (f *follower) count(ctx context.Context, ev ledger.LifecycleEvent) {
 	var d eventData
 	_ = json.Unmarshal(ev.Data, &d)
 	r := f.run(ctx, ev.RunID)
-	logEvent(ctx, f.logger, ev, r, d)
+	if !f.shared || f.own.mine(ev.RunID, ev.MutationID) {
+		logEvent(ctx, f.logger, ev, r, d)
+	}
 	switch ev.Type {
 	case ledger.EventPhaseStarted:
 		if d.Phase == string(scripthost.PhasePrepare) || d.Phase == string(scripthost.PhaseProducer) {

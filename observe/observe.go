@@ -147,6 +147,7 @@ func (o *Observer) OnSync(commits int, took time.Duration) {
 // anchor (RunAnchor), and a drive that starts a trace of its own starts it as the
 // anchor's child: all of a run's drives share the trace its id names.
 func (o *Observer) Run(ctx context.Context, runID string) (context.Context, func(error)) {
+	done := o.follow.own.begin(runID)
 	anchor := RunAnchor(runID)
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, anchor)
@@ -154,7 +155,18 @@ func (o *Observer) Run(ctx context.Context, runID string) (context.Context, func
 	ctx, span := o.tracer.Start(ctx, "run", trace.WithAttributes(attribute.String("scripthost.run_id", runID)),
 		trace.WithLinks(trace.Link{SpanContext: anchor, Attributes: []attribute.KeyValue{
 			attribute.String("scripthost.link", "run")}}))
-	return ctx, func(err error) { end(span, err) }
+	return ctx, func(err error) { end(span, err); done() }
+}
+
+// Reconciling is called when this host reconciles a mutation outside a drive of its
+// run (runtime.Reconciler): the lines of what it writes are this host's to log. The
+// function it returns ends the reconcile.
+func (o *Observer) Reconciling(runID, mutationID string) func() {
+	key := runID
+	if key == "" {
+		key = mutationID
+	}
+	return o.follow.own.begin(key)
 }
 
 // RunAnchor is the span context a run's drives link to: its trace id is the first 16

@@ -392,6 +392,7 @@ func (rt *Runtime) settle(ctx context.Context, run scripthost.Run, m scripthost.
 
 // reconcile asks the mutation's tool what became of it.
 func (rt *Runtime) reconcile(ctx context.Context, m scripthost.Mutation) (scripthost.Mutation, error) {
+	defer rt.observeReconcile(m)()
 	return hostfuncs.Reconcile(ctx, rt.cfg.Store, rt.cfg.Tools, m, rt.cfg.Reconcile, rt.now())
 }
 

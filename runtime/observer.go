@@ -16,6 +16,21 @@ type Observer interface {
 	Phase(ctx context.Context, run scripthost.Run, phase scripthost.Phase) (context.Context, func(error))
 }
 
+// Reconciler is implemented by an Observer that wants to hear of the reconciles a host
+// makes outside a drive of the mutation's run (at start, or of a mutation stranded by
+// a host that stopped): what they write is this host's work.
+type Reconciler interface {
+	Reconciling(runID, mutationID string) func()
+}
+
+// observeReconcile tells the Observer, when it is a Reconciler, of a reconcile of m.
+func (rt *Runtime) observeReconcile(m scripthost.Mutation) func() {
+	if r, ok := rt.cfg.Observer.(Reconciler); ok {
+		return r.Reconciling(m.RunID, m.ID)
+	}
+	return func() {}
+}
+
 // observeRun starts a run observation; without an Observer it does nothing. The
 // context it returns carries the run's box of refused tool calls (withRefusals).
 func (rt *Runtime) observeRun(ctx context.Context, runID string) (context.Context, func(error)) {

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,7 +14,7 @@ import (
 )
 
 func init() {
-	commands = append(commands, newAttentionCmd, newHostsCmd)
+	commands = append(commands, newAttentionCmd, newHostsCmd, newOverviewCmd)
 }
 
 func newAttentionCmd(g *globals) *cobra.Command {
@@ -96,13 +98,19 @@ func newHostsCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "hosts",
-		Short: "List the hosts that share the ledger and the workflows each holds",
-		Long: `List the hosts that share a PostgreSQL ledger and the workflows whose leases each
-holds now, with when each lease expires. A host claims a workflow's lease for each
-pass over it and releases it after, so a workflow between passes is listed as free.
-A host whose every lease has expired stopped renewing them: the next host to claim
-each takes it over, and logs "lease taken over". A SQLite ledger has one host and no
-leases.
+		Short: "List the hosts that share the ledger, the workflows each holds, and the takeovers",
+		Long: `List the hosts that share a PostgreSQL ledger: the workflows whose leases each
+holds now, with when each lease expires, each host's last renewal, and the newest
+takeovers (which host took which workflow from which, when, and after how long
+without a renewal). A host claims a workflow's lease for each pass over it and
+releases it after, so a workflow between passes is listed as free.
+
+A host's state is renewing (it holds a lease it renews), stale (every lease it holds
+has expired: it stopped renewing them, and the next host to claim each takes it
+over; attention lists these too), taken over (it holds nothing and a workflow was
+taken from it after its last renewal: it stopped), or idle (it holds nothing now).
+The ledger keeps the newest 1000 takeovers and forgets hosts silent for 7 days. A
+SQLite ledger has one host and no leases.
 
 --json prints what GET /api/v1/hosts answers.`,
 		Args: cobra.NoArgs,
@@ -115,31 +123,112 @@ leases.
 				if asJSON {
 					return printJSON(g.Stdout, h)
 				}
-				if !h.Shared {
-					fmt.Fprintln(g.Stdout, "this ledger is not shared (SQLite): one host, no leases")
-					return nil
-				}
-				var rows [][]string
-				for _, x := range h.Hosts {
-					state := "renewing"
-					if x.Stale {
-						state = "stale"
-					}
-					for _, l := range x.Leases {
-						exp := l.ExpiresAt.Format(time.RFC3339)
-						if l.Expired {
-							exp += " (expired)"
-						}
-						rows = append(rows, []string{x.Owner, state, l.Workflow, fmt.Sprint(l.Claims), exp})
-					}
-				}
-				for _, f := range h.Free {
-					rows = append(rows, []string{"-", "-", f.Workflow, fmt.Sprint(f.Claims), "free"})
-				}
-				return table(g.Stdout, "HOST\tSTATE\tWORKFLOW\tCLAIMS\tLEASE EXPIRES", rows)
+				return printHosts(g.Stdout, h)
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the hosts as JSON")
 	return cmd
+}
+
+// printHosts prints the hosts report for a person: one row per host and lease, the
+// free workflows, then the takeovers, newest first.
+func printHosts(w io.Writer, h view.Hosts) error {
+	if !h.Shared {
+		fmt.Fprintln(w, "this ledger is not shared (SQLite): one host, no leases")
+		return nil
+	}
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Format(time.RFC3339)
+	}
+	var rows [][]string
+	for _, x := range h.Hosts {
+		renewed := stamp(x.RenewedAt)
+		if !x.RenewedAt.IsZero() {
+			renewed += fmt.Sprintf(" (%s ago)", time.Duration(x.SilentSeconds)*time.Second)
+		}
+		if len(x.Leases) == 0 {
+			rows = append(rows, []string{x.Owner, x.State, renewed, "-", "-", "-"})
+		}
+		for _, l := range x.Leases {
+			exp := stamp(l.ExpiresAt)
+			if l.Expired {
+				exp += " (expired)"
+			}
+			rows = append(rows, []string{x.Owner, x.State, renewed, l.Workflow, fmt.Sprint(l.Claims), exp})
+		}
+	}
+	for _, f := range h.Free {
+		rows = append(rows, []string{"-", "-", "-", f.Workflow, fmt.Sprint(f.Claims), "free"})
+	}
+	if err := table(w, "HOST\tSTATE\tLAST RENEWAL\tWORKFLOW\tCLAIMS\tLEASE EXPIRES", rows); err != nil {
+		return err
+	}
+	if len(h.Takeovers) == 0 {
+		fmt.Fprintln(w, "\nno takeovers")
+		return nil
+	}
+	fmt.Fprintf(w, "\ntakeovers (%d, newest first):\n", len(h.Takeovers))
+	rows = rows[:0]
+	for _, x := range h.Takeovers {
+		rows = append(rows, []string{stamp(x.At), x.Workflow, x.From, x.To,
+			(time.Duration(x.SilentMS) * time.Millisecond).String(), fmt.Sprint(x.Token)})
+	}
+	return table(w, "TAKEN AT\tWORKFLOW\tFROM\tTO\tSILENT FOR\tCLAIM", rows)
+}
+
+func newOverviewCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	var window time.Duration
+	cmd := &cobra.Command{
+		Use:   "overview",
+		Short: "Show the ledger at a glance: runs by status, run and failure rates, phase times",
+		Long: `Show the ledger at a glance: every run counted by the status operators see, the
+runs created and the runs that failed per minute over --window, and the 50th and 99th
+percentile of each phase's time over the phases that ended in the window.
+
+--json prints what GET /api/v1/overview?window=... answers, field for field.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if window <= 0 {
+				return usagef("--window must be positive, got %s", window)
+			}
+			return withStore(cmd.Context(), g, func(store ledger.Store) error {
+				o, err := view.OverviewOf(cmd.Context(), store, time.Now, window)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(g.Stdout, o)
+				}
+				return printOverview(g.Stdout, o)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the overview as JSON")
+	cmd.Flags().DurationVar(&window, "window", time.Hour, "the window the rates and phase times cover")
+	return cmd
+}
+
+// printOverview prints the overview for a person, as the Overview page shows it.
+func printOverview(w io.Writer, o view.Overview) error {
+	win := time.Duration(o.WindowSeconds) * time.Second
+	fmt.Fprintf(w, "runs (last %s): %.2f /min\nfailures (last %s): %.2f /min\n\n", win, o.RunsPerSecond*60, win, o.FailuresPerSecond*60)
+	statuses := slices.Sorted(maps.Keys(o.Runs))
+	rows := make([][]string, 0, len(statuses))
+	for _, st := range statuses {
+		rows = append(rows, []string{st, fmt.Sprint(o.Runs[st])})
+	}
+	if err := table(w, "STATUS\tRUNS", rows); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	rows = rows[:0]
+	for _, p := range o.Phases {
+		rows = append(rows, []string{p.Phase, fmt.Sprint(p.Count), fmt.Sprintf("%d ms", p.P50MS), fmt.Sprintf("%d ms", p.P99MS)})
+	}
+	return table(w, "PHASE\tCOUNT\tP50\tP99", rows)
 }

@@ -19,12 +19,41 @@ import (
 	"github.com/scripthost/scripthost/internal/view"
 )
 
-// withoutClock drops what depends on the moment the report was made (at, the ages),
+// withoutClock drops what depends on the moment the report was made (at, the ages and
+// silences),
 // so that two reports of the same ledger compare equal.
+
+// agree fetches path from the API of s and runs the CLI with args on db, and fails
+// the test unless both answer the same JSON, field for field, but for withoutClock's
+// fields. s is closed first when close is set (an SQLite ledger has one host).
+func agree(t *testing.T, s *served, path string, close bool, db string, args ...string) {
+	t.Helper()
+	code, body := s.call(http.MethodGet, path, testServeToken, nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, code, body)
+	}
+	if close {
+		s.close()
+	}
+	exit, out, errOut := cli(t, "", append([]string{"--db", db}, args...)...)
+	if exit != 0 {
+		t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), exit, errOut)
+	}
+	var api, got map[string]any
+	if err := json.Unmarshal(body, &api); err != nil {
+		t.Fatalf("GET %s: %v\n%s", path, err, body)
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	if len(api) == 0 || !reflect.DeepEqual(withoutClock(api), withoutClock(got)) {
+		t.Errorf("%s and GET %s differ:\nCLI: %s\nAPI: %s", strings.Join(args, " "), path, out, body)
+	}
+}
 func withoutClock(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
-		for _, k := range []string{"at", "age_seconds", "expired_seconds"} {
+		for _, k := range []string{"at", "age_seconds", "expired_seconds", "silent_seconds"} {
 			delete(x, k)
 		}
 		for k, e := range x {
@@ -39,31 +68,19 @@ func withoutClock(v any) any {
 }
 
 // TestAttentionCLIAndAPIAgree leaves a run blocked on an indeterminate mutation, then
-// checks that `attention --json` and GET /api/v1/attention report the same thing field
-// for field, that the report names the mutation with its params and the resolve
+// checks that `overview --json` and GET /api/v1/overview, and `attention --json` and
+// GET /api/v1/attention, report the same thing field for field, that the report names the mutation with its params and the resolve
 // action, and that the text form says how to resolve it.
 func TestAttentionCLIAndAPIAgree(t *testing.T) {
 	t.Setenv(tokenEnv, e2eToken)
 	e, _, m := indeterminate(t, fakesvc.ApplyDrop)
 	s := startServe(t, e.db, e.wf, "--tools", e.tools, "--workspace", e.dir, "--token", testServeToken)
-	code, body := s.call(http.MethodGet, "/api/v1/attention", testServeToken, nil)
-	if code != http.StatusOK {
-		t.Fatalf("GET /api/v1/attention: %d %s", code, body)
-	}
-	s.close()
+	// The paused run stays as it is: both reports read the same ledger.
+	agree(t, s, "/api/v1/overview?window=2h", false, e.db, "overview", "--json", "--window", "2h")
+	agree(t, s, "/api/v1/attention", true, e.db, "attention", "--json")
 	exit, out, errOut := cli(t, "", "--db", e.db, "attention", "--json")
 	if exit != 0 {
 		t.Fatalf("attention --json: exit %d: %s", exit, errOut)
-	}
-	var api, got map[string]any
-	if err := json.Unmarshal(body, &api); err != nil {
-		t.Fatalf("API: %v\n%s", err, body)
-	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatalf("CLI: %v\n%s", err, out)
-	}
-	if !reflect.DeepEqual(withoutClock(api), withoutClock(got)) {
-		t.Errorf("attention --json and the API differ:\nCLI: %s\nAPI: %s", out, body)
 	}
 	var a struct {
 		Indeterminate []struct {
@@ -217,49 +234,4 @@ func hostsOf(t *testing.T, db string) view.Hosts {
 		t.Fatalf("hosts --json: %v\n%s", err, out)
 	}
 	return h
-}
-
-// TestHostsTakeover shares a PostgreSQL ledger between two host processes: host-a
-// dies holding the workflow's lease (at its charge request), `hosts` lists it holding
-// the workflow and, once the lease runs out, as stale, and `attention` lists it among
-// the hosts that stopped renewing; host-b then takes the workflow over and logs the
-// takeover, naming host-a, and `hosts` no longer lists host-a.
-func TestHostsTakeover(t *testing.T) {
-	t.Setenv(tokenEnv, e2eToken)
-	svc := fakesvc.New()
-	defer svc.Close()
-	e := newSharedEnv(t, svc, "tools-blind.json", 1, "500ms")
-	bin := crashBinary(t)
-	a := startShared(t, bin, e, "host-a", "tool:after-execute", "2s")
-	if !a.wait(t, time.Minute, "host a") {
-		t.Fatalf("host a did not reach its failpoint:\n%s", a.out.String())
-	}
-	h := hostsOf(t, e.db)
-	if len(h.Hosts) != 1 || h.Hosts[0].Owner != "host-a" || len(h.Hosts[0].Leases) != 1 {
-		t.Fatalf("hosts after host-a died: got %+v, want host-a holding the workflow", h)
-	}
-	waitFor(t, func() bool { h = hostsOf(t, e.db); return len(h.Hosts) == 1 && h.Hosts[0].Stale })
-	code, out, errOut := cli(t, "", "--db", e.db, "attention", "--json")
-	var att view.Attention
-	if code != 0 || json.Unmarshal([]byte(out), &att) != nil {
-		t.Fatalf("attention --json: exit %d: %s%s", code, out, errOut)
-	}
-	if len(att.StaleHosts) != 1 || att.StaleHosts[0].Owner != "host-a" {
-		t.Errorf("attention: stale hosts %+v, want host-a", att.StaleHosts)
-	}
-
-	b := startShared(t, bin, e, "host-b", "", "2s")
-	waitFor(t, func() bool {
-		for _, x := range hostsOf(t, e.db).Hosts {
-			if x.Owner == "host-a" {
-				return false
-			}
-		}
-		return true
-	})
-	b.stop(t, "host b")
-	log := b.out.String()
-	if !strings.Contains(log, "lease taken over") || !strings.Contains(log, "from=host-a") {
-		t.Errorf("host-b did not log the takeover from host-a:\n%s", log)
-	}
 }

@@ -247,7 +247,7 @@ func lineWith(text, s string) string {
 
 // TestRetryQueuedOrNow checks that retry says its run waits for the next pass (and
 // runs nothing), that retry --now drives the retry to its commit at once, and that the
-// runs retried are shown superseded.
+// runs retried are shown superseded, and that both retries are in the audit trail.
 func TestRetryQueuedOrNow(t *testing.T) {
 	e := newShopEnv(t, shopWorkflow)
 	e.run(0)
@@ -294,6 +294,18 @@ func TestRetryQueuedOrNow(t *testing.T) {
 		if r.Shown() != scripthost.StatusSuperseded {
 			t.Errorf("run %s shown %s, want superseded", r.ID, r.Shown())
 		}
+	}
+	// Both retries, queued and --now, are in the one audit trail, by the current user.
+	var retries []string
+	for _, a := range auditTrail(t, e.db) {
+		if strings.HasPrefix(a, "retry:") {
+			retries = append(retries, a)
+		}
+	}
+	who := func(a string) string { return strings.Split(a, ":")[2] }
+	if len(retries) != 2 || !strings.HasPrefix(retries[0], "retry:"+first.ID+":") || !strings.HasPrefix(retries[1], "retry:"+second.ID+":") ||
+		who(retries[0]) == "" || who(retries[1]) == "" || !strings.HasSuffix(retries[1], ":ok") {
+		t.Errorf("audit trail: retries %q, want the queued retry of %s and the --now retry of %s, each with who", retries, first.ID, second.ID)
 	}
 	code, out, errOut = e.cli("runs", "--status", "superseded", "--json")
 	var sup []scripthost.Run

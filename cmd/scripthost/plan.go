@@ -351,15 +351,17 @@ file is unchanged.`,
 				return err
 			}
 			b = append(b, '\n')
-			if out == "" {
-				_, err = g.Stdout.Write(b)
-				return err
-			}
-			return os.WriteFile(out, b, 0o644)
+			return recordPlanDecision(cmd.Context(), g, a, func() error {
+				if out == "" {
+					_, err := g.Stdout.Write(b)
+					return err
+				}
+				return os.WriteFile(out, b, 0o644)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&by, "by", "", "who decides (default: the current user)")
-	cmd.Flags().StringVar(&note, "note", "", "a note kept in the record")
+	cmd.Flags().StringVar(&note, "note", "", "a note (the reason) kept in the record and the audit trail")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write the record to FILE instead of stdout")
 	cmd.Flags().BoolVar(&deny, "deny", false, "record a denial instead of an approval")
 	return cmd
@@ -385,4 +387,35 @@ func printEvidence(w io.Writer, recs []ledger.ExecutionRecord) {
 			fmt.Fprintf(w, "%s: %s:%d:%d: %s %s: %s (%s)\n", r.StepID, a.File, a.Line, a.Column, a.Level, a.Code, oneLine(a.Message, 200), a.Checker)
 		}
 	}
+}
+
+// recordPlanDecision writes a plan's authorization record (write) as an operator action
+// in the ledger's audit trail: plan_approve or plan_deny, by whom, with the plan's hash
+// and the note as its reason. Without a ledger the record is still written, and the
+// operator is told that no audit trail has it.
+func recordPlanDecision(ctx context.Context, g *globals, a plan.Authorization, write func() error) error {
+	name := "plan_approve"
+	if a.Status == plan.StatusDenied {
+		name = "plan_deny"
+	}
+	store, err := g.openStore(ctx)
+	if errors.Is(err, errNoLedger) {
+		if err := write(); err != nil {
+			return err
+		}
+		fmt.Fprintf(g.Stderr, "note: %s of %s is not in an audit trail: %v\n", name, a.PlanID, err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	req := map[string]string{"plan_hash": a.PlanHash, "reason": a.Note}
+	_, err = recordCLI(ctx, store, name, a.PlanID, a.By, req, func(context.Context) (any, error) {
+		if err := write(); err != nil {
+			return nil, err
+		}
+		return a, nil
+	})
+	return err
 }

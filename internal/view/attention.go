@@ -287,10 +287,17 @@ func staleLeases(ctx context.Context, store ledger.Store, now time.Time) ([]Stal
 	if err != nil {
 		return nil, fmt.Errorf("attention: leases: %w", err)
 	}
+	return append(out, staleOf(leases, now)...), nil
+}
+
+// staleOf picks the held leases that ran out by now. The hosts report marks their
+// holders with it.
+func staleOf(leases []ledger.Lease, now time.Time) []StaleLease {
+	var out []StaleLease
 	for _, x := range leases {
 		if x.Owner != "" && x.ExpiresAt.Before(now) {
 			out = append(out, StaleLease{Lease: x, ExpiredSeconds: seconds(now.Sub(x.ExpiresAt))})
 		}
 	}
-	return out, nil
+	return out
 }

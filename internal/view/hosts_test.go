@@ -18,7 +18,8 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // which stops renewing (its lease expires), and checks that the report lists each
 // host with its workflows, marks the silent one stale, and lists a released lease
 // as free; then that the takeover of the expired lease moves the workflow to the
-// other host.
+// other host, keeps the silent host listed as taken over with its last renewal, and
+// lists the takeover with how long its former holder had been silent.
 func TestHosts(t *testing.T) {
 	ctx := context.Background()
 	s, err := postgres.Open(ctx, pgtest.URL(t), postgres.Options{})
@@ -66,8 +67,21 @@ func TestHosts(t *testing.T) {
 	if h, err = view.HostsOf(ctx, s, nil); err != nil {
 		t.Fatal(err)
 	}
-	if len(h.Hosts) != 1 || h.Hosts[0].Owner != "host-b" || len(h.Hosts[0].Leases) != 2 || h.Hosts[0].Leases[0].Claims != 2 {
-		t.Errorf("after the takeover: got %+v, want host-b holding charges (claimed twice) and orders", h.Hosts)
+	if len(h.Hosts) != 2 || h.Hosts[1].Owner != "host-b" || len(h.Hosts[1].Leases) != 2 || h.Hosts[1].Leases[0].Claims != 2 ||
+		h.Hosts[1].State != view.HostRenewing {
+		t.Errorf("after the takeover: got %+v, want host-b renewing charges (claimed twice) and orders", h.Hosts)
+	}
+	// host-a holds nothing now; the ledger remembers it, its last renewal, and that
+	// charges was taken from it after it stopped renewing.
+	if a := h.Hosts[0]; a.Owner != "host-a" || len(a.Leases) != 0 || a.State != view.HostTakenOver || a.RenewedAt.IsZero() {
+		t.Errorf("host-a after the takeover: got %+v, want taken over, with its last renewal", a)
+	}
+	if len(h.Takeovers) != 1 {
+		t.Fatalf("takeovers: got %+v, want charges from host-a to host-b", h.Takeovers)
+	}
+	if x := h.Takeovers[0]; x.Workflow != "charges" || x.From != "host-a" || x.To != "host-b" || x.Token != 2 ||
+		x.SilentMS < 20 || !x.RenewedAt.Equal(h.Hosts[0].RenewedAt) {
+		t.Errorf("takeover: got %+v, want charges from host-a to host-b, claim 2, at least 20ms after host-a's last renewal", x)
 	}
 }
 
@@ -77,7 +91,7 @@ func TestHostsSQLite(t *testing.T) {
 	s := must(sqlite.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), sqlite.Options{}))(t)
 	t.Cleanup(func() { s.Close() })
 	h, err := view.HostsOf(ctx, s, nil)
-	if err != nil || h.Shared || len(h.Hosts) != 0 || h.Free == nil {
+	if err != nil || h.Shared || len(h.Hosts) != 0 || h.Free == nil || h.Takeovers == nil {
 		t.Errorf("got %+v, %v; want not shared, no hosts, empty lists", h, err)
 	}
 }

@@ -16,10 +16,16 @@ type leaseRow struct {
 	Token     int64     `db:"claims"`
 	ExpiresAt time.Time `db:"expires_at"`
 	TakenFrom string    `db:"taken_from"`
+	RenewedAt time.Time `db:"renewed_at"`
+	// PrevRenewed is when the former holder last renewed a lease taken over.
+	PrevRenewed time.Time `db:"prev_renewed"`
 }
 
 func (r leaseRow) lease() ledger.Lease {
 	l := ledger.Lease{Workflow: r.Workflow, Owner: r.Owner, Token: r.Token, ExpiresAt: r.ExpiresAt.UTC(), TakenFrom: r.TakenFrom}
+	if !r.RenewedAt.IsZero() && r.RenewedAt.Unix() > 0 {
+		l.RenewedAt = r.RenewedAt.UTC()
+	}
 	if r.Owner == "" {
 		l.ExpiresAt = time.Time{}
 	}
@@ -76,19 +82,22 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 		// free.owner is the holder before this claim: another host's, unreleased, when
 		// this claim takes an expired lease over.
 		err := tx.GetContext(ctx, &row, `WITH free AS (
-				SELECT workflow, owner FROM leases
+				SELECT workflow, owner, renewed_at FROM leases
 				WHERE workflow = ? AND (owner = '' OR owner = ? OR expires_at < clock_timestamp())
 				FOR UPDATE SKIP LOCKED)
 			UPDATE leases l SET owner = ?, claims = l.claims + 1, claimed_at = clock_timestamp(), wanted_at = 'epoch',
-				expires_at = clock_timestamp() + ? * interval '1 millisecond'
+				renewed_at = clock_timestamp(), expires_at = clock_timestamp() + ? * interval '1 millisecond'
 			FROM free WHERE l.workflow = free.workflow
-			RETURNING l.workflow, l.owner, l.claims, l.expires_at,
+			RETURNING l.workflow, l.owner, l.claims, l.expires_at, l.renewed_at, free.renewed_at AS prev_renewed,
 				CASE WHEN free.owner <> ? THEN free.owner ELSE '' END AS taken_from`, workflow, owner, owner, millis(ttl), owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil // taken by another host a moment ago
 		}
 		if err != nil {
 			return s.dbErr("claim lease", err)
+		}
+		if err := s.noteClaim(ctx, tx, row); err != nil {
+			return err
 		}
 		found = true
 		return nil
@@ -103,9 +112,14 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 func (s *Store) RenewLease(ctx context.Context, l ledger.Lease, ttl time.Duration) (ledger.Lease, error) {
 	var row leaseRow
 	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
-		return tx.GetContext(ctx, &row, `UPDATE leases SET expires_at = clock_timestamp() + ? * interval '1 millisecond'
+		err := tx.GetContext(ctx, &row, `UPDATE leases SET expires_at = clock_timestamp() + ? * interval '1 millisecond',
+				renewed_at = clock_timestamp()
 			WHERE workflow = ? AND owner = ? AND claims = ? AND expires_at >= clock_timestamp()
-			RETURNING workflow, owner, claims, expires_at`, millis(ttl), l.Workflow, l.Owner, l.Token)
+			RETURNING workflow, owner, claims, expires_at, renewed_at`, millis(ttl), l.Workflow, l.Owner, l.Token)
+		if err != nil {
+			return err
+		}
+		return s.noteRenewal(ctx, tx, l.Owner)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, fmt.Errorf("%w: workflow %s (owner %s, token %d)", ledger.ErrLeaseLost, l.Workflow, l.Owner, l.Token)
@@ -144,7 +158,7 @@ func (s *Store) ReleaseLease(ctx context.Context, l ledger.Lease) (bool, error) 
 // Leases lists every workflow's lease by workflow name.
 func (s *Store) Leases(ctx context.Context) ([]ledger.Lease, error) {
 	var rows []leaseRow
-	if err := s.r.SelectContext(ctx, &rows, `SELECT workflow, owner, claims, expires_at FROM leases ORDER BY workflow`); err != nil {
+	if err := s.r.SelectContext(ctx, &rows, `SELECT workflow, owner, claims, expires_at, renewed_at FROM leases ORDER BY workflow`); err != nil {
 		return nil, s.dbErr("list leases", err)
 	}
 	out := make([]ledger.Lease, 0, len(rows))
@@ -160,4 +174,101 @@ func (s *Store) Leases(ctx context.Context) ([]ledger.Lease, error) {
 func notify(ctx context.Context, tx *wtx, workflow string) error {
 	_, err := tx.ExecContext(ctx, `SELECT pg_notify('scripthost:' || current_schema(), ?)`, workflow)
 	return err
+}
+
+// Bounds of the lease history: hosts silent for hostsKept are dropped when a new host
+// first claims a lease, and the newest takeoversKept takeovers are kept.
+const (
+	hostsKept     = 7 * 24 * time.Hour
+	takeoversKept = 1000
+)
+
+// noteClaim records in the lease history a claim just made in tx, at the claim's time: the host's renewal
+// (a host seen for the first time drops the hosts silent for hostsKept) and, when the
+// claim took the lease over, the takeover (keeping the newest takeoversKept).
+func (s *Store) noteClaim(ctx context.Context, tx *wtx, row leaseRow) error {
+	var inserted bool
+	err := tx.GetContext(ctx, &inserted, `INSERT INTO lease_hosts (owner, first_seen, renewed_at)
+		VALUES (?, ?, ?)
+		ON CONFLICT (owner) DO UPDATE SET renewed_at = excluded.renewed_at
+		RETURNING xmax = 0`, row.Owner, row.RenewedAt, row.RenewedAt)
+	if err != nil {
+		return s.dbErr("claim lease: note host", err)
+	}
+	if inserted {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM lease_hosts
+			WHERE renewed_at < clock_timestamp() - ? * interval '1 millisecond'
+			AND owner NOT IN (SELECT owner FROM leases)`, hostsKept.Milliseconds()); err != nil {
+			return s.dbErr("claim lease: drop silent hosts", err)
+		}
+	}
+	if row.TakenFrom == "" {
+		return nil
+	}
+	var id int64
+	if err := tx.GetContext(ctx, &id, `INSERT INTO lease_takeovers (workflow, from_owner, to_owner, taken_at, renewed_at, claims)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
+		row.Workflow, row.TakenFrom, row.Owner, row.RenewedAt, row.PrevRenewed, row.Token); err != nil {
+		return s.dbErr("claim lease: note takeover", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM lease_takeovers WHERE id <= ?`, id-takeoversKept); err != nil {
+		return s.dbErr("claim lease: drop old takeovers", err)
+	}
+	return nil
+}
+
+// noteRenewal moves the host's last renewal in the lease history to now. It writes at
+// most once a second per host, so that a host renewing many leases does not queue its
+// renewals on one row.
+func (s *Store) noteRenewal(ctx context.Context, tx *wtx, owner string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE lease_hosts SET renewed_at = clock_timestamp()
+		WHERE owner = ? AND renewed_at < clock_timestamp() - interval '1 second'`, owner)
+	return s.dbErr("renew lease: note host", err)
+}
+
+type leaseHostRow struct {
+	Owner     string    `db:"owner"`
+	FirstSeen time.Time `db:"first_seen"`
+	RenewedAt time.Time `db:"renewed_at"`
+}
+
+// LeaseHosts lists the hosts that held a lease in the last hostsKept, by owner.
+func (s *Store) LeaseHosts(ctx context.Context) ([]ledger.LeaseHost, error) {
+	var rows []leaseHostRow
+	if err := s.r.SelectContext(ctx, &rows, `SELECT owner, first_seen, renewed_at FROM lease_hosts ORDER BY owner`); err != nil {
+		return nil, s.dbErr("list lease hosts", err)
+	}
+	out := make([]ledger.LeaseHost, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, ledger.LeaseHost{Owner: r.Owner, FirstSeen: r.FirstSeen.UTC(), RenewedAt: r.RenewedAt.UTC()})
+	}
+	return out, nil
+}
+
+type takeoverRow struct {
+	Workflow  string    `db:"workflow"`
+	From      string    `db:"from_owner"`
+	To        string    `db:"to_owner"`
+	At        time.Time `db:"taken_at"`
+	RenewedAt time.Time `db:"renewed_at"`
+	Token     int64     `db:"claims"`
+}
+
+// Takeovers lists the newest takeovers first, at most limit (and at most
+// takeoversKept are kept).
+func (s *Store) Takeovers(ctx context.Context, limit int) ([]ledger.Takeover, error) {
+	if limit <= 0 {
+		limit = takeoversKept
+	}
+	var rows []takeoverRow
+	if err := s.r.SelectContext(ctx, &rows, `SELECT workflow, from_owner, to_owner, taken_at, renewed_at, claims
+		FROM lease_takeovers ORDER BY id DESC LIMIT ?`, limit); err != nil {
+		return nil, s.dbErr("list takeovers", err)
+	}
+	out := make([]ledger.Takeover, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, ledger.Takeover{Workflow: r.Workflow, From: r.From, To: r.To, At: r.At.UTC(),
+			RenewedAt: r.RenewedAt.UTC(), Token: r.Token})
+	}
+	return out, nil
 }

@@ -98,8 +98,9 @@ type Store struct {
 }
 
 var (
-	_ ledger.Store  = (*Store)(nil)
-	_ ledger.Leaser = (*Store)(nil)
+	_ ledger.Store        = (*Store)(nil)
+	_ ledger.Leaser       = (*Store)(nil)
+	_ ledger.LeaseHistory = (*Store)(nil)
 )
 
 // IsURL reports whether a --db value names a PostgreSQL database rather than a file.

@@ -13,7 +13,7 @@ function h(tag, attrs, ...children) {
     if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
     else el.setAttribute(k, v === true ? "" : v);
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -82,8 +82,9 @@ function confirmAction(text, extra) {
 // page shows a page's content. A live page draws itself again every few seconds: when
 // nothing changed, the nodes on screen stay (no flicker, no lost focus or selection).
 function page(title, ...content) {
-  const next = document.createElement("div");
-  next.append(h("h1", {}, title), ...content);
+  // h skips the absent parts (null, undefined, false) a page passes for what it
+  // does not show: appended as they are, they would print as text.
+  const next = h("div", {}, h("h1", {}, title), ...content);
   if (next.innerHTML === main.innerHTML) return;
   main.replaceChildren(...next.childNodes);
 }
@@ -102,6 +103,16 @@ function setHash(hash) {
   history.replaceState(null, "", hash);
   routedHash = location.hash;
   return true;
+}
+
+// refused shows why an action was refused beside the control that asked for it, where
+// the operator is looking (the page's end may be out of sight).
+function refused(el, err) {
+  if (!el || !el.isConnected) { fail(err); return; }
+  const box = el.closest("td, .buttons, .unblock") || el.parentNode;
+  let p = box.querySelector(":scope > .refusal");
+  if (!p) { p = h("p", { class: "error refusal", role: "alert" }); box.append(p); }
+  p.textContent = String(err.message || err);
 }
 
 // live re-renders every 2 s while the page stays shown.
@@ -351,7 +362,8 @@ function cancelButton(r, render) {
   const final = ["committed", "skipped", "cancelled"].includes(r.status) || r.status.startsWith("failed:");
   if (final || r.superseded_by) return null;
   return h("button", {
-    id: "cancel-run", class: "danger", onclick: async () => {
+    id: "cancel-run", class: "danger", onclick: async (ev) => {
+      const btn = ev.currentTarget;
       const reason = h("input", { id: "cancel-reason", placeholder: "why (kept in the audit trail)" });
       if (!(await confirmAction("Cancel run " + r.id + "? Before its mutation its events are released to the next run; after it the side effect is kept and next does not run; " +
         "with the mutation in flight it is cancelled once the outcome is known.", h("label", {}, "Reason", reason)))) return;
@@ -359,7 +371,7 @@ function cancelButton(r, render) {
         const res = await api("/runs/" + r.id + "/cancel", { method: "POST", body: { reason: reason.value, by: operatorName() } });
         await render();
         if (res.requested) fail(new Error(res.message));
-      } catch (e) { fail(e); }
+      } catch (e) { refused(document.getElementById("cancel-run") || btn, e); }
     },
   }, "Cancel run");
 }
@@ -380,11 +392,18 @@ async function runPage(id) {
     const r = d.run;
     const actions = h("div", { class: "buttons" });
     const blocked = !r.superseded_by && (r.status.startsWith("failed:") || r.status.startsWith("paused:"));
-    if (blocked) {
+    // A run paused on an indeterminate mutation goes on only once a person says what
+    // became of the side effect: offer Resolve, not a Retry the ledger would refuse.
+    const unresolved = d.mutation && d.mutation.status === "indeterminate" ? d.mutation : null;
+    if (blocked && unresolved) {
+      actions.append(h("span", { id: "resolve", class: "unblock" }, "Resolve mutation " + unresolved.id + " as ",
+        resolveButtons({ ...unresolved, workflow: r.workflow, handler: r.handler }, render)));
+    } else if (blocked) {
       actions.append(h("button", {
-        id: "retry", class: "primary", onclick: async () => {
+        id: "retry", class: "primary", onclick: async (ev) => {
+          const btn = ev.currentTarget;
           if (!(await confirmAction("Retry run " + r.id + " on the newest version of " + r.workflow + "?"))) return;
-          try { const res = await api("/runs/" + r.id + "/retry", { method: "POST", body: { by: operatorName() } }); location.hash = "#/run/" + res.retry.id; } catch (e) { fail(e); }
+          try { const res = await api("/runs/" + r.id + "/retry", { method: "POST", body: { by: operatorName() } }); location.hash = "#/run/" + res.retry.id; } catch (e) { refused(btn, e); }
         },
       }, "Retry"));
     }
@@ -417,18 +436,18 @@ async function runPage(id) {
     });
     // The events the run reserved or its failed prepare phase peeked at; a blocked
     // run's pending ones can be set aside (a poison event) so the handler goes on.
-    const skip = async (ev) => {
+    const skip = async (ev, btn) => {
       const reason = h("input", { id: "skip-reason", placeholder: "why (kept in the audit trail)" });
       if (!(await confirmAction("Set event " + ev.topic + "/" + ev.id + " aside? It stays listed as skipped, no run takes it again, and run " + r.id +
         " is retried without it.", h("label", {}, "Reason", reason)))) return;
       try {
         const res = await api("/events/skip", { method: "POST", body: { workflow: r.workflow, topic: ev.topic, id: ev.id, reason: reason.value, by: operatorName() } });
         if (res.retried.length) location.hash = "#/run/" + res.retried[0].retry.id; else await render();
-      } catch (e) { fail(e); }
+      } catch (e) { refused(btn, e); }
     };
     const events = (d.events || []).length ? table(["Topic", "Event", "How", "Status", ""], d.events.map((ev) => h("tr", { "data-event": ev.topic + "/" + ev.id },
       h("td", {}, ev.topic), h("td", { class: "mono" }, ev.id), h("td", {}, ev.how), h("td", {}, status(ev.status || "-")),
-      h("td", {}, blocked && ev.status === "pending" ? h("button", { class: "skip-event", onclick: () => skip(ev) }, "Skip event") : ""))), { id: "run-events" })
+      h("td", {}, blocked && ev.status === "pending" ? h("button", { class: "skip-event", onclick: (e) => skip(ev, e.currentTarget) }, "Skip event") : ""))), { id: "run-events" })
       : h("p", { class: "muted" }, "none");
     const m = d.mutation;
     page("Run " + r.id,
@@ -489,7 +508,7 @@ function params(m) { return h("code", { class: "mono params" }, m.params === und
 
 // resolveMutation resolves m as as after a confirmation that shows what the mutation
 // was (tool, params, workflow, age), then calls after.
-async function resolveMutation(m, as, after) {
+async function resolveMutation(m, as, after, btn) {
   const result = h("textarea", { id: "resolve-result", placeholder: "the tool's result as JSON (optional)" });
   const text = { applied: "The side effect happened: the run continues to next with this result.",
     failed: "It did not happen: the events are released and a fresh run prepares again.",
@@ -505,13 +524,13 @@ async function resolveMutation(m, as, after) {
   if (!(await confirmAction("Resolve mutation " + m.id + " as " + as + "? " + text, extra))) return;
   const body = { as, by: operatorName() };
   if (as === "applied" && result.value.trim()) {
-    try { body.result = JSON.parse(result.value); } catch (e) { fail(new Error("result is not valid JSON: " + e.message)); return; }
+    try { body.result = JSON.parse(result.value); } catch (e) { refused(btn, new Error("result is not valid JSON: " + e.message)); return; }
   }
-  try { await api("/mutations/" + m.id + "/resolve", { method: "POST", body }); await after(); } catch (e) { fail(e); }
+  try { await api("/mutations/" + m.id + "/resolve", { method: "POST", body }); await after(); } catch (e) { refused(btn, e); }
 }
 
 function resolveButtons(m, after) {
-  return ["applied", "failed", "skipped"].map((as) => h("button", { class: "resolve-" + as, onclick: () => resolveMutation(m, as, after) }, as));
+  return ["applied", "failed", "skipped"].map((as) => h("button", { class: "resolve-" + as, onclick: (ev) => resolveMutation(m, as, after, ev.currentTarget) }, as));
 }
 
 function queuePage() {
@@ -597,7 +616,8 @@ function unblockButton(b, x, after) {
   const label = x.kind === "retry" ? "retry run " + x.target : "skip event " + x.target;
   return h("button", {
     class: "unblock", "data-kind": x.kind, "data-target": x.target, title: x.hint + " (" + x.command + ")",
-    onclick: async () => {
+    onclick: async (ev) => {
+      const btn = ev.currentTarget;
       if (!(await confirmAction(label + "? " + x.hint + "."))) return;
       try {
         if (x.kind === "retry") await api("/runs/" + encodeURIComponent(x.target) + "/retry", { method: "POST", body: { by: operatorName() } });
@@ -606,7 +626,7 @@ function unblockButton(b, x, after) {
           await api("/events/skip", { method: "POST", body: { workflow, topic, id: id.join("/"), by: operatorName() } });
         }
         await after();
-      } catch (e) { fail(e); }
+      } catch (e) { refused(btn, e); }
     },
   }, label);
 }
@@ -674,6 +694,9 @@ function overviewPage() {
 
 // ---- hosts ----
 
+function hostState(st) { return h("span", { class: "status " + st.replace(/ /g, "-") }, st); }
+function silentFor(ms) { return ms < 10000 ? (ms / 1000).toFixed(1) + " s" : age(Math.round(ms / 1000)); }
+
 function hostsPage() {
   const body = h("div", { id: "hosts" });
   const render = async () => {
@@ -681,15 +704,21 @@ function hostsPage() {
     if (!x.shared) { body.replaceChildren(h("p", { class: "muted" }, "This ledger is not shared (SQLite): one host, no leases.")); return; }
     const rows = [];
     for (const host of x.hosts) {
-      for (const l of host.leases) {
-        rows.push(h("tr", { "data-host": host.owner, "data-workflow": l.workflow },
-          h("td", { class: "mono" }, host.owner), h("td", {}, status(host.stale ? "stale" : "renewing")), h("td", {}, l.workflow),
-          h("td", {}, l.claims), h("td", {}, time(l.expires_at) + (l.expired ? " (expired)" : ""))));
-      }
+      const renewed = host.renewed_at ? time(host.renewed_at) + " (" + age(host.silent_seconds) + " ago)" : "-";
+      const cells = (l) => [h("td", { class: "mono" }, host.owner), h("td", { class: "host-state" }, hostState(host.state)), h("td", {}, renewed),
+        h("td", {}, l ? l.workflow : "-"), h("td", {}, l ? l.claims : "-"), h("td", {}, l ? time(l.expires_at) + (l.expired ? " (expired)" : "") : "-")];
+      if (!host.leases.length) rows.push(h("tr", { "data-host": host.owner, "data-state": host.state }, ...cells(null)));
+      for (const l of host.leases) rows.push(h("tr", { "data-host": host.owner, "data-state": host.state, "data-workflow": l.workflow }, ...cells(l)));
     }
-    for (const f of x.free) rows.push(h("tr", { "data-workflow": f.workflow }, h("td", {}, "-"), h("td", {}, status("free")), h("td", {}, f.workflow), h("td", {}, f.claims), h("td", {}, "-")));
-    body.replaceChildren(h("p", { class: "muted" }, "A host holds a workflow's lease while it drives a pass over it; a stale host stopped renewing, and the next host to claim its workflows takes them over."),
-      table(["Host", "State", "Workflow", "Claims", "Lease expires"], rows, { id: "hosts-table" }));
+    for (const f of x.free) rows.push(h("tr", { "data-workflow": f.workflow }, h("td", {}, "-"), h("td", {}, status("free")), h("td", {}, "-"), h("td", {}, f.workflow), h("td", {}, f.claims), h("td", {}, "-")));
+    const stale = x.hosts.filter((o) => o.state === "stale").length;
+    body.replaceChildren(...[h("p", { class: "muted" }, "A host holds a workflow's lease while it drives a pass over it. A stale host stopped renewing: the next host to claim its workflows takes them over. A host taken over lost a workflow after its last renewal."),
+      stale ? h("p", { class: "error", id: "hosts-stale" }, stale + (stale === 1 ? " host stopped renewing: see " : " hosts stopped renewing: see "), h("a", { href: "#/attention" }, "Needs attention")) : null,
+      table(["Host", "State", "Last renewal", "Workflow", "Claims", "Lease expires"], rows, { id: "hosts-table" }),
+      section("takeovers", "Takeovers", x.takeovers.length, ["Taken at", "Workflow", "From", "To", "Silent for", "Claim"],
+        x.takeovers.map((t) => h("tr", { "data-workflow": t.workflow, "data-from": t.from, "data-to": t.to },
+          h("td", {}, time(t.at)), h("td", {}, t.workflow), h("td", { class: "mono" }, t.from), h("td", { class: "mono" }, t.to),
+          h("td", { class: "silent" }, silentFor(t.silent_ms)), h("td", {}, t.token))))].filter(Boolean));
   };
   page("Hosts", body);
   live(render);
@@ -752,6 +781,25 @@ function plansPage() {
   draw();
 }
 
+// diagnosticLine is a checker diagnostic as `scripthost plan show` prints it:
+// file:line:column: level code: message (checker).
+function diagnosticLine(a) {
+  return a.file + ":" + (a.line || 0) + ":" + (a.column || 0) + ": " + a.level + " " + (a.code || "") + ": " + a.message + " (" + a.checker + ")";
+}
+
+// evidence shows what a step's record keeps beyond its result: the plan's intent, the
+// checker diagnostics one line each, and the rest (hash, attempts, who authorized it).
+function evidence(d) {
+  if (!d || typeof d !== "object") return [h("h3", {}, "evidence"), json(d)];
+  const diags = (d.artifacts || []).filter((a) => a.kind === "diagnostic");
+  const rest = Object.fromEntries(Object.entries(d).filter(([k]) => k !== "artifacts" && k !== "intent"));
+  return [
+    d.intent && h("p", { class: "intent" }, "intent: " + d.intent),
+    diags.length ? [h("h3", {}, "diagnostics"), h("ul", { class: "diagnostics mono" },
+      diags.map((a) => h("li", { class: "diag " + (a.level || "") }, diagnosticLine(a))))] : null,
+    h("details", {}, h("summary", {}, "evidence"), json(rest))];
+}
+
 async function planPage(id) {
   try {
     const recs = await api("/executions/" + id);
@@ -762,7 +810,7 @@ async function planPage(id) {
       h("h3", {}, "arguments"), json(r.arguments),
       r.result !== undefined && [h("h3", {}, "result"), json(r.result)],
       r.stdout && [h("h3", {}, "stdout"), h("pre", {}, r.stdout)], r.stderr && [h("h3", {}, "stderr"), h("pre", {}, r.stderr)],
-      r.diagnostics !== undefined && [h("h3", {}, "diagnostics"), json(r.diagnostics)])));
+      r.diagnostics !== undefined && evidence(r.diagnostics))));
   } catch (e) { fail(e); }
 }
 
@@ -795,7 +843,7 @@ function agentsPage() {
 }
 
 // decideCall approves or denies a call that waits for approval, after a confirmation.
-async function decideCall(sessionID, c, approve, render) {
+async function decideCall(sessionID, c, approve, render, btn) {
   const verb = approve ? "approve" : "deny";
   const text = approve
     ? "Approve " + c.tool + " (call " + c.call_id + ")? It runs when the session resumes (scripthost agent resume " + sessionID + ")."
@@ -804,20 +852,32 @@ async function decideCall(sessionID, c, approve, render) {
   try {
     await api("/agent/sessions/" + encodeURIComponent(sessionID) + "/" + verb, { method: "POST", body: { call: c.call_id, by: operatorName() } });
     await render();
-  } catch (e) { fail(e); }
+  } catch (e) { refused(btn, e); }
+}
+
+// exitOf is how a call that ran a command ended when it did not succeed: "exit N"
+// for a non-zero exit code, "timed out" or "killed"; null otherwise.
+function exitOf(c) {
+  const r = c.result;
+  if (!r || typeof r !== "object" || typeof r.exit_code !== "number") return null;
+  if (r.timed_out) return "timed out";
+  if (r.exit_code === -1) return "killed";
+  return r.exit_code ? "exit " + r.exit_code : null;
 }
 
 function callRow(sessionID, c, render) {
   const pending = c.status === "pending_approval";
   const out = c.error || (c.result !== undefined ? JSON.stringify(c.result) : "");
+  const exit = exitOf(c);
   return h("tr", { "data-call": c.call_id },
     h("td", { class: "mono" }, c.call_id), h("td", {}, c.tool), h("td", { class: "mono" }, JSON.stringify(c.arguments ?? null)),
-    h("td", {}, status(c.status)), h("td", { class: "decision" }, c.decision || ""),
+    h("td", { class: "call-status" }, exit ? h("span", { class: "status failed", title: c.status + ": the command ran and did not succeed" }, exit) : status(c.status)),
+    h("td", { class: "decision" }, c.decision || ""),
     h("td", { class: c.error ? "error mono" : "mono" }, out.length > 300 ? out.slice(0, 300) + "…" : out),
     h("td", {}, c.duration_ms + " ms"),
     h("td", {}, pending && [
-      h("button", { class: "approve primary", onclick: () => decideCall(sessionID, c, true, render) }, "Approve"), " ",
-      h("button", { class: "deny", onclick: () => decideCall(sessionID, c, false, render) }, "Deny")]));
+      h("button", { class: "approve primary", onclick: (ev) => decideCall(sessionID, c, true, render, ev.currentTarget) }, "Approve"), " ",
+      h("button", { class: "deny", onclick: (ev) => decideCall(sessionID, c, false, render, ev.currentTarget) }, "Deny")]));
 }
 
 async function agentPage(id) {
