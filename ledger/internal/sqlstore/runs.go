@@ -313,6 +313,11 @@ func (s *Store) snapshot(ctx context.Context, tx Tx, last, run *scripthost.Run) 
 	if err != nil {
 		return fmt.Errorf("%s: snapshot run %s: %w", s.name, run.ID, err)
 	}
+	if et, ok := tx.(*eventTx); ok { // written with the events, at the write's end
+		et.tableSnaps = append(et.tableSnaps, tableSnap{runID: run.ID, phase: string(run.Phase),
+			status: string(run.Status), run: b, at: nanos(run.UpdatedAt)})
+		return nil
+	}
 	_, err = tx.ExecContext(ctx, snapshotSQL, run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt), run.ID)
 	if err != nil {
 		return s.dbErr("snapshot run", err)

@@ -81,12 +81,12 @@ type Dialect struct {
 	// (PostgreSQL) and the lookups come first.
 	TxSurvivesErrors bool
 	// Embedded: the database runs in this process, where each statement costs a call
-	// into it rather than a round trip, and its planner is SQLite's: a transaction's
-	// lifecycle events go in one multi-row INSERT, and a snapshot takes its number from
-	// a subquery in VALUES (SQLite runs an INSERT … SELECT from the table it inserts
-	// into through a temporary table). Elsewhere each event is its own INSERT and the
-	// snapshot an INSERT … SELECT, the statements the PostgreSQL ledger is tested with
-	// under load.
+	// into it rather than a round trip, and its planner is SQLite's: the lifecycle log
+	// holds the snapshots, each a change from the one before, and a snapshot takes its
+	// number from a subquery in VALUES (SQLite runs an INSERT … SELECT from the table it
+	// inserts into through a temporary table). Elsewhere the snapshots have a table of
+	// their own, and a transaction's snapshots and lifecycle events are one statement
+	// at its end (see appendLog).
 	Embedded bool
 }
 
