@@ -42,6 +42,12 @@ type Options struct {
 	NewID func() string
 	// MaxConns caps the connection pool; default 16.
 	MaxConns int
+	// OnRetry, when set, is called each time a write transaction is run again, with
+	// why: "serialization" or "deadlock" (the server refused it), "connection" (the
+	// connection was lost before COMMIT) or "stale_row" (a row it found in the
+	// store's row cache had changed in the database, or it failed after deciding on
+	// such a row).
+	OnRetry func(reason string)
 	// Schema, when set, keeps the ledger's tables in that schema (created if missing)
 	// instead of the connection's default search path: several ledgers can then share
 	// one database.
@@ -75,6 +81,9 @@ type Store struct {
 	db   *sqlx.DB
 	// r reads through the pool with the store's placeholders.
 	r conn
+
+	// cache keeps the rows the store's writes left (see rowCache).
+	cache *rowCache
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -110,7 +119,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		cfg.RuntimeParams["search_path"] = opts.Schema
 	}
-	s := &Store{dsn: redactURL(dsn), opts: opts, cfg: cfg, closed: make(chan struct{})}
+	s := &Store{dsn: redactURL(dsn), opts: opts, cfg: cfg, closed: make(chan struct{}), cache: newRowCache()}
 	db := sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)

@@ -48,7 +48,8 @@ func (c conn) SelectContext(ctx context.Context, dest any, q string, args ...any
 // forUpdate).
 type wtx struct {
 	conn
-	tx *sqlx.Tx
+	tx    *sqlx.Tx
+	cache txCache
 }
 
 func (t *wtx) NamedExecContext(ctx context.Context, q string, arg any) (sql.Result, error) {
@@ -61,19 +62,28 @@ type writeFunc func(ctx context.Context, tx *wtx) error
 // deadlock or serialisation failure, or that lost its connection before COMMIT was
 // sent, is run again from the start (fn must only depend on what it reads in tx),
 // until ctx is done. A failed COMMIT is not retried: whether it took effect is
-// unknown, and every caller re-reads the ledger before its next step.
+// unknown, and every caller re-reads the ledger before its next step. A transaction
+// that failed after it found a row in the row cache is run again at once without the
+// cache: the row may have changed since (see rowCache).
 func (s *Store) write(ctx context.Context, fn writeFunc) error {
 	wait := 10 * time.Millisecond
+	noCache := false
 	for attempt := 1; ; attempt++ {
 		select {
 		case <-s.closed:
 			return errClosed
 		default:
 		}
-		err, retry := s.runTx(ctx, fn)
+		err, retry, usedCache := s.runTx(ctx, fn, noCache)
+		if err != nil && usedCache && ctx.Err() == nil {
+			s.retried(retryStaleRow)
+			noCache = true
+			continue
+		}
 		if err == nil || !retry || ctx.Err() != nil {
 			return err
 		}
+		s.retried(retryReason(err))
 		select {
 		case <-ctx.Done():
 			return err
@@ -82,6 +92,35 @@ func (s *Store) write(ctx context.Context, fn writeFunc) error {
 		case <-time.After(wait):
 		}
 		wait = min(wait*2, time.Second)
+	}
+}
+
+// Reasons a transaction was run again, as Options.OnRetry names them.
+const (
+	retryStaleRow      = "stale_row"
+	retrySerialization = "serialization"
+	retryDeadlock      = "deadlock"
+	retryConnection    = "connection"
+)
+
+// retryReason names why a retryable failure is retried.
+func retryReason(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "40001":
+			return retrySerialization
+		case "40P01":
+			return retryDeadlock
+		}
+	}
+	return retryConnection
+}
+
+// retried counts a transaction run again.
+func (s *Store) retried(reason string) {
+	if s.opts.OnRetry != nil {
+		s.opts.OnRetry(reason)
 	}
 }
 
@@ -94,20 +133,34 @@ func (s *Store) mustWrite(ctx context.Context, fn writeFunc) error {
 	return s.write(ctx, fn)
 }
 
-// runTx runs fn once and reports whether a failure may be retried.
-func (s *Store) runTx(ctx context.Context, fn writeFunc) (error, bool) {
+// runTx runs fn once and reports whether a failure may be retried and whether the
+// transaction found rows in the row cache (which noCache turns off).
+func (s *Store) runTx(ctx context.Context, fn writeFunc, noCache bool) (error, bool, bool) {
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return s.dbErr("begin", err), retryable(err, false)
+		return s.dbErr("begin", err), retryable(err, false), false
 	}
 	defer tx.Rollback()
-	if err := fn(ctx, &wtx{conn: conn{tx}, tx: tx}); err != nil {
-		return err, retryable(err, false)
+	w := &wtx{conn: conn{tx}, tx: tx}
+	if !noCache {
+		w.cache.shared = s.cache
+	}
+	used := func() bool {
+		if len(w.cache.used) == 0 {
+			return false
+		}
+		s.cache.drop(w.cache.used)
+		return true
+	}
+	if err := fn(ctx, w); err != nil {
+		return err, retryable(err, false), used()
 	}
 	if err := tx.Commit(); err != nil {
-		return s.dbErr("commit", err), retryable(err, true)
+		s.cache.drop(w.cache.used)
+		return s.dbErr("commit", err), retryable(err, true), false
 	}
-	return nil, false
+	s.cache.commit(w.cache.rows)
+	return nil, false, false
 }
 
 // retryable reports whether running the transaction again is safe and may succeed:

@@ -59,6 +59,9 @@ func (s *Store) withEvents(ctx context.Context, fn WriteFunc) WriteFunc {
 		if err := fn(ctx, t); err != nil {
 			return err
 		}
+		if err := s.confirmGuards(ctx, tx); err != nil {
+			return err
+		}
 		if len(t.tableSnaps) > 0 {
 			return s.appendLog(ctx, tx, &t.touched, t.tableSnaps, evs, t.own)
 		}

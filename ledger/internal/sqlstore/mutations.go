@@ -109,9 +109,8 @@ var updateMutation = updateOf("mutations", mutationColumns, "id", "run_id", "wor
 
 func (s *Store) saveMutation(ctx context.Context, tx Tx, m scripthost.Mutation) error {
 	row := mutationToRow(m)
-	_, err := tx.ExecContext(ctx, updateMutation.q, updateMutation.args(row.values())...)
-	if err != nil {
-		return s.dbErr("update mutation", err)
+	if err := s.guardedExec(ctx, tx, RowKey{"mutations", m.ID}, guardMutation, "update mutation", updateMutation.q, updateMutation.args(row.values())); err != nil {
+		return err
 	}
 	cacheMutation(tx, row)
 	noteMutation(tx, m.ID, m.RunID)

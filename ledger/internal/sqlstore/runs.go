@@ -230,8 +230,8 @@ func (s *Store) saveRun(ctx context.Context, tx Tx, rec runRec, via ...scripthos
 	if !s.d.RewritesSetIndexes || rec.Status != rec.stored {
 		i |= 2
 	}
-	if _, err = tx.ExecContext(ctx, runUpdates[i].q, runUpdates[i].args(row.values())...); err != nil {
-		return s.dbErr("update run", err)
+	if err := s.guardedExec(ctx, tx, RowKey{"runs", rec.ID}, guardRun, "update run", runUpdates[i].q, runUpdates[i].args(row.values())); err != nil {
+		return err
 	}
 	cacheRun(tx, row)
 	noteRun(tx, rec.ID, false)
