@@ -209,10 +209,10 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 			m.IdempotencyKey = scripthost.IdempotencyKey(nm.InputHash, n)
 		}
 		// A mutation already recorded for the run, or another with the key, is refused
-		// naming it. The unique indexes on both find a conflict at the INSERT; where a
-		// refused statement leaves the transaction usable the lookups that name it run
-		// only then, elsewhere before the INSERT, which then finds only a writer that
-		// got there since.
+		// naming it. The unique indexes on both find a conflict at the INSERT, and the
+		// lookups that name it run only then: where a refused statement leaves the
+		// transaction usable (SQLite), after the refusal; elsewhere the INSERT does
+		// nothing on a conflict, which leaves it usable too.
 		conflict := func() error {
 			if nm.RunID != "" {
 				if err := s.runHasMutation(ctx, tx, nm.RunID); err != nil {
@@ -221,13 +221,20 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 			}
 			return s.keyUsed(ctx, tx, m.IdempotencyKey)
 		}
+		row := mutationToRow(m)
+		q := insertMutationSQL
 		if !s.d.TxSurvivesErrors {
-			if err := conflict(); err != nil {
-				return err
+			q += ` ON CONFLICT DO NOTHING`
+		}
+		res, err := tx.ExecContext(ctx, q, row.values()...)
+		if err == nil && !s.d.TxSurvivesErrors {
+			if n, nerr := res.RowsAffected(); nerr != nil || n != 1 {
+				if err := conflict(); err != nil {
+					return err
+				}
+				return fmt.Errorf("%w: key %q is used by another mutation", ledger.ErrDuplicateKey, m.IdempotencyKey)
 			}
 		}
-		row := mutationToRow(m)
-		_, err := tx.ExecContext(ctx, insertMutationSQL, row.values()...)
 		if s.d.TxSurvivesErrors && s.d.UniqueViolation(err) != "" {
 			if err := conflict(); err != nil {
 				return err
