@@ -39,18 +39,24 @@ type Counts struct {
 	// from the server's log; -1 when the log is not at hand (a server not started
 	// here).
 	LockWaits, Deadlocks, SerializationFailures int64
+	// RowLockWaits are the LockWaits for a row: for a transaction (that holds a row
+	// the waiter wants) or a tuple, rather than for the extension of a table's file.
+	RowLockWaits int64
 	// ServerCPU is the CPU time (user and system) of the server's processes; -1 when
 	// the server was not started here.
 	ServerCPU time.Duration
 	// ByStatement are the statements by text with how often each ran, most first.
 	ByStatement []StatementCount
-	// Waited are the statements that waited for a lock (LockWaits), by text.
+	// Waited are the statements that waited for a lock (LockWaits), by the lock and
+	// the statement's text.
 	Waited map[string]int
 }
 
 // StatementCount is one statement text and how often the server ran it.
 type StatementCount struct {
 	Calls int64
+	// Time is the server's time running them (planning and execution).
+	Time  time.Duration
 	Query string
 }
 
@@ -115,7 +121,7 @@ func (m *Meter) Stop(t testing.TB) Counts {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out := Counts{Statements: -1, LockWaits: -1, Deadlocks: -1, SerializationFailures: -1, ServerCPU: -1}
+	out := Counts{Statements: -1, LockWaits: -1, RowLockWaits: -1, Deadlocks: -1, SerializationFailures: -1, ServerCPU: -1}
 	if m.srv != nil {
 		out.ServerCPU = m.srv.CPUTime() - m.cpu0
 	}
@@ -130,7 +136,7 @@ func (m *Meter) Stop(t testing.TB) Counts {
 	}
 	out.WriteTx = xid - m.xid0
 	if m.stmts {
-		rows, err := c.Query(ctx, `SELECT calls, query FROM pg_stat_statements
+		rows, err := c.Query(ctx, `SELECT calls, total_plan_time + total_exec_time, query FROM pg_stat_statements
 			WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY calls DESC, query`, m.dbname)
 		if err != nil {
 			t.Fatalf("pgtest: meter: %v", err)
@@ -138,9 +144,11 @@ func (m *Meter) Stop(t testing.TB) Counts {
 		out.Statements = 0
 		for rows.Next() {
 			var sc StatementCount
-			if err := rows.Scan(&sc.Calls, &sc.Query); err != nil {
+			var ms float64
+			if err := rows.Scan(&sc.Calls, &ms, &sc.Query); err != nil {
 				t.Fatalf("pgtest: meter: %v", err)
 			}
+			sc.Time = time.Duration(ms * float64(time.Millisecond))
 			out.Statements += sc.Calls
 			if q := strings.ToLower(strings.TrimSpace(sc.Query)); strings.HasPrefix(q, "begin") || strings.HasPrefix(q, "start transaction") {
 				out.Begins += sc.Calls
@@ -170,26 +178,31 @@ func (m *Meter) countLog(out *Counts) error {
 	if _, err := f.Seek(m.log0, io.SeekStart); err != nil {
 		return err
 	}
-	out.LockWaits, out.Deadlocks, out.SerializationFailures = 0, 0, 0
+	out.LockWaits, out.RowLockWaits, out.Deadlocks, out.SerializationFailures = 0, 0, 0, 0
 	out.Waited = map[string]int{}
 	tag := " db=" + m.dbname + " "
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	waiting := false // the last line of the database was a lock wait's
+	waiting := "" // the lock the last lock wait of the database waited for
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.Contains(line, tag) {
 			continue
 		}
-		if waiting && strings.Contains(line, "STATEMENT:") {
+		if waiting != "" && strings.Contains(line, "STATEMENT:") {
 			_, q, _ := strings.Cut(line, "STATEMENT:")
-			out.Waited[strings.Join(strings.Fields(q), " ")]++
-			waiting = false
+			out.Waited[waiting+": "+strings.Join(strings.Fields(q), " ")]++
+			waiting = ""
 		}
 		switch {
 		case strings.Contains(line, "LOG:") && strings.Contains(line, "still waiting for"):
 			out.LockWaits++
-			waiting = true
+			_, w, _ := strings.Cut(line, "still waiting for ")
+			w, _, _ = strings.Cut(w, " after ")
+			waiting = w
+			if strings.Contains(w, " on transaction ") || strings.Contains(w, " on tuple ") {
+				out.RowLockWaits++
+			}
 		case strings.Contains(line, "ERROR:") && strings.Contains(line, "deadlock detected"):
 			out.Deadlocks++
 		case strings.Contains(line, "ERROR:") && strings.Contains(line, "could not serialize access"):
@@ -200,8 +213,8 @@ func (m *Meter) countLog(out *Counts) error {
 }
 
 // Report reports the counts per unit of work (n units) as benchmark metrics:
-// statements/UNIT, begins/UNIT, write-tx/UNIT, server-cpu-µs/UNIT, and the totals of
-// lock waits, deadlocks and serialisation failures. With SCRIPTHOST_BENCH_SQL set to a
+// statements/UNIT, begins/UNIT, write-tx/UNIT, pg-cpu-µs/UNIT, and the totals of
+// lock waits (of which row-lock-waits), deadlocks and serialisation failures. With SCRIPTHOST_BENCH_SQL set to a
 // file, it appends to it the statements by text, per unit, and those that waited for
 // a lock.
 func (c Counts) Report(b *testing.B, n int, unit string) {
@@ -219,13 +232,14 @@ func (c Counts) Report(b *testing.B, n int, unit string) {
 	}
 	if c.LockWaits >= 0 {
 		b.ReportMetric(float64(c.LockWaits), "lock-waits")
+		b.ReportMetric(float64(c.RowLockWaits), "row-lock-waits")
 		b.ReportMetric(float64(c.Deadlocks), "deadlocks")
 		b.ReportMetric(float64(c.SerializationFailures), "serialization-failures")
 	}
 	if path := os.Getenv("SCRIPTHOST_BENCH_SQL"); path != "" {
 		var sb strings.Builder
 		for _, s := range c.ByStatement {
-			fmt.Fprintf(&sb, "%8.2f  %s\n", per(s.Calls), strings.Join(strings.Fields(s.Query), " "))
+			fmt.Fprintf(&sb, "%8.2f %7.0fµs  %s\n", per(s.Calls), float64(s.Time.Microseconds())/float64(n), strings.Join(strings.Fields(s.Query), " "))
 		}
 		for q, k := range c.Waited {
 			fmt.Fprintf(&sb, "lock waits: %d  %s\n", k, q)
