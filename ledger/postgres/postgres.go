@@ -208,9 +208,7 @@ func (b backend) MustWriteRedo(ctx context.Context, fn sqlstore.WriteFunc) error
 // database crash may lose it, only together with every later commit, and the next
 // synchronous commit flushes it too.
 func redo(ctx context.Context, tx *wtx, fn sqlstore.WriteFunc) error {
-	if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
-		return err
-	}
+	tx.AsyncCommit()
 	return fn(ctx, tx)
 }
 

@@ -50,9 +50,21 @@ type wtx struct {
 	conn
 	tx    *sqlx.Tx
 	cache txCache
+
+	// ctx is the transaction's; s its store.
+	ctx context.Context
+	s   *Store
+	// queue are the writes deferred to the next statement (see Defer), flushErr the
+	// error of the first that failed, async whether the commit is not to wait for
+	// the WAL flush (see AsyncCommit).
+	queue    []deferred
+	flushErr error
+	async    bool
+	asyncSet bool // a flush set it
 }
 
 func (t *wtx) NamedExecContext(ctx context.Context, q string, arg any) (sql.Result, error) {
+	t.flush()
 	return t.tx.NamedExecContext(ctx, q, arg)
 }
 
@@ -141,7 +153,7 @@ func (s *Store) runTx(ctx context.Context, fn writeFunc, noCache bool) (error, b
 		return s.dbErr("begin", err), retryable(err, false), false
 	}
 	defer tx.Rollback()
-	w := &wtx{conn: conn{tx}, tx: tx}
+	w := &wtx{conn: conn{tx}, tx: tx, ctx: ctx, s: s}
 	if !noCache {
 		w.cache.shared = s.cache
 	}
@@ -152,7 +164,18 @@ func (s *Store) runTx(ctx context.Context, fn writeFunc, noCache bool) (error, b
 		s.cache.drop(w.cache.used)
 		return true
 	}
-	if err := fn(ctx, w); err != nil {
+	err = fn(ctx, w)
+	if err == nil {
+		w.flush()
+	}
+	if err == nil && w.flushErr == nil && w.async && !w.asyncSet {
+		_, err = tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`)
+		err = s.dbErr("write", err)
+	}
+	if w.flushErr != nil { // a deferred write's failure comes first: later steps met its effects
+		err = w.flushErr
+	}
+	if err != nil {
 		return err, retryable(err, false), used()
 	}
 	if err := tx.Commit(); err != nil {

@@ -171,6 +171,15 @@ func (s *Store) appendLog(ctx context.Context, tx Tx, t *touched, snaps []tableS
 		}
 		return s.insertEventRows(ctx, tx, args[len(snaps)*snapColumns:])
 	}
+	if d, ok := tx.(Deferrer); ok { // each its own part of the transaction's last statement
+		if len(snaps) > 0 {
+			d.Defer(logSQL[len(snaps)][0], args[:len(snaps)*snapColumns], -1, nil)
+		}
+		if nevs > 0 {
+			d.Defer(insertEventsSQL[nevs], args[len(snaps)*snapColumns:], -1, nil)
+		}
+		return nil
+	}
 	if _, err := tx.ExecContext(ctx, logSQL[len(snaps)][nevs], args...); err != nil {
 		return s.dbErr("append lifecycle event", err)
 	}

@@ -177,6 +177,17 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 		// look older than it is to a host judging whether its call may still be live.
 		now := s.now()
 		m.CreatedAt, m.UpdatedAt = now, now
+		m.IdempotencyKey = nm.IdempotencyKey
+		if m.IdempotencyKey == "" {
+			// Counted in the transaction that records the mutation: the key and the
+			// record see one ledger, and the caller reads nothing before the write.
+			// Counted first, so that the writes after go together.
+			n, err := s.failureCount(ctx, tx, nm.InputHash)
+			if err != nil {
+				return err
+			}
+			m.IdempotencyKey = scripthost.IdempotencyKey(nm.InputHash, n)
+		}
 		if nm.Run != nil {
 			if err := s.insertNewRun(ctx, tx, created, via); err != nil {
 				return err
@@ -198,16 +209,6 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 				m.Handler = rec.Handler
 			}
 		}
-		m.IdempotencyKey = nm.IdempotencyKey
-		if m.IdempotencyKey == "" {
-			// Counted in the transaction that records the mutation: the key and the
-			// record see one ledger, and the caller reads nothing before the write.
-			n, err := s.failureCount(ctx, tx, nm.InputHash)
-			if err != nil {
-				return err
-			}
-			m.IdempotencyKey = scripthost.IdempotencyKey(nm.InputHash, n)
-		}
 		// A mutation already recorded for the run, or another with the key, is refused
 		// naming it. The unique indexes on both find a conflict at the INSERT, and the
 		// lookups that name it run only then: where a refused statement leaves the
@@ -226,14 +227,21 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 		if !s.d.TxSurvivesErrors {
 			q += ` ON CONFLICT DO NOTHING`
 		}
-		res, err := tx.ExecContext(ctx, q, row.values()...)
-		if err == nil && !s.d.TxSurvivesErrors {
-			if n, nerr := res.RowsAffected(); nerr != nil || n != 1 {
+		if !s.d.TxSurvivesErrors {
+			key := m.IdempotencyKey
+			err := s.execLater(ctx, tx, "begin mutation", q, row.values(), 1, func() error {
 				if err := conflict(); err != nil {
 					return err
 				}
-				return fmt.Errorf("%w: key %q is used by another mutation", ledger.ErrDuplicateKey, m.IdempotencyKey)
+				return fmt.Errorf("%w: key %q is used by another mutation", ledger.ErrDuplicateKey, key)
+			})
+			if err != nil {
+				return err
 			}
+		}
+		var err error
+		if s.d.TxSurvivesErrors {
+			_, err = tx.ExecContext(ctx, q, row.values()...)
 		}
 		if s.d.TxSurvivesErrors && s.d.UniqueViolation(err) != "" {
 			if err := conflict(); err != nil {

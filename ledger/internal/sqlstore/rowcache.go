@@ -95,20 +95,14 @@ func guardMutation(row any) (string, []any) {
 // its cache when it did (see GuardedRows).
 func (s *Store) guardedExec(ctx context.Context, tx Tx, key RowKey, guard func(any) (string, []any), what, q string, args []any) error {
 	row, guarded := takeGuard(tx, key)
+	want := int64(-1)
 	if guarded {
 		cond, gargs := guard(row)
-		q, args = q+cond, append(args, gargs...)
+		q, args, want = q+cond, append(args, gargs...), 1
 	}
-	res, err := tx.ExecContext(ctx, q, args...)
-	if err != nil {
-		return s.dbErr(what, err)
-	}
-	if guarded {
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return fmt.Errorf("%s: %s %s %s: %w", s.name, what, key.Table, key.ID, ErrStaleRow)
-		}
-	}
-	return nil
+	return s.execLater(ctx, tx, what, q, args, want, func() error {
+		return fmt.Errorf("%s: %s %s %s: %w", s.name, what, key.Table, key.ID, ErrStaleRow)
+	})
 }
 
 // confirmGuards confirms, and locks, the rows tx found in its cache and did not write:

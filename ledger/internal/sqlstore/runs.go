@@ -136,9 +136,8 @@ func (s *Store) insertRun(ctx context.Context, tx Tx, rec runRec, via ...scripth
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, insertRunSQL, row.values()...)
-	if err != nil {
-		return s.dbErr("create run", err)
+	if err := s.execLater(ctx, tx, "create run", insertRunSQL, row.values(), -1, nil); err != nil {
+		return err
 	}
 	cacheRun(tx, row)
 	noteRun(tx, rec.ID, true)
