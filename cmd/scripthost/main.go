@@ -143,7 +143,11 @@ func (g *globals) createStore(ctx context.Context, hostLock bool) (ledger.Store,
 		return nil, err
 	}
 	if g.shared() {
-		return postgres.Open(ctx, g.DBPath, postgres.Options{})
+		return postgres.Open(ctx, g.DBPath, postgres.Options{OnRetry: func(reason string) {
+			if o := g.observer.Load(); o != nil {
+				o.OnRetry(reason)
+			}
+		}})
 	}
 	if g.dbDefault {
 		// The user's state directory may not exist yet; it holds nothing for others.
