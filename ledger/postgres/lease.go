@@ -125,7 +125,10 @@ func (s *Store) RenewLease(ctx context.Context, l ledger.Lease, ttl time.Duratio
 	return row.lease(), nil
 }
 
-// ReleaseLease frees a held lease and wakes the hosts waiting for the workflow.
+// ReleaseLease frees a held lease and, when another host asked for it meanwhile, wakes
+// the hosts waiting for the workflow. A release nobody waits for sends nothing: the
+// holder itself listens too, and a wake-up after each of its passes would make an idle
+// host run pass after pass instead of once per poll interval.
 func (s *Store) ReleaseLease(ctx context.Context, l ledger.Lease) (bool, error) {
 	wanted := false
 	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
@@ -139,10 +142,10 @@ func (s *Store) ReleaseLease(ctx context.Context, l ledger.Lease) (bool, error) 
 		if err != nil {
 			return s.dbErr("release lease", err)
 		}
-		if _, err := tx.ExecContext(ctx, `SELECT pg_notify('scripthost:' || current_schema(), ?)`, l.Workflow); err != nil {
-			return s.dbErr("release lease", err)
+		if !wanted {
+			return nil
 		}
-		return nil
+		return s.dbErr("release lease", notify(ctx, tx, l.Workflow))
 	})
 	return wanted, err
 }
@@ -158,4 +161,12 @@ func (s *Store) Leases(ctx context.Context) ([]ledger.Lease, error) {
 		out = append(out, r.lease())
 	}
 	return out, nil
+}
+
+// notify wakes the hosts listening for workflow when tx commits. The triggers of the
+// schema (migrations/0001_init.sql) send the same wake-up for new events, new runs,
+// runs made active again and changed workflows.
+func notify(ctx context.Context, tx *wtx, workflow string) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_notify('scripthost:' || current_schema(), ?)`, workflow)
+	return err
 }
