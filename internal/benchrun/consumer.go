@@ -62,8 +62,8 @@ func (e Effect) call() string {
 // Source is the benchmarked workflow with the effect as its mutation.
 func Source(e Effect) []byte { return []byte(strings.Replace(workflow, "EFFECT", e.call(), 1)) }
 
-// counterTool is the Count effect's tool: a mutation with no I/O.
-func counterTool(n *atomic.Int64) *hostfuncs.Tool {
+// CounterTool is the Count effect's tool: a mutation with no I/O, adding one to n.
+func CounterTool(n *atomic.Int64) *hostfuncs.Tool {
 	return &hostfuncs.Tool{Namespace: "Counter", Method: "add", Description: "adds one to a counter",
 		Execute: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			return json.Marshal(n.Add(1))
@@ -128,7 +128,7 @@ func ConsumerRunsOn(b *testing.B, workflows int, effect Effect, on Ledger) {
 		b.Fatal(err)
 	}
 	var counted atomic.Int64
-	if err := reg.Register(counterTool(&counted)); err != nil {
+	if err := reg.Register(CounterTool(&counted)); err != nil {
 		b.Fatal(err)
 	}
 	eng := js.New(js.Options{})
