@@ -3,9 +3,11 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -30,7 +32,7 @@ func (t *wtx) Defer(q string, args []any, want int64, mismatch func() error) {
 	table := targetTable(q)
 	for _, d := range t.queue {
 		if d.table == table {
-			t.flush()
+			t.ready() // in a transaction: this write and the queued ones are two statements
 			break
 		}
 	}
@@ -65,6 +67,46 @@ func (t *wtx) flush() {
 	if t.flushErr != nil {
 		return
 	}
+	counts, err := t.send(queue, false)
+	if err != nil {
+		t.flushErr = t.s.dbErr("write", err)
+		return
+	}
+	for i, d := range queue {
+		if d.want >= 0 && counts[i] != d.want {
+			t.flushErr = d.mismatch()
+			return
+		}
+	}
+}
+
+// errInTx: the writes sent as one statement of their own found a count they did not
+// expect, and the statement failed with nothing written; the transaction runs again
+// in a transaction, where each part's count is checked as it is sent.
+var errInTx = errors.New("postgres: a write found a count it did not expect")
+
+// flushAlone sends the queued writes as one statement that is its own transaction
+// (see runTx): a part whose count differs from the one it must have makes the
+// statement fail (a division by zero), so that none of it is committed.
+func (t *wtx) flushAlone() {
+	queue := t.queue
+	t.queue = nil
+	if len(queue) == 0 {
+		return
+	}
+	if _, err := t.send(queue, true); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "22012" {
+			t.flushErr = errInTx
+			return
+		}
+		t.flushErr = t.s.dbErr("write", err)
+	}
+}
+
+// send sends the writes as one statement and returns the rows each changed; alone,
+// on the connection, the statement fails when a count is not the one wanted.
+func (t *wtx) send(queue []deferred, alone bool) ([]int64, error) {
 	var sb strings.Builder
 	var args []any
 	n := 0
@@ -78,9 +120,13 @@ func (t *wtx) flush() {
 		args = append(args, d.args...)
 	}
 	sb.WriteString(" SELECT ")
-	for i := range queue {
+	for i, d := range queue {
 		if i > 0 {
 			sb.WriteString(", ")
+		}
+		if alone && d.want >= 0 {
+			fmt.Fprintf(&sb, "(SELECT count(*) FROM w%d) / ((SELECT count(*) FROM w%d) = %d)::int", i, i, d.want)
+			continue
 		}
 		fmt.Fprintf(&sb, "(SELECT count(*) FROM w%d)", i)
 	}
@@ -95,17 +141,15 @@ func (t *wtx) flush() {
 	if t.async {
 		dest = append(dest, new(sql.NullString))
 	}
-	if err := t.conn.x.QueryRowxContext(t.ctx, sb.String(), args...).Scan(dest...); err != nil {
-		t.flushErr = t.s.dbErr("write", err)
-		return
+	var q sqlx.QueryerContext = t.c
+	if t.tx != nil {
+		q = t.tx
+	}
+	if err := q.QueryRowxContext(t.ctx, sb.String(), args...).Scan(dest...); err != nil {
+		return nil, err
 	}
 	t.asyncSet = t.asyncSet || t.async
-	for i, d := range queue {
-		if d.want >= 0 && counts[i] != d.want {
-			t.flushErr = d.mismatch()
-			return
-		}
-	}
+	return counts, nil
 }
 
 // renumber rewrites q's ? placeholders as $n, numbering on from *n.
@@ -122,25 +166,41 @@ func renumber(q string, n *int) string {
 	return sb.String()
 }
 
-// The transaction's statements send the queued writes first, so that they see them.
+// ready begins the transaction and sends the queued writes before one of its
+// statements, so that it sees them; false when the transaction could not begin.
+func (t *wtx) ready() bool {
+	t.begin()
+	t.flush()
+	return t.tx != nil
+}
 
 func (t *wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	t.flush()
+	if !t.ready() {
+		return nil, t.flushErr
+	}
 	return t.conn.QueryContext(ctx, q, args...)
 }
 
 func (t *wtx) QueryxContext(ctx context.Context, q string, args ...any) (*sqlx.Rows, error) {
-	t.flush()
+	if !t.ready() {
+		return nil, t.flushErr
+	}
 	return t.conn.QueryxContext(ctx, q, args...)
 }
 
 func (t *wtx) QueryRowxContext(ctx context.Context, q string, args ...any) *sqlx.Row {
-	t.flush()
+	if !t.ready() {
+		// Read outside a transaction that failed to begin: the transaction fails with
+		// that error whatever this finds (see runTx).
+		return t.c.QueryRowxContext(ctx, rebind(q), args...)
+	}
 	return t.conn.QueryRowxContext(ctx, q, args...)
 }
 
 func (t *wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	t.flush()
+	if !t.ready() {
+		return nil, t.flushErr
+	}
 	return t.conn.ExecContext(ctx, q, args...)
 }
 
