@@ -17,7 +17,10 @@ import (
 
 	"github.com/scripthost/scripthost/internal/benchcmp"
 	"github.com/scripthost/scripthost/internal/benchrun"
+	"github.com/scripthost/scripthost/internal/pgtest"
 )
+
+func TestMain(m *testing.M) { pgtest.Main(m, benchrun.RemoveWorkspaces) }
 
 // BenchmarkDBOS compares scripthost's end-to-end consumer run (prepare, a durable
 // mutation, next, commit) with DBOS Transact's one-step workflow, both on a SQLite file
@@ -40,6 +43,23 @@ func dbosAgainst(b *testing.B, command bool) {
 			if command {
 				ref, run = benchcmp.AsCommand(ref), benchcmp.AsCommand(run)
 			}
+			benchcmp.Against(b, "run", ref, run)
+		})
+	}
+}
+
+// BenchmarkDBOSPostgres is BenchmarkDBOS on PostgreSQL: DBOS's system database and
+// scripthost's ledger each a fresh database of the same server (pgtest's throwaway one,
+// fsync on, synchronous_commit on), sequentially and with 16 workflows at once. Both
+// sides report what the server counted for them with one meter (pgtest.Meter):
+// statements, write transactions and server CPU per run.
+func BenchmarkDBOSPostgres(b *testing.B) {
+	for _, workflows := range []int{1, 16} {
+		b.Run(fmt.Sprintf("workflows=%d", workflows), func(b *testing.B) {
+			ref := benchcmp.Case{Run: func(b *testing.B) { dbosPostgresRuns(b, workflows) }}
+			run := benchcmp.Case{Run: func(b *testing.B) {
+				benchrun.ConsumerRunsOn(b, workflows, benchrun.Count, benchrun.Ledger{PostgresURL: pgtest.URL(b)})
+			}}
 			benchcmp.Against(b, "run", ref, run)
 		})
 	}
@@ -71,8 +91,21 @@ func dbosRuns(b *testing.B, goroutines int) {
 	if mode != "wal" || syncMode != "2" {
 		b.Fatalf("DBOS database runs journal_mode=%s synchronous=%s, want wal and 2 (FULL)", mode, syncMode)
 	}
-	dctx, err := dbos.NewContext(ctx, dbos.Config{AppName: "bench", SQLiteSystemDB: db,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	runDBOS(b, dbos.Config{AppName: "bench", SQLiteSystemDB: db}, goroutines, "")
+}
+
+// dbosPostgresRuns is dbosRuns with the system database a fresh PostgreSQL database.
+func dbosPostgresRuns(b *testing.B, goroutines int) {
+	url := pgtest.URL(b)
+	runDBOS(b, dbos.Config{AppName: "bench", DatabaseURL: url}, goroutines, url)
+}
+
+// runDBOS launches DBOS with cfg and runs b.N one-step workflows on goroutines
+// goroutines; meterURL, when set, is the PostgreSQL database whose work is counted.
+func runDBOS(b *testing.B, cfg dbos.Config, goroutines int, meterURL string) {
+	ctx := context.Background()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	dctx, err := dbos.NewContext(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -82,6 +115,11 @@ func dbosRuns(b *testing.B, goroutines int) {
 	}
 	defer dbos.Shutdown(dctx, 10*time.Second)
 
+	var meter *pgtest.Meter
+	if meterURL != "" {
+		meter = pgtest.StartMeter(b, meterURL)
+	}
+	cpu0 := benchcmp.CPUTime()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
@@ -114,6 +152,10 @@ func dbosRuns(b *testing.B, goroutines int) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+	benchcmp.ReportCPU(b, cpu0, "run")
+	if meter != nil {
+		meter.Stop(b).Report(b, b.N, "run")
+	}
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)

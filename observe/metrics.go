@@ -34,6 +34,7 @@ type metrics struct {
 	syncSeconds   prometheus.Histogram
 	syncCommits   prometheus.Histogram
 	commitBatch   prometheus.Histogram
+	retries       *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry, indeterminate func() float64) *metrics {
@@ -64,6 +65,9 @@ func newMetrics(reg *prometheus.Registry, indeterminate func() float64) *metrics
 			Help: "Time from the start of a ledger write transaction to the end of its commit.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9)}),
 		commitBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "scripthost_ledger_commit_batch_size",
 			Help: "Writes carried by one ledger commit (group commit).", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "scripthost_ledger_transaction_retries_total",
+			Help: "Ledger write transactions run again, by reason: serialization, deadlock, connection (lost before COMMIT) " +
+				"or stale_row (a row the PostgreSQL ledger's row cache held had changed)."}, []string{"reason"}),
 		syncSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "scripthost_ledger_wal_fsync_duration_seconds",
 			Help: "Time of one fsync of the SQLite ledger's WAL that durable writes waited for.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9)}),
 		syncCommits: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "scripthost_ledger_wal_fsync_commits",
@@ -72,7 +76,7 @@ func newMetrics(reg *prometheus.Registry, indeterminate func() float64) *metrics
 	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scripthost_mutations_indeterminate",
 		Help: "Mutations whose outcome is unknown and that wait for a person."}, indeterminate)
 	reg.MustRegister(m.runsStarted, m.runsCommitted, m.runsFailed, m.phaseSeconds, m.phasesRunning, m.toolSeconds, m.mutations,
-		m.reconciles, m.resolutions, m.commitSeconds, m.commitBatch, m.syncSeconds, m.syncCommits, gauge,
+		m.reconciles, m.resolutions, m.commitSeconds, m.commitBatch, m.retries, m.syncSeconds, m.syncCommits, gauge,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -135,6 +135,12 @@ func (o *Observer) OnCommit(writes int, took time.Duration) {
 	o.m.commitBatch.Observe(float64(writes))
 }
 
+// OnRetry records a ledger write transaction run again, and why (see
+// postgres.Options.OnRetry).
+func (o *Observer) OnRetry(reason string) {
+	o.m.retries.WithLabelValues(reason).Inc()
+}
+
 // OnSync records one fsync of the ledger's WAL that durable writes waited for, and
 // how many commits it covered (see sqlite.Options.OnSync).
 func (o *Observer) OnSync(commits int, took time.Duration) {

@@ -67,6 +67,8 @@ func TestSpansNestAndSlowCallsAreLogged(t *testing.T) {
 
 	o.OnCommit(3, 1000)
 	o.OnSync(5, 2000)
+	o.OnRetry("stale_row")
+	o.OnRetry("stale_row")
 	w := httptest.NewRecorder()
 	o.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 	body := w.Body.String()
@@ -76,6 +78,7 @@ func TestSpansNestAndSlowCallsAreLogged(t *testing.T) {
 		`scripthost_ledger_commit_batch_size_sum 3`,
 		`scripthost_ledger_wal_fsync_commits_sum 5`,
 		`scripthost_ledger_wal_fsync_duration_seconds_count 1`,
+		`scripthost_ledger_transaction_retries_total{reason="stale_row"} 2`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)

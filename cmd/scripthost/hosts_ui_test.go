@@ -19,7 +19,7 @@ import (
 // stale, and `attention` lists it among the hosts that stopped renewing. host-b then
 // takes the workflow over. It returns the ledger and host-b, still running, once the
 // ledger's history has the takeover.
-func takeover(t *testing.T) (*httpEnv, *child) {
+func startTakeover(t *testing.T) (*httpEnv, *child) {
 	t.Helper()
 	t.Setenv(tokenEnv, e2eToken)
 	svc := fakesvc.New()
@@ -63,7 +63,7 @@ func takeover(t *testing.T) (*httpEnv, *child) {
 // (at least the lease's 2s TTL); host-b logs the takeover naming host-a. Once host-b
 // stopped, `hosts --json` and GET /api/v1/hosts agree field for field.
 func TestHostsTakeover(t *testing.T) {
-	e, b := takeover(t)
+	e, b := startTakeover(t)
 	h := hostsOf(t, e.db)
 	byOwner := map[string]view.Host{}
 	for _, x := range h.Hosts {
@@ -104,7 +104,7 @@ func TestHostsTakeover(t *testing.T) {
 // attention page are saved as screenshots.
 func TestServeUIHostsTakeover(t *testing.T) {
 	chromium(t)
-	e, _ := takeover(t)
+	e, _ := startTakeover(t)
 	s := startServe(t, e.db, "--token", testServeToken, "--host-id", "ui")
 	_, step, shot := uiSession(t, s)
 	row := `#takeovers tr[data-workflow="charges"][data-from="host-a"][data-to="host-b"]`

@@ -143,7 +143,11 @@ func (g *globals) createStore(ctx context.Context, hostLock bool) (ledger.Store,
 		return nil, err
 	}
 	if g.shared() {
-		return openShared(ctx, g.DBPath)
+		return openShared(ctx, g.DBPath, postgres.Options{OnRetry: func(reason string) {
+			if o := g.observer.Load(); o != nil {
+				o.OnRetry(reason)
+			}
+		}})
 	}
 	if g.dbDefault {
 		// The user's state directory may not exist yet; it holds nothing for others.
@@ -164,8 +168,8 @@ func (g *globals) createStore(ctx context.Context, hostLock bool) (ledger.Store,
 
 // openShared opens the PostgreSQL ledger at url. A ledger of a newer schema is
 // refused with this binary's release named beside the schema versions.
-func openShared(ctx context.Context, url string) (ledger.Store, error) {
-	st, err := postgres.Open(ctx, url, postgres.Options{})
+func openShared(ctx context.Context, url string, opts postgres.Options) (ledger.Store, error) {
+	st, err := postgres.Open(ctx, url, opts)
 	if errors.Is(err, ledger.ErrSchemaTooNew) {
 		return nil, fmt.Errorf("%w (this is scripthost %s)", err, version())
 	}

@@ -16,7 +16,9 @@ import (
 	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
 	"github.com/scripthost/scripthost/internal/benchcmp"
+	"github.com/scripthost/scripthost/internal/pgtest"
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/postgres"
 	"github.com/scripthost/scripthost/ledger/sqlite"
 	"github.com/scripthost/scripthost/runtime"
 	"github.com/scripthost/scripthost/sandbox"
@@ -60,8 +62,8 @@ func (e Effect) call() string {
 // Source is the benchmarked workflow with the effect as its mutation.
 func Source(e Effect) []byte { return []byte(strings.Replace(workflow, "EFFECT", e.call(), 1)) }
 
-// counterTool is the Count effect's tool: a mutation with no I/O.
-func counterTool(n *atomic.Int64) *hostfuncs.Tool {
+// CounterTool is the Count effect's tool: a mutation with no I/O, adding one to n.
+func CounterTool(n *atomic.Int64) *hostfuncs.Tool {
 	return &hostfuncs.Tool{Namespace: "Counter", Method: "add", Description: "adds one to a counter",
 		Execute: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			return json.Marshal(n.Add(1))
@@ -74,6 +76,21 @@ func counterTool(n *atomic.Int64) *hostfuncs.Tool {
 // commits, durable commits (those that waited for the disk) and reads per run; and the
 // largest group-commit batch.
 func ConsumerRuns(b *testing.B, workflows int, effect Effect) {
+	ConsumerRunsOn(b, workflows, effect, Ledger{})
+}
+
+// Ledger is the ledger a benchmark's runs are recorded in: the zero value is an SQLite
+// file of the benchmark's own.
+type Ledger struct {
+	// PostgresURL, when set, names the PostgreSQL database (empty, of the
+	// benchmark's own) the runs are recorded in instead.
+	PostgresURL string
+}
+
+// ConsumerRunsOn is ConsumerRuns on the given ledger. On PostgreSQL it reports, in
+// place of the SQLite writer's counts, what the server counted for the runs (see
+// pgtest.Counts.Report): statements, transactions and server CPU per run, lock waits.
+func ConsumerRunsOn(b *testing.B, workflows int, effect Effect, on Ledger) {
 	ctx := context.Background()
 	dir := b.TempDir()
 	files := dir // the workspace: kept until the process ends where runs write files
@@ -84,10 +101,22 @@ func ConsumerRuns(b *testing.B, workflows int, effect Effect) {
 	// end of their commit (the durable writes' fsync of the WAL comes after, outside the
 	// writer). Near the wall time, the one writer is what bounds the runs.
 	var busy atomic.Int64
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), sqlite.Options{
-		OnCommit: func(_ int, took time.Duration) { busy.Add(int64(took)) }})
-	if err != nil {
-		b.Fatal(err)
+	var st ledger.Store
+	var lite *sqlite.Store
+	if on.PostgresURL != "" {
+		pg, err := postgres.Open(ctx, on.PostgresURL, postgres.Options{MaxConns: workflows + 4})
+		if err != nil {
+			b.Fatal(err)
+		}
+		st = pg
+	} else {
+		var err error
+		lite, err = sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), sqlite.Options{
+			OnCommit: func(_ int, took time.Duration) { busy.Add(int64(took)) }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		st = lite
 	}
 	defer st.Close()
 	reg := hostfuncs.NewRegistry()
@@ -99,7 +128,7 @@ func ConsumerRuns(b *testing.B, workflows int, effect Effect) {
 		b.Fatal(err)
 	}
 	var counted atomic.Int64
-	if err := reg.Register(counterTool(&counted)); err != nil {
+	if err := reg.Register(CounterTool(&counted)); err != nil {
 		b.Fatal(err)
 	}
 	eng := js.New(js.Options{})
@@ -125,7 +154,14 @@ func ConsumerRuns(b *testing.B, workflows int, effect Effect) {
 	if _, err := st.Publish(ctx, evs...); err != nil {
 		b.Fatal(err)
 	}
-	before := st.WriteStats()
+	var before sqlite.WriteStats
+	if lite != nil {
+		before = lite.WriteStats()
+	}
+	var meter *pgtest.Meter
+	if on.PostgresURL != "" {
+		meter = pgtest.StartMeter(b, on.PostgresURL)
+	}
 	store.Reads.Store(0)
 	b.ResetTimer()
 	busy.Store(0)
@@ -137,23 +173,22 @@ func ConsumerRuns(b *testing.B, workflows int, effect Effect) {
 	b.StopTimer()
 	wall := time.Since(start)
 	b.ReportMetric(float64(b.N)/wall.Seconds(), "runs/s")
-	b.ReportMetric(100*float64(busy.Load())/float64(wall), "writer-busy-%")
 	benchcmp.ReportCPU(b, cpu0, "run")
-	ws := st.WriteStats()
-	b.ReportMetric(float64(ws.Writes-before.Writes)/float64(b.N), "writes/run")
-	b.ReportMetric(float64(ws.Commits-before.Commits)/float64(b.N), "commits/run")
-	b.ReportMetric(float64(ws.Durable-before.Durable)/float64(b.N), "durable/run")
-	b.ReportMetric(float64(ws.Syncs-before.Syncs)/float64(b.N), "fsyncs/run")
-	b.ReportMetric(float64(ws.MaxBatch), "max-batch")
-	b.ReportMetric(float64(ws.Statements-before.Statements)/float64(b.N), "statements/run")
+	if meter != nil {
+		meter.Stop(b).Report(b, b.N, "run")
+	}
+	if lite != nil {
+		b.ReportMetric(100*float64(busy.Load())/float64(wall), "writer-busy-%")
+		ws := lite.WriteStats()
+		b.ReportMetric(float64(ws.Writes-before.Writes)/float64(b.N), "writes/run")
+		b.ReportMetric(float64(ws.Commits-before.Commits)/float64(b.N), "commits/run")
+		b.ReportMetric(float64(ws.Durable-before.Durable)/float64(b.N), "durable/run")
+		b.ReportMetric(float64(ws.Syncs-before.Syncs)/float64(b.N), "fsyncs/run")
+		b.ReportMetric(float64(ws.MaxBatch), "max-batch")
+		b.ReportMetric(float64(ws.Statements-before.Statements)/float64(b.N), "statements/run")
+	}
 	b.ReportMetric(float64(store.Reads.Load())/float64(b.N), "reads/run")
-	pending, err := st.Events(ctx, ledger.EventFilter{Status: "pending"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if len(pending) != 0 {
-		b.Fatalf("%d events left pending", len(pending))
-	}
+	CheckRuns(b, st, b.N)
 	if effect == Count && counted.Load() != int64(b.N) {
 		b.Fatalf("%d mutations made for %d runs", counted.Load(), b.N)
 	}

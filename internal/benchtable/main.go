@@ -52,6 +52,7 @@ var rows = []row{
 	{"PostgreSQL durable mutations, 1 host × 16 runs, vs SQLite × 16", "postgres", "BenchmarkMutation/hosts=1", "mutations/s", true, 0},
 	{"PostgreSQL durable mutations, 4 hosts × 16 runs, vs SQLite × 16", "postgres", "BenchmarkMutation/hosts=4", "mutations/s", true, 0},
 	{"PostgreSQL consumer runs, 1 host × 16 runs, vs SQLite × 16", "runtime", "BenchmarkHosts/postgres/hosts=1", "runs/s", true, 0},
+	{"PostgreSQL consumer runs, 2 hosts × 16 runs, vs SQLite × 16", "runtime", "BenchmarkHosts/postgres/hosts=2", "runs/s", true, 0},
 	{"PostgreSQL consumer runs, 4 hosts × 16 runs, vs SQLite × 16", "runtime", "BenchmarkHosts/postgres/hosts=4", "runs/s", true, 0},
 	{"agent step, model answering at once (ns/step ≤ 5 ms), vs one turn record", "agent", "BenchmarkAgentStep", "ns/step", false, 0},
 	{"agent read-only tool dispatch (ns/call ≤ 1 ms), vs a direct call", "agent", "BenchmarkAgentToolDispatch", "ns/call", false, 0},
@@ -60,6 +61,8 @@ var rows = []row{
 	{"end-to-end consumer run vs DBOS 1-step workflow, SQLite FULL, 16 at once", "bench", "BenchmarkDBOS/workflows=16", "ns/run", false, 1 / 3.5},
 	{"vs DBOS, process set up as by `scripthost run` for both, sequential", "bench", "BenchmarkDBOSCommand/workflows=1", "ns/run", false, 1 / 3.5},
 	{"vs DBOS, process set up as by `scripthost run` for both, 16 at once", "bench", "BenchmarkDBOSCommand/workflows=16", "ns/run", false, 1 / 3.5},
+	{"end-to-end consumer run vs DBOS 1-step workflow, both on PostgreSQL, sequential (≤ DBOS)", "bench", "BenchmarkDBOSPostgres/workflows=1", "ns/run", false, 1},
+	{"end-to-end consumer run vs DBOS 1-step workflow, both on PostgreSQL, 16 at once (≤ DBOS)", "bench", "BenchmarkDBOSPostgres/workflows=16", "ns/run", false, 1},
 	{"code index of this repository from scratch, vs reading and hashing it (≤ 10 s)", "codegraph", "BenchmarkIndexRepo", "ns/index", false, 0},
 	{"code index refresh of one changed file, vs parsing it (≤ 50 ms)", "codegraph", "BenchmarkRefreshOneFile", "ns/refresh", false, 0},
 	{"symbol query, vs the smallest SQLite query (≤ 5 ms)", "codegraph", "BenchmarkSymbolQuery", "ns/query", false, 0},
@@ -72,6 +75,7 @@ var against = map[string]string{
 	"postgres/BenchmarkMutation/hosts=1":      "sqlite/BenchmarkMutation/runs=16/scripthost",
 	"postgres/BenchmarkMutation/hosts=4":      "sqlite/BenchmarkMutation/runs=16/scripthost",
 	"runtime/BenchmarkHosts/postgres/hosts=1": "runtime/BenchmarkHosts/sqlite/hosts=1",
+	"runtime/BenchmarkHosts/postgres/hosts=2": "runtime/BenchmarkHosts/sqlite/hosts=1",
 	"runtime/BenchmarkHosts/postgres/hosts=4": "runtime/BenchmarkHosts/sqlite/hosts=1",
 }
 

@@ -163,6 +163,13 @@ func setup() {
 	srv, base = s, s.url
 }
 
+// DefaultServer returns the throwaway server the package's tests share, or nil when
+// they use the one Env names (or none).
+func DefaultServer() *Server {
+	once.Do(setup)
+	return srv
+}
+
 // findBin returns the directory of initdb and pg_ctl, newest version first.
 func findBin() string {
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
@@ -248,6 +255,10 @@ func (s *Server) Start() error {
 	opts := strings.Join([]string{
 		"-c listen_addresses=127.0.0.1", "-p " + strconv.Itoa(s.port), "-k " + s.dir,
 		"-c max_connections=400", "-c fsync=on",
+		// The benchmarks count statements server-side (see Meter), and log the lock
+		// waits longer than deadlock_timeout, which Meter counts from the log.
+		"-c shared_preload_libraries=pg_stat_statements", "-c pg_stat_statements.track=top",
+		"-c log_lock_waits=on", "-c deadlock_timeout=" + lockWaitLogged, "-c log_line_prefix='%m [%p] db=%d '",
 	}, " ")
 	out, err := s.cmd("pg_ctl", "-D", s.data, "-l", filepath.Join(s.dir, "log"), "-o", opts, "-w", "-t", "60", "start").CombinedOutput()
 	if err != nil {

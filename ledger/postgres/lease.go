@@ -36,8 +36,9 @@ func millis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 
 // ClaimLease takes the workflow's lease when it is free, expired or already owner's.
 // A lease held by another host is told apart with a read, so that hosts waiting for
-// one cost the database no commit; the claim itself locks the row with SKIP LOCKED, so
-// a host never waits for another host's claim.
+// one cost the database no commit; the claim itself, and the mark that a host waits
+// for the lease, lock the row with SKIP LOCKED, so a host never waits for another
+// host's claim.
 func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time.Duration) (ledger.Lease, bool, error) {
 	if workflow == "" || owner == "" {
 		return ledger.Lease{}, false, errors.New("postgres: claim lease: workflow and owner are required")
@@ -48,8 +49,9 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 	}
 	err := s.r.GetContext(ctx, &cur, `SELECT owner = '' OR owner = ? OR expires_at < clock_timestamp() AS free,
 		wanted_at > claimed_at AS wanted FROM leases WHERE workflow = ?`, owner, workflow)
+	missing := errors.Is(err, sql.ErrNoRows)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	case missing:
 		cur.Free = true
 	case err != nil:
 		return ledger.Lease{}, false, s.dbErr("claim lease", err)
@@ -62,7 +64,10 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 				if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
 					return s.dbErr("claim lease", err)
 				}
-				_, err := tx.ExecContext(ctx, `UPDATE leases SET wanted_at = clock_timestamp() WHERE workflow = ? AND owner <> ?`,
+				// A row another host is claiming or releasing is skipped, not waited for:
+				// the mark is a hint, and the next claim that finds the lease held sets it.
+				_, err := tx.ExecContext(ctx, `UPDATE leases SET wanted_at = clock_timestamp() WHERE workflow =
+					(SELECT workflow FROM leases WHERE workflow = ? AND owner <> ? FOR UPDATE SKIP LOCKED)`,
 					workflow, owner)
 				return s.dbErr("claim lease", err)
 			})
@@ -76,8 +81,12 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 	found := false
 	err = s.write(ctx, func(ctx context.Context, tx *wtx) error {
 		found = false
-		if _, err := tx.ExecContext(ctx, `INSERT INTO leases (workflow) VALUES (?) ON CONFLICT (workflow) DO NOTHING`, workflow); err != nil {
-			return s.dbErr("claim lease", err)
+		// The row is made once, by the first claim: an INSERT … ON CONFLICT of a row
+		// another host's claim or release holds waits for that host's commit.
+		if missing {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO leases (workflow) VALUES (?) ON CONFLICT (workflow) DO NOTHING`, workflow); err != nil {
+				return s.dbErr("claim lease", err)
+			}
 		}
 		// free.owner is the holder before this claim: another host's, unreleased, when
 		// this claim takes an expired lease over.

@@ -45,6 +45,12 @@ type Options struct {
 	NewID func() string
 	// MaxConns caps the connection pool; default 16.
 	MaxConns int
+	// OnRetry, when set, is called each time a write transaction is run again, with
+	// why: "serialization" or "deadlock" (the server refused it), "connection" (the
+	// connection was lost before COMMIT) or "stale_row" (a row it found in the
+	// store's row cache had changed in the database, or it failed after deciding on
+	// such a row).
+	OnRetry func(reason string)
 	// Schema, when set, keeps the ledger's tables in that schema (created if missing)
 	// instead of the connection's default search path: several ledgers can then share
 	// one database.
@@ -85,6 +91,9 @@ type Store struct {
 	db   *sqlx.DB
 	// r reads through the pool with the store's placeholders.
 	r conn
+
+	// cache keeps the rows the store's writes left (see rowCache).
+	cache *rowCache
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -137,7 +146,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		cfg.RuntimeParams["search_path"] = opts.Schema
 	}
-	s := &Store{dsn: redactURL(dsn), opts: opts, cfg: cfg, closed: make(chan struct{}), outdatedCh: make(chan struct{})}
+	s := &Store{dsn: redactURL(dsn), opts: opts, cfg: cfg, closed: make(chan struct{}), outdatedCh: make(chan struct{}), cache: newRowCache()}
 	db := sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)
@@ -305,9 +314,7 @@ func (b backend) MustWriteRedo(ctx context.Context, fn sqlstore.WriteFunc) error
 // database crash may lose it, only together with every later commit, and the next
 // synchronous commit flushes it too.
 func redo(ctx context.Context, tx *wtx, fn sqlstore.WriteFunc) error {
-	if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
-		return err
-	}
+	tx.AsyncCommit()
 	return fn(ctx, tx)
 }
 

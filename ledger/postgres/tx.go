@@ -48,11 +48,45 @@ func (c conn) SelectContext(ctx context.Context, dest any, q string, args ...any
 // forUpdate).
 type wtx struct {
 	conn
-	tx *sqlx.Tx
+	// c is the transaction's connection; tx its transaction, begun at its first
+	// statement that is not a deferred write (see begin), or never, when inTx is
+	// false and the transaction's writes are one statement (see flushAlone).
+	c     *sqlx.Conn
+	tx    *sqlx.Tx
+	inTx  bool
+	cache txCache
+
+	// ctx is the transaction's; s its store.
+	ctx context.Context
+	s   *Store
+	// queue are the writes deferred to the next statement (see Defer), flushErr the
+	// error of the first that failed, async whether the commit is not to wait for
+	// the WAL flush (see AsyncCommit).
+	queue    []deferred
+	flushErr error
+	async    bool
+	asyncSet bool // a flush set it
 }
 
 func (t *wtx) NamedExecContext(ctx context.Context, q string, arg any) (sql.Result, error) {
+	if !t.ready() {
+		return nil, t.flushErr
+	}
 	return t.tx.NamedExecContext(ctx, q, arg)
+}
+
+// begin begins the transaction, if it has not begun; its error is the
+// transaction's (see ready).
+func (t *wtx) begin() {
+	if t.tx != nil || t.flushErr != nil {
+		return
+	}
+	tx, err := t.c.BeginTxx(t.ctx, nil)
+	if err != nil {
+		t.flushErr = t.s.dbErr("begin", err)
+		return
+	}
+	t.tx, t.conn = tx, conn{tx}
 }
 
 type writeFunc func(ctx context.Context, tx *wtx) error
@@ -61,10 +95,22 @@ type writeFunc func(ctx context.Context, tx *wtx) error
 // deadlock or serialisation failure, or that lost its connection before COMMIT was
 // sent, is run again from the start (fn must only depend on what it reads in tx),
 // until ctx is done. A failed COMMIT is not retried: whether it took effect is
-// unknown, and every caller re-reads the ledger before its next step. Once the
-// ledger is outdated (see Store.Outdated) it refuses.
+// unknown, and every caller re-reads the ledger before its next step. A transaction
+// that failed after it found a row in the row cache is run again at once without the
+// cache: the row may have changed since (see rowCache).
+//
+// A transaction that need not wait for the WAL flush (WriteRedo) and reads nothing,
+// its writes one deferred statement, is sent as that statement alone, its own
+// transaction: no BEGIN and COMMIT round trips. The statement fails as a whole when
+// one of its parts changes a count of rows it must not (see flushAlone), and the
+// transaction then runs again in a transaction of its own, where each part is checked.
+// Like a COMMIT, a statement whose connection was lost after it was sent is not run
+// again.
+//
+// Once the ledger is outdated (see Store.Outdated) it refuses.
 func (s *Store) write(ctx context.Context, fn writeFunc) error {
 	wait := 10 * time.Millisecond
+	noCache, inTx := false, false
 	for attempt := 1; ; attempt++ {
 		select {
 		case <-s.closed:
@@ -73,10 +119,26 @@ func (s *Store) write(ctx context.Context, fn writeFunc) error {
 			return s.OutdatedErr()
 		default:
 		}
-		err, retry := s.runTx(ctx, fn)
+		err, retry, usedCache := s.runTx(ctx, fn, noCache, inTx)
+		if errors.Is(err, errInTx) && ctx.Err() == nil {
+			// A write that alone found a count it did not expect: again, each part
+			// checked; after a row from the cache, without the cache.
+			if usedCache {
+				s.retried(retryStaleRow)
+				noCache = true
+			}
+			inTx = true
+			continue
+		}
+		if err != nil && usedCache && ctx.Err() == nil {
+			s.retried(retryStaleRow)
+			noCache = true
+			continue
+		}
 		if err == nil || !retry || ctx.Err() != nil {
 			return err
 		}
+		s.retried(retryReason(err))
 		select {
 		case <-ctx.Done():
 			return err
@@ -85,6 +147,35 @@ func (s *Store) write(ctx context.Context, fn writeFunc) error {
 		case <-time.After(wait):
 		}
 		wait = min(wait*2, time.Second)
+	}
+}
+
+// Reasons a transaction was run again, as Options.OnRetry names them.
+const (
+	retryStaleRow      = "stale_row"
+	retrySerialization = "serialization"
+	retryDeadlock      = "deadlock"
+	retryConnection    = "connection"
+)
+
+// retryReason names why a retryable failure is retried.
+func retryReason(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "40001":
+			return retrySerialization
+		case "40P01":
+			return retryDeadlock
+		}
+	}
+	return retryConnection
+}
+
+// retried counts a transaction run again.
+func (s *Store) retried(reason string) {
+	if s.opts.OnRetry != nil {
+		s.opts.OnRetry(reason)
 	}
 }
 
@@ -97,20 +188,64 @@ func (s *Store) mustWrite(ctx context.Context, fn writeFunc) error {
 	return s.write(ctx, fn)
 }
 
-// runTx runs fn once and reports whether a failure may be retried.
-func (s *Store) runTx(ctx context.Context, fn writeFunc) (error, bool) {
-	tx, err := s.db.BeginTxx(ctx, nil)
+// runTx runs fn once and reports whether a failure may be retried and whether the
+// transaction found rows in the row cache (which noCache turns off). inTx begins the
+// transaction before fn, so that its writes are never sent alone.
+func (s *Store) runTx(ctx context.Context, fn writeFunc, noCache, inTx bool) (error, bool, bool) {
+	c, err := s.db.Connx(ctx)
 	if err != nil {
-		return s.dbErr("begin", err), retryable(err, false)
+		return s.dbErr("begin", err), retryable(err, false), false
 	}
-	defer tx.Rollback()
-	if err := fn(ctx, &wtx{conn: conn{tx}, tx: tx}); err != nil {
-		return err, retryable(err, false)
+	defer c.Close()
+	w := &wtx{c: c, ctx: ctx, s: s, inTx: inTx}
+	defer func() {
+		if w.tx != nil {
+			_ = w.tx.Rollback()
+		}
+	}()
+	if !noCache {
+		w.cache.shared = s.cache
 	}
-	if err := tx.Commit(); err != nil {
-		return s.dbErr("commit", err), retryable(err, true)
+	used := func() bool {
+		if len(w.cache.used) == 0 {
+			return false
+		}
+		s.cache.drop(w.cache.used)
+		return true
 	}
-	return nil, false
+	if inTx {
+		w.begin()
+	}
+	err = fn(ctx, w)
+	if err == nil && w.flushErr == nil && w.tx == nil && w.async {
+		// No read: the transaction's writes are one statement, committed by itself.
+		w.flushAlone()
+		if w.flushErr != nil {
+			return w.flushErr, errors.Is(w.flushErr, errInTx) || retryable(w.flushErr, !pgconn.SafeToRetry(w.flushErr)), used()
+		}
+		s.cache.commit(w.cache.rows)
+		return nil, false, false
+	}
+	if err == nil {
+		w.begin()
+		w.flush()
+	}
+	if err == nil && w.flushErr == nil && w.async && !w.asyncSet {
+		_, err = w.tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`)
+		err = s.dbErr("write", err)
+	}
+	if w.flushErr != nil { // a deferred write's failure comes first: later steps met its effects
+		err = w.flushErr
+	}
+	if err != nil {
+		return err, retryable(err, false), used()
+	}
+	if err := w.tx.Commit(); err != nil {
+		s.cache.drop(w.cache.used)
+		return s.dbErr("commit", err), retryable(err, true), false
+	}
+	s.cache.commit(w.cache.rows)
+	return nil, false, false
 }
 
 // retryable reports whether running the transaction again is safe and may succeed:

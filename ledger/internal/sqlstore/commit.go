@@ -104,14 +104,10 @@ func (s *Store) commitProducer(ctx context.Context, tx Tx, runID string, c ledge
 }
 
 func (s *Store) putState(ctx context.Context, tx Tx, workflow, handler string, state []byte, wakeAt, now time.Time) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO handler_state (workflow, handler, state, wake_at, updated_at)
+	return s.execLater(ctx, tx, "save state", `INSERT INTO handler_state (workflow, handler, state, wake_at, updated_at)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT (workflow, handler) DO UPDATE SET
 		state = excluded.state, wake_at = excluded.wake_at, updated_at = excluded.updated_at`,
-		workflow, handler, rawJSON(state), nanos(wakeAt), nanos(now))
-	if err != nil {
-		return s.dbErr("save state", err)
-	}
-	return nil
+		[]any{workflow, handler, rawJSON(state), nanos(wakeAt), nanos(now)}, -1, nil)
 }
 
 func (s *Store) putSchedule(ctx context.Context, tx Tx, sc ledger.Schedule) error {

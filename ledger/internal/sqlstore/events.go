@@ -40,14 +40,13 @@ func (r eventRow) event() scripthost.Event {
 func (s *Store) reserve(ctx context.Context, tx Tx, rec runRec) error {
 	for _, res := range rec.Reservations {
 		for _, id := range res.IDs {
-			r, err := tx.ExecContext(ctx, `UPDATE events SET status = 'reserved', reserved_by = ?, attempt = attempt + 1
+			err := s.execLater(ctx, tx, "reserve event", `UPDATE events SET status = 'reserved', reserved_by = ?, attempt = attempt + 1
 				WHERE workflow = ? AND topic = ? AND message_id = ? AND status = 'pending'`,
-				rec.ID, rec.Workflow, res.Topic, id)
+				[]any{rec.ID, rec.Workflow, res.Topic, id}, 1, func() error {
+					return fmt.Errorf("%w: %s/%s/%s for run %s", ledger.ErrEventUnavailable, rec.Workflow, res.Topic, id, rec.ID)
+				})
 			if err != nil {
-				return s.dbErr("reserve event", err)
-			}
-			if n, err := r.RowsAffected(); err != nil || n != 1 {
-				return fmt.Errorf("%w: %s/%s/%s for run %s", ledger.ErrEventUnavailable, rec.Workflow, res.Topic, id, rec.ID)
+				return err
 			}
 		}
 	}
@@ -61,10 +60,7 @@ func (s *Store) setRunEvents(ctx context.Context, tx Tx, runID string, status sc
 	if status == scripthost.EventPending {
 		q = `UPDATE events SET status = ?, reserved_by = NULL WHERE reserved_by = ? AND status = 'reserved'`
 	}
-	if _, err := tx.ExecContext(ctx, q, string(status), runID); err != nil {
-		return s.dbErr("update events", err)
-	}
-	return nil
+	return s.execLater(ctx, tx, "update events", q, []any{string(status), runID}, -1, nil)
 }
 
 // Publish stores events, skipping message ids a topic already has, and returns the

@@ -34,23 +34,36 @@ type eventTx struct {
 	Tx
 	touched touched
 	snaps   []ledger.LifecycleEvent
-	own     []ledger.LifecycleEvent
+	// tableSnaps are the snapshots of a dialect that keeps them in a table of their own
+	// (not Dialect.Embedded), written with the events in one statement.
+	tableSnaps []tableSnap
+	own        []ledger.LifecycleEvent
+}
+
+// tableSnap is a snapshot bound for the run_snapshots table.
+type tableSnap struct {
+	runID, phase, status string
+	run                  []byte
+	at                   nanos
 }
 
 // withEvents wraps fn so that the lifecycle events attached to ctx are appended in
 // fn's transaction, after fn's own work and only when it succeeded. A backend that
-// runs fn again (a retried transaction) starts from a fresh record each time. Where
-// the log holds the snapshots (Dialect.Embedded) every write is wrapped, so that a
-// transition's snapshots and events are one INSERT.
+// runs fn again (a retried transaction) starts from a fresh record each time. Every
+// write is wrapped, so that a transition's snapshots and events are one statement at
+// its end.
 func (s *Store) withEvents(ctx context.Context, fn WriteFunc) WriteFunc {
 	evs := ledger.EventsFrom(ctx)
-	if len(evs) == 0 && !s.d.Embedded {
-		return fn
-	}
 	return func(ctx context.Context, tx Tx) error {
 		t := &eventTx{Tx: tx}
 		if err := fn(ctx, t); err != nil {
 			return err
+		}
+		if err := s.confirmGuards(ctx, tx); err != nil {
+			return err
+		}
+		if len(t.tableSnaps) > 0 {
+			return s.appendLog(ctx, tx, &t.touched, t.tableSnaps, evs, t.own)
 		}
 		return s.appendEvents(ctx, tx, &t.touched, t.snaps, evs, t.own)
 	}
@@ -73,11 +86,34 @@ func (s *Store) logOwn(ctx context.Context, tx Tx, ev ledger.LifecycleEvent) err
 // events at one time, each snapshot at its run's, in one statement where the dialect
 // is Embedded.
 func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, snaps, evs, own []ledger.LifecycleEvent) error {
-	now := nanos(s.now())
 	args := make([]any, 0, (len(snaps)+len(evs)+len(own))*logColumns)
 	for _, sn := range snaps { // made by snapshot: a run, a type, valid JSON
 		args = append(args, sn.RunID, string(sn.Type), sn.MutationID, rawJSON(sn.Data), nanos(sn.At))
 	}
+	args, err := s.eventArgs(args, t, evs, own)
+	if err != nil {
+		return err
+	}
+	return s.insertEventRows(ctx, tx, args)
+}
+
+// insertEventRows inserts lifecycle-log rows, their values args, as few statements
+// as maxLogRowsPerInsert allows.
+func (s *Store) insertEventRows(ctx context.Context, tx Tx, args []any) error {
+	for len(args) > 0 {
+		n := min(len(args)/logColumns, maxLogRowsPerInsert)
+		if _, err := tx.ExecContext(ctx, insertEventsSQL[n], args[:n*logColumns]...); err != nil {
+			return s.dbErr("append lifecycle event", err)
+		}
+		args = args[n*logColumns:]
+	}
+	return nil
+}
+
+// eventArgs appends to args the values of the caller's events, completed with what t
+// says the write touched, then of the transition's own (see appendEvents).
+func (s *Store) eventArgs(args []any, t *touched, evs, own []ledger.LifecycleEvent) ([]any, error) {
+	now := nanos(s.now())
 	for i := range len(evs) + len(own) {
 		caller := i < len(evs) // else one of the transition's own
 		var ev ledger.LifecycleEvent
@@ -96,10 +132,10 @@ func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, snaps, evs,
 			continue // an event about no run (a plan step's mutation) has no log
 		}
 		if ev.Type == "" || ev.Type == snapshotType {
-			return fmt.Errorf("%s: lifecycle event of run %s: type %q is not one to log", s.name, ev.RunID, ev.Type)
+			return nil, fmt.Errorf("%s: lifecycle event of run %s: type %q is not one to log", s.name, ev.RunID, ev.Type)
 		}
 		if err := checkJSON("lifecycle event data", ev.Data); err != nil {
-			return err
+			return nil, err
 		}
 		at := now
 		if caller && !ev.At.IsZero() {
@@ -107,18 +143,72 @@ func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, snaps, evs,
 		}
 		args = append(args, ev.RunID, string(ev.Type), ev.MutationID, rawJSON(ev.Data), at)
 	}
-	for len(args) > 0 {
-		n := min(len(args)/logColumns, maxLogRowsPerInsert)
-		if !s.d.Embedded {
-			n = 1
+	return args, nil
+}
+
+// appendLog writes, in one statement, the transition's snapshots into run_snapshots,
+// each numbered one past its run's last, and its lifecycle events as appendEvents
+// does (where snapshots have a table of their own: not Dialect.Embedded).
+func (s *Store) appendLog(ctx context.Context, tx Tx, t *touched, snaps []tableSnap, evs, own []ledger.LifecycleEvent) error {
+	args := make([]any, 0, len(snaps)*snapColumns+(len(evs)+len(own))*logColumns)
+	nth := map[string]int{}
+	for _, sn := range snaps {
+		nth[sn.runID]++
+		args = append(args, sn.runID, nth[sn.runID], sn.phase, sn.status, string(sn.run), sn.at)
+	}
+	args, err := s.eventArgs(args, t, evs, own)
+	if err != nil {
+		return err
+	}
+	nevs := (len(args) - len(snaps)*snapColumns) / logColumns
+	if len(snaps) > maxLogRowsPerInsert || nevs > maxLogRowsPerInsert {
+		// More than one statement holds: each its own (a retry's or a resolution's
+		// many events, rarely).
+		for _, sn := range snaps {
+			if _, err := tx.ExecContext(ctx, snapshotSQL, sn.runID, sn.phase, sn.status, string(sn.run), sn.at, sn.runID); err != nil {
+				return s.dbErr("snapshot run", err)
+			}
 		}
-		if _, err := tx.ExecContext(ctx, insertEventsSQL[n], args[:n*logColumns]...); err != nil {
-			return s.dbErr("append lifecycle event", err)
+		return s.insertEventRows(ctx, tx, args[len(snaps)*snapColumns:])
+	}
+	if d, ok := tx.(Deferrer); ok { // each its own part of the transaction's last statement
+		if len(snaps) > 0 {
+			d.Defer(logSQL[len(snaps)][0], args[:len(snaps)*snapColumns], -1, nil)
 		}
-		args = args[n*logColumns:]
+		if nevs > 0 {
+			d.Defer(insertEventsSQL[nevs], args[len(snaps)*snapColumns:], -1, nil)
+		}
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, logSQL[len(snaps)][nevs], args...); err != nil {
+		return s.dbErr("append lifecycle event", err)
 	}
 	return nil
 }
+
+// snapColumns is the number of values of a snapshot row in appendLog's statement.
+const snapColumns = 6
+
+// logSQL[s][e] is the statement of appendLog for s snapshots and e events, built once.
+var logSQL = func() (q [maxLogRowsPerInsert + 1][maxLogRowsPerInsert + 1]string) {
+	for ns := range maxLogRowsPerInsert + 1 {
+		for ne := range maxLogRowsPerInsert + 1 {
+			snaps := `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at)
+	SELECT v.run_id, COALESCE((SELECT MAX(seq) FROM run_snapshots r WHERE r.run_id = v.run_id), 0) + v.n, v.phase, v.status, v.run, v.at
+	FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(`(CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT)), `, ns), ", ") +
+				`) AS v (run_id, n, phase, status, run, at)`
+			switch {
+			case ns == 0:
+				q[ns][ne] = insertEventsSQL[ne]
+			case ne == 0:
+				q[ns][ne] = snaps
+			default:
+				q[ns][ne] = `WITH snapshots AS (` + snaps + `) ` + insertEventsSQL[ne]
+			}
+		}
+	}
+	return q
+}()
 
 // logColumns is the number of values of a lifecycle event row; maxLogRowsPerInsert
 // bounds the rows of one INSERT (and so its parameters, and the statements a

@@ -109,9 +109,8 @@ var updateMutation = updateOf("mutations", mutationColumns, "id", "run_id", "wor
 
 func (s *Store) saveMutation(ctx context.Context, tx Tx, m scripthost.Mutation) error {
 	row := mutationToRow(m)
-	_, err := tx.ExecContext(ctx, updateMutation.q, updateMutation.args(row.values())...)
-	if err != nil {
-		return s.dbErr("update mutation", err)
+	if err := s.guardedExec(ctx, tx, RowKey{"mutations", m.ID}, guardMutation, "update mutation", updateMutation.q, updateMutation.args(row.values())); err != nil {
+		return err
 	}
 	cacheMutation(tx, row)
 	noteMutation(tx, m.ID, m.RunID)
@@ -178,6 +177,17 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 		// look older than it is to a host judging whether its call may still be live.
 		now := s.now()
 		m.CreatedAt, m.UpdatedAt = now, now
+		m.IdempotencyKey = nm.IdempotencyKey
+		if m.IdempotencyKey == "" {
+			// Counted in the transaction that records the mutation: the key and the
+			// record see one ledger, and the caller reads nothing before the write.
+			// Counted first, so that the writes after go together.
+			n, err := s.failureCount(ctx, tx, nm.InputHash)
+			if err != nil {
+				return err
+			}
+			m.IdempotencyKey = scripthost.IdempotencyKey(nm.InputHash, n)
+		}
 		if nm.Run != nil {
 			if err := s.insertNewRun(ctx, tx, created, via); err != nil {
 				return err
@@ -199,21 +209,11 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 				m.Handler = rec.Handler
 			}
 		}
-		m.IdempotencyKey = nm.IdempotencyKey
-		if m.IdempotencyKey == "" {
-			// Counted in the transaction that records the mutation: the key and the
-			// record see one ledger, and the caller reads nothing before the write.
-			n, err := s.failureCount(ctx, tx, nm.InputHash)
-			if err != nil {
-				return err
-			}
-			m.IdempotencyKey = scripthost.IdempotencyKey(nm.InputHash, n)
-		}
 		// A mutation already recorded for the run, or another with the key, is refused
-		// naming it. The unique indexes on both find a conflict at the INSERT; where a
-		// refused statement leaves the transaction usable the lookups that name it run
-		// only then, elsewhere before the INSERT, which then finds only a writer that
-		// got there since.
+		// naming it. The unique indexes on both find a conflict at the INSERT, and the
+		// lookups that name it run only then: where a refused statement leaves the
+		// transaction usable (SQLite), after the refusal; elsewhere the INSERT does
+		// nothing on a conflict, which leaves it usable too.
 		conflict := func() error {
 			if nm.RunID != "" {
 				if err := s.runHasMutation(ctx, tx, nm.RunID); err != nil {
@@ -222,13 +222,27 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 			}
 			return s.keyUsed(ctx, tx, m.IdempotencyKey)
 		}
+		row := mutationToRow(m)
+		q := insertMutationSQL
 		if !s.d.TxSurvivesErrors {
-			if err := conflict(); err != nil {
+			q += ` ON CONFLICT DO NOTHING`
+		}
+		if !s.d.TxSurvivesErrors {
+			key := m.IdempotencyKey
+			err := s.execLater(ctx, tx, "begin mutation", q, row.values(), 1, func() error {
+				if err := conflict(); err != nil {
+					return err
+				}
+				return fmt.Errorf("%w: key %q is used by another mutation", ledger.ErrDuplicateKey, key)
+			})
+			if err != nil {
 				return err
 			}
 		}
-		row := mutationToRow(m)
-		_, err := tx.ExecContext(ctx, insertMutationSQL, row.values()...)
+		var err error
+		if s.d.TxSurvivesErrors {
+			_, err = tx.ExecContext(ctx, q, row.values()...)
+		}
 		if s.d.TxSurvivesErrors && s.d.UniqueViolation(err) != "" {
 			if err := conflict(); err != nil {
 				return err

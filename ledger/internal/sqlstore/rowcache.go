@@ -38,6 +38,99 @@ type RowCache interface {
 	VerifyRows() bool
 }
 
+// GuardedRows is what a write transaction offers whose row cache may be out of date:
+// the database has other writers (PostgreSQL: several hosts, an operator's command),
+// so that a row found in the cache is what the database held when this process last
+// wrote or read it, not necessarily now. The transitions check each such row where they
+// write it: the UPDATE matches it only while the phase (runs), the status and
+// updated_at are still the cached ones; a row found in the cache and not written is
+// confirmed, and locked, at the end of the transaction (confirmGuards). A row that
+// changed meanwhile fails the write with ErrStaleRow, and the backend runs the
+// transaction again without its cache, as it does a transaction that failed after
+// deciding on a cached row.
+type GuardedRows interface {
+	// TakeGuard returns the row under key as the transaction found it in the cache, if
+	// it did and has not checked it yet, and forgets it: the caller checks it.
+	TakeGuard(key RowKey) (any, bool)
+	// Guards returns the rows found in the cache and not checked yet.
+	Guards() map[RowKey]any
+}
+
+// ErrStaleRow: a row the transaction found in its cache had changed in the database;
+// the backend runs the transaction again without the cache.
+var ErrStaleRow = errors.New("a cached row changed in the database")
+
+// guardedRows returns q's guarded cache when q is a write transaction that has one.
+func guardedRows(q sqlx.QueryerContext) GuardedRows {
+	if et, ok := q.(*eventTx); ok {
+		q = et.Tx
+	}
+	g, _ := q.(GuardedRows)
+	return g
+}
+
+// takeGuard returns the row under key that tx found in its cache and must check
+// where it writes it.
+func takeGuard(tx sqlx.QueryerContext, key RowKey) (any, bool) {
+	if g := guardedRows(tx); g != nil {
+		return g.TakeGuard(key)
+	}
+	return nil, false
+}
+
+// guardRun is the condition that matches a run row only as it was cached, and its
+// arguments.
+func guardRun(row any) (string, []any) {
+	o := row.(runRow)
+	return ` AND phase = ? AND status = ? AND updated_at = ?`, []any{o.Phase, o.Status, o.UpdatedAt}
+}
+
+// guardMutation is guardRun for a mutation row.
+func guardMutation(row any) (string, []any) {
+	o := row.(mutationRow)
+	return ` AND status = ? AND updated_at = ?`, []any{o.Status, o.UpdatedAt}
+}
+
+// guardedExec runs an UPDATE of the row under key, matching it only as tx found it in
+// its cache when it did (see GuardedRows).
+func (s *Store) guardedExec(ctx context.Context, tx Tx, key RowKey, guard func(any) (string, []any), what, q string, args []any) error {
+	row, guarded := takeGuard(tx, key)
+	want := int64(-1)
+	if guarded {
+		cond, gargs := guard(row)
+		q, args, want = q+cond, append(args, gargs...), 1
+	}
+	return s.execLater(ctx, tx, what, q, args, want, func() error {
+		return fmt.Errorf("%s: %s %s %s: %w", s.name, what, key.Table, key.ID, ErrStaleRow)
+	})
+}
+
+// confirmGuards confirms, and locks, the rows tx found in its cache and did not write:
+// a transition that decided on one must not commit when it changed meanwhile.
+func (s *Store) confirmGuards(ctx context.Context, tx Tx) error {
+	g := guardedRows(tx)
+	if g == nil {
+		return nil
+	}
+	for key, row := range g.Guards() {
+		guard := guardRun
+		if key.Table == "mutations" {
+			guard = guardMutation
+		}
+		cond, args := guard(row)
+		var one int
+		err := tx.GetContext(ctx, &one, `SELECT 1 FROM `+key.Table+` WHERE id = ?`+cond+` FOR UPDATE`, append([]any{key.ID}, args...)...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%s: %s %s: %w", s.name, key.Table, key.ID, ErrStaleRow)
+		}
+		if err != nil {
+			return s.dbErr("confirm "+key.Table, err)
+		}
+		g.TakeGuard(key)
+	}
+	return nil
+}
+
 // RowKey names a cached row: its table and its id.
 type RowKey struct{ Table, ID string }
 

@@ -136,9 +136,8 @@ func (s *Store) insertRun(ctx context.Context, tx Tx, rec runRec, via ...scripth
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, insertRunSQL, row.values()...)
-	if err != nil {
-		return s.dbErr("create run", err)
+	if err := s.execLater(ctx, tx, "create run", insertRunSQL, row.values(), -1, nil); err != nil {
+		return err
 	}
 	cacheRun(tx, row)
 	noteRun(tx, rec.ID, true)
@@ -230,8 +229,8 @@ func (s *Store) saveRun(ctx context.Context, tx Tx, rec runRec, via ...scripthos
 	if !s.d.RewritesSetIndexes || rec.Status != rec.stored {
 		i |= 2
 	}
-	if _, err = tx.ExecContext(ctx, runUpdates[i].q, runUpdates[i].args(row.values())...); err != nil {
-		return s.dbErr("update run", err)
+	if err := s.guardedExec(ctx, tx, RowKey{"runs", rec.ID}, guardRun, "update run", runUpdates[i].q, runUpdates[i].args(row.values())); err != nil {
+		return err
 	}
 	cacheRun(tx, row)
 	noteRun(tx, rec.ID, false)
@@ -312,6 +311,11 @@ func (s *Store) snapshot(ctx context.Context, tx Tx, last, run *scripthost.Run) 
 	b, err := json.Marshal(run)
 	if err != nil {
 		return fmt.Errorf("%s: snapshot run %s: %w", s.name, run.ID, err)
+	}
+	if et, ok := tx.(*eventTx); ok { // written with the events, at the write's end
+		et.tableSnaps = append(et.tableSnaps, tableSnap{runID: run.ID, phase: string(run.Phase),
+			status: string(run.Status), run: b, at: nanos(run.UpdatedAt)})
+		return nil
 	}
 	_, err = tx.ExecContext(ctx, snapshotSQL, run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt), run.ID)
 	if err != nil {

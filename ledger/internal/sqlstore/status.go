@@ -148,7 +148,7 @@ func (s *Store) CreateRetryRun(ctx context.Context, runID string, retry ledger.R
 	if err := checkJSON("retry state", retry.State); err != nil {
 		return scripthost.Run{}, err
 	}
-	version := retry.Version
+	var version int
 	var out runRec
 	err := s.mustWrite(ctx, func(ctx context.Context, tx Tx) error {
 		src, err := s.getRun(ctx, tx, runID)
@@ -168,7 +168,8 @@ func (s *Store) CreateRetryRun(ctx context.Context, runID string, retry ledger.R
 		if st == outcomeUnknown {
 			return refuse("run", runID, src.Status, "retry", "mutation %s is %s: reconcile or resolve it first", m.ID, m.Status)
 		}
-		if version, err = s.retryVersion(ctx, tx, src, version); err != nil {
+		// From the caller's version at each attempt: a backend may run this again.
+		if version, err = s.retryVersion(ctx, tx, src, retry.Version); err != nil {
 			return err
 		}
 		now := s.now()

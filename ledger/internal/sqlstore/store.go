@@ -21,6 +21,39 @@ type Tx interface {
 	NamedExecContext(ctx context.Context, query string, arg any) (sql.Result, error)
 }
 
+// Deferrer is what a write transaction offers that sends several writes as one
+// statement: a write queued with Defer goes with the transaction's next statement or
+// its commit (see execLater).
+type Deferrer interface {
+	// Defer queues q, an INSERT or UPDATE with no RETURNING; want ≥ 0 is the number of
+	// rows it must change, mismatch the transaction's error when it changes another.
+	Defer(q string, args []any, want int64, mismatch func() error)
+}
+
+// execLater runs the write q in tx: queued to go with the next statement where tx is
+// a Deferrer, else at once. want ≥ 0 is the number of rows it must change; when it
+// changes another, mismatch gives the error. what names it in a driver error.
+func (s *Store) execLater(ctx context.Context, tx Tx, what, q string, args []any, want int64, mismatch func() error) error {
+	inner := Tx(tx)
+	if et, ok := tx.(*eventTx); ok {
+		inner = et.Tx
+	}
+	if d, ok := inner.(Deferrer); ok {
+		d.Defer(q, args, want, mismatch)
+		return nil
+	}
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return s.dbErr(what, err)
+	}
+	if want >= 0 {
+		if n, err := res.RowsAffected(); err != nil || n != want {
+			return mismatch()
+		}
+	}
+	return nil
+}
+
 // Reader runs reads outside a transaction; queries use ? placeholders. The store reads
 // through it with GetContext for lookups and SelectContext for lists (see reader).
 type Reader interface {
@@ -84,12 +117,12 @@ type Dialect struct {
 	// (PostgreSQL) and the lookups come first.
 	TxSurvivesErrors bool
 	// Embedded: the database runs in this process, where each statement costs a call
-	// into it rather than a round trip, and its planner is SQLite's: a transaction's
-	// lifecycle events go in one multi-row INSERT, and a snapshot takes its number from
-	// a subquery in VALUES (SQLite runs an INSERT … SELECT from the table it inserts
-	// into through a temporary table). Elsewhere each event is its own INSERT and the
-	// snapshot an INSERT … SELECT, the statements the PostgreSQL ledger is tested with
-	// under load.
+	// into it rather than a round trip, and its planner is SQLite's: the lifecycle log
+	// holds the snapshots, each a change from the one before, and a snapshot takes its
+	// number from a subquery in VALUES (SQLite runs an INSERT … SELECT from the table it
+	// inserts into through a temporary table). Elsewhere the snapshots have a table of
+	// their own, and a transaction's snapshots and lifecycle events are one statement
+	// at its end (see appendLog).
 	Embedded bool
 }
 

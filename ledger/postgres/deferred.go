@@ -1,0 +1,213 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jmoiron/sqlx"
+)
+
+// deferred is a write queued to go with the transaction's next statement (see
+// wtx.Defer).
+type deferred struct {
+	q        string
+	args     []any
+	table    string
+	want     int64
+	mismatch func() error
+}
+
+// Defer queues the write q, an INSERT or UPDATE with ? placeholders and no RETURNING,
+// to be sent with the transaction's other queued writes as one statement, before its
+// next read or its commit: a transition's writes cost one round trip and one statement,
+// not one each. want ≥ 0 is the number of rows the write must change; when it
+// changes another, mismatch gives the transaction's error (run in the transaction,
+// which is still usable). A write to a table a queued write changes is sent after it,
+// not with it: the parts of one statement do not see each other's rows.
+func (t *wtx) Defer(q string, args []any, want int64, mismatch func() error) {
+	table := targetTable(q)
+	for _, d := range t.queue {
+		if d.table == table {
+			t.ready() // in a transaction: this write and the queued ones are two statements
+			break
+		}
+	}
+	t.queue = append(t.queue, deferred{q: q, args: args, table: table, want: want, mismatch: mismatch})
+}
+
+// AsyncCommit makes the transaction's commit not wait for the WAL flush: set with its
+// writes, not by a statement of its own.
+func (t *wtx) AsyncCommit() { t.async = true }
+
+// targetTable is the table an INSERT or UPDATE writes.
+func targetTable(q string) string {
+	f := strings.Fields(q)
+	switch {
+	case len(f) > 2 && strings.EqualFold(f[0], "INSERT"):
+		return f[2]
+	case len(f) > 1 && strings.EqualFold(f[0], "UPDATE"):
+		return f[1]
+	}
+	return q
+}
+
+// flush sends the queued writes, as one statement when there are several (each a
+// part of a WITH), and checks their counts. Its error, the first, is the
+// transaction's (see runTx).
+func (t *wtx) flush() {
+	if len(t.queue) == 0 {
+		return
+	}
+	queue := t.queue
+	t.queue = nil
+	if t.flushErr != nil {
+		return
+	}
+	counts, err := t.send(queue, false)
+	if err != nil {
+		t.flushErr = t.s.dbErr("write", err)
+		return
+	}
+	for i, d := range queue {
+		if d.want >= 0 && counts[i] != d.want {
+			t.flushErr = d.mismatch()
+			return
+		}
+	}
+}
+
+// errInTx: the writes sent as one statement of their own found a count they did not
+// expect, and the statement failed with nothing written; the transaction runs again
+// in a transaction, where each part's count is checked as it is sent.
+var errInTx = errors.New("postgres: a write found a count it did not expect")
+
+// flushAlone sends the queued writes as one statement that is its own transaction
+// (see runTx): a part whose count differs from the one it must have makes the
+// statement fail (a division by zero), so that none of it is committed.
+func (t *wtx) flushAlone() {
+	queue := t.queue
+	t.queue = nil
+	if len(queue) == 0 {
+		return
+	}
+	if _, err := t.send(queue, true); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "22012" {
+			t.flushErr = errInTx
+			return
+		}
+		t.flushErr = t.s.dbErr("write", err)
+	}
+}
+
+// send sends the writes as one statement and returns the rows each changed; alone,
+// on the connection, the statement fails when a count is not the one wanted.
+func (t *wtx) send(queue []deferred, alone bool) ([]int64, error) {
+	var sb strings.Builder
+	var args []any
+	n := 0
+	for i, d := range queue {
+		if i == 0 {
+			sb.WriteString("WITH ")
+		} else {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "w%d AS (%s RETURNING 1)", i, renumber(d.q, &n))
+		args = append(args, d.args...)
+	}
+	sb.WriteString(" SELECT ")
+	for i, d := range queue {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		if alone && d.want >= 0 {
+			fmt.Fprintf(&sb, "(SELECT count(*) FROM w%d) / ((SELECT count(*) FROM w%d) = %d)::int", i, i, d.want)
+			continue
+		}
+		fmt.Fprintf(&sb, "(SELECT count(*) FROM w%d)", i)
+	}
+	if t.async {
+		sb.WriteString(", set_config('synchronous_commit', 'off', true)")
+	}
+	counts := make([]int64, len(queue))
+	dest := make([]any, 0, len(queue)+1)
+	for i := range counts {
+		dest = append(dest, &counts[i])
+	}
+	if t.async {
+		dest = append(dest, new(sql.NullString))
+	}
+	var q sqlx.QueryerContext = t.c
+	if t.tx != nil {
+		q = t.tx
+	}
+	if err := q.QueryRowxContext(t.ctx, sb.String(), args...).Scan(dest...); err != nil {
+		return nil, err
+	}
+	t.asyncSet = t.asyncSet || t.async
+	return counts, nil
+}
+
+// renumber rewrites q's ? placeholders as $n, numbering on from *n.
+func renumber(q string, n *int) string {
+	var sb strings.Builder
+	for _, r := range q {
+		if r == '?' {
+			*n++
+			fmt.Fprintf(&sb, "$%d", *n)
+			continue
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String()
+}
+
+// ready begins the transaction and sends the queued writes before one of its
+// statements, so that it sees them; false when the transaction could not begin.
+func (t *wtx) ready() bool {
+	t.begin()
+	t.flush()
+	return t.tx != nil
+}
+
+func (t *wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if !t.ready() {
+		return nil, t.flushErr
+	}
+	return t.conn.QueryContext(ctx, q, args...)
+}
+
+func (t *wtx) QueryxContext(ctx context.Context, q string, args ...any) (*sqlx.Rows, error) {
+	if !t.ready() {
+		return nil, t.flushErr
+	}
+	return t.conn.QueryxContext(ctx, q, args...)
+}
+
+func (t *wtx) QueryRowxContext(ctx context.Context, q string, args ...any) *sqlx.Row {
+	if !t.ready() {
+		// Read outside a transaction that failed to begin: the transaction fails with
+		// that error whatever this finds (see runTx).
+		return t.c.QueryRowxContext(ctx, rebind(q), args...)
+	}
+	return t.conn.QueryRowxContext(ctx, q, args...)
+}
+
+func (t *wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if !t.ready() {
+		return nil, t.flushErr
+	}
+	return t.conn.ExecContext(ctx, q, args...)
+}
+
+func (t *wtx) GetContext(ctx context.Context, dest any, q string, args ...any) error {
+	return sqlx.GetContext(ctx, t, dest, q, args...)
+}
+
+func (t *wtx) SelectContext(ctx context.Context, dest any, q string, args ...any) error {
+	return sqlx.SelectContext(ctx, t, dest, q, args...)
+}
