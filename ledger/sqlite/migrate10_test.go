@@ -26,8 +26,8 @@ func TestMigration10LeaseHistory(t *testing.T) {
 	}
 	defer db.Close()
 	var version, rows int
-	if err := db.QueryRow(`SELECT MAX(version) FROM scripthost_schema`).Scan(&version); err != nil || version < 10 {
-		t.Fatalf("schema version: got %d %v, want at least 10", version, err)
+	if err := db.QueryRow(`SELECT MAX(version) FROM scripthost_schema`).Scan(&version); err != nil || version != 10 {
+		t.Fatalf("schema version: got %d %v, want 10", version, err)
 	}
 	if err := db.QueryRow(`SELECT (SELECT COUNT(*) FROM lease_hosts) + (SELECT COUNT(*) FROM lease_takeovers)`).Scan(&rows); err != nil || rows != 0 {
 		t.Fatalf("lease history: got %d rows, %v; want two empty tables", rows, err)
