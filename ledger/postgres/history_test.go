@@ -18,11 +18,13 @@ import (
 func TestLeaseHistory(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, pgtest.URL(t), postgres.Options{})
-	a, ok, err := s.ClaimLease(ctx, "charges", "host-a", 30*time.Millisecond)
+	// Claimed for long, renewed for a short while: the renewal cannot come too late
+	// however slow the machine, and the lease then runs out soon.
+	a, ok, err := s.ClaimLease(ctx, "charges", "host-a", time.Hour)
 	if err != nil || !ok {
 		t.Fatalf("claim by host-a: %v %v", ok, err)
 	}
-	if a, err = s.RenewLease(ctx, a, 30*time.Millisecond); err != nil {
+	if a, err = s.RenewLease(ctx, a, 200*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if a.RenewedAt.IsZero() || !a.RenewedAt.Before(a.ExpiresAt) {
@@ -39,7 +41,7 @@ func TestLeaseHistory(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("claim released orders by host-a: %v %v", ok, err)
 	}
-	time.Sleep(60 * time.Millisecond) // host-a's charges lease runs out
+	time.Sleep(time.Until(a.ExpiresAt) + 50*time.Millisecond) // host-a's charges lease runs out
 	b, ok, err := s.ClaimLease(ctx, "charges", "host-b", time.Hour)
 	if err != nil || !ok || b.TakenFrom != "host-a" {
 		t.Fatalf("takeover by host-b: %+v %v %v", b, ok, err)
