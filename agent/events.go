@@ -46,6 +46,16 @@ type Event struct {
 	Message    string    `json:"message,omitempty"`
 }
 
+// MarshalJSON writes the event with its type under "event", as the run and plan
+// streams name it, and under "type" as well, the name this stream used first.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type plain Event
+	return json.Marshal(struct {
+		Event string `json:"event"`
+		plain
+	}{e.Type, plain(e)})
+}
+
 // sink writes events as JSONL and/or human progress lines.
 type sink struct {
 	mu       sync.Mutex
