@@ -52,7 +52,7 @@ func (e *Executor) mutate(ctx context.Context, r *stepRun, b bound, rec ledger.A
 	out, err := hostfuncs.Effect{
 		Store: e.o.Store, Registry: e.o.Registry, Tool: b.tool, Input: input,
 		Record:  ledger.NewMutation{Workflow: Workflow(r.session), Handler: r.step.ID, Params: params, InputHash: hash},
-		Secrets: secrets, Redactor: e.o.Redactor, Policy: e.policy(), Clock: e.o.Clock,
+		Secrets: secrets, Redactor: e.o.Redactor, Policy: hostfuncs.ReconcileOnce(e.o.Redactor), Clock: e.o.Clock,
 		Hooks: hostfuncs.EffectHooks{
 			Cause: func(err error) *scripthost.Error {
 				c := asError(err)
@@ -77,7 +77,7 @@ func (e *Executor) mutate(ctx context.Context, r *stepRun, b bound, rec ledger.A
 		if err := e.o.Sleep(ctx, m.NextReconcileAt.Sub(e.o.Clock())); err != nil {
 			return o, err
 		}
-		if m, err = hostfuncs.Reconcile(ctx, e.o.Store, e.o.Registry, m, e.policy(), e.o.Clock()); err != nil {
+		if m, err = hostfuncs.Reconcile(ctx, e.o.Store, e.o.Registry, m, hostfuncs.ReconcileOnce(e.o.Redactor), e.o.Clock()); err != nil {
 			return o, fmt.Errorf("agent: reconcile: %w", err)
 		}
 		out.Mutation, out.Result, out.Cause, out.CallErr = m, m.Result, nil, nil
@@ -119,16 +119,11 @@ func (e *Executor) earlier(ctx context.Context, session, hash string) (scripthos
 		}
 	}
 	sort.SliceStable(muts, func(i, j int) bool { return muts[i].CreatedAt.Before(muts[j].CreatedAt) })
-	m, err := hostfuncs.Earlier(ctx, e.o.Store, e.o.Registry, muts, e.policy(), e.o.Clock)
+	m, err := hostfuncs.Earlier(ctx, e.o.Store, e.o.Registry, muts, hostfuncs.ReconcileOnce(e.o.Redactor), e.o.Clock)
 	if err != nil {
 		return m, fmt.Errorf("agent: reconcile: %w", err)
 	}
 	return m, nil
-}
-
-// policy bounds the reconcile of an uncertain outcome: one attempt, then a person.
-func (e *Executor) policy() hostfuncs.ReconcilePolicy {
-	return hostfuncs.ReconcilePolicy{MaxAttempts: 1, Redactor: e.o.Redactor}
 }
 
 // unknown pauses on a call whose outcome nobody can tell (a command killed mid-run):

@@ -29,6 +29,12 @@ func CallerWorkflow(c Caller, id string) string {
 	return string(c) + "/" + id
 }
 
+// ReconcileOnce is the reconcile policy of plans and agents: one attempt, then a
+// person decides (hostfuncs.Resolve).
+func ReconcileOnce(red *Redactor) ReconcilePolicy {
+	return ReconcilePolicy{MaxAttempts: 1, Redactor: red}
+}
+
 // Key is what an effect's idempotency key is derived from besides the tool and its
 // canonical input: the workflow name, the handler (a step), the run's events and the
 // idempotency scope (a plan step's execution, an agent call).

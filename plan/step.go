@@ -165,7 +165,7 @@ func (e *Executor) attempt(ctx context.Context, r *stepRun, attempt int) (json.R
 	o, err := hostfuncs.Effect{
 		Store: e.o.Store, Registry: e.o.Registry, Tool: r.tool, Input: r.args,
 		Record:   ledger.NewMutation{Workflow: workflowName(x.plan.PlanID), Handler: s.StepID, Params: r.redArgs, InputHash: r.hash},
-		Redactor: e.o.Redactor, Policy: e.policy(), Clock: e.o.Clock,
+		Redactor: e.o.Redactor, Policy: hostfuncs.ReconcileOnce(e.o.Redactor), Clock: e.o.Clock,
 		Hooks: hostfuncs.EffectHooks{
 			Execute: call,
 			// A command that answered with a non-zero exit code or was killed at its
@@ -209,7 +209,7 @@ func (e *Executor) attempt(ctx context.Context, r *stepRun, attempt int) (json.R
 // tool is not called again. Unknown after one reconcile: E306. None, or only failed
 // ones: the step runs with the next key.
 func (e *Executor) earlier(ctx context.Context, r *stepRun) (json.RawMessage, bool, error) {
-	m, err := hostfuncs.Earlier(ctx, e.o.Store, e.o.Registry, r.x.muts[r.hash], e.policy(), e.o.Clock)
+	m, err := hostfuncs.Earlier(ctx, e.o.Store, e.o.Registry, r.x.muts[r.hash], hostfuncs.ReconcileOnce(e.o.Redactor), e.o.Clock)
 	if err != nil {
 		return nil, false, &Error{Code: CodeInternal, StepID: r.step.StepID, Message: "reconcile", Err: err}
 	}
@@ -224,11 +224,6 @@ func (e *Executor) earlier(ctx context.Context, r *stepRun) (json.RawMessage, bo
 			"mutation %s of an interrupted run is %s: its outcome is unknown; resolve it, then run the plan again to resume", m.ID, m.Status)
 	}
 	return nil, false, nil
-}
-
-// policy bounds the reconcile of an uncertain outcome: one attempt, then a person.
-func (e *Executor) policy() hostfuncs.ReconcilePolicy {
-	return hostfuncs.ReconcilePolicy{MaxAttempts: 1, Redactor: e.o.Redactor}
 }
 
 // finish writes the step's record, emits its event and reports progress.
