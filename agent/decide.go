@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -43,7 +44,7 @@ func Decide(ctx context.Context, store ledger.Store, session, call string, appro
 				if !approve {
 					as = scripthost.MutationSkipped
 				}
-				if _, err := store.Resolve(ctx, m.ID, ledger.Resolution{As: as, By: by, Force: true}); err != nil {
+				if _, err := hostfuncs.Resolve(ctx, store, m.ID, ledger.Resolution{As: as, By: by, Force: true}); err != nil {
 					return fmt.Errorf("agent: resolve mutation %s: %w", m.ID, err)
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/scripthost/scripthost"
@@ -11,8 +12,9 @@ import (
 	"github.com/scripthost/scripthost/ledger"
 )
 
-// Workflow names the mutations of a session in the ledger ("agent/SESSION").
-func Workflow(session string) string { return "agent/" + session }
+// Workflow names the mutations of a session in the ledger ("agent/SESSION",
+// hostfuncs.CallerWorkflow).
+func Workflow(session string) string { return hostfuncs.CallerWorkflow(hostfuncs.CallerAgent, session) }
 
 // mutate runs an approved mutating call through the shared effect path: the
 // mutation is recorded in flight with its idempotency key before the tool runs. A
@@ -25,8 +27,7 @@ func (e *Executor) mutate(ctx context.Context, r *stepRun, b bound, rec ledger.A
 		rec.Status, rec.Error = CallFailed, err.Error()
 		return e.settle(ctx, r, rec, o, began)
 	}
-	hash := scripthost.InputHash(scripthost.KeyInput{Workflow: Workflow(r.session), Handler: r.step.ID, Scope: rec.CallID,
-		Namespace: b.tool.Namespace, Method: b.tool.Method, Params: canon})
+	hash := hostfuncs.Key{Workflow: Workflow(r.session), Handler: r.step.ID, Scope: rec.CallID}.Hash(b.tool, canon)
 	prev, err := e.earlier(ctx, r.session, hash)
 	if err != nil {
 		return o, err
@@ -51,16 +52,17 @@ func (e *Executor) mutate(ctx context.Context, r *stepRun, b bound, rec ledger.A
 	out, err := hostfuncs.Effect{
 		Store: e.o.Store, Registry: e.o.Registry, Tool: b.tool, Input: input,
 		Record:  ledger.NewMutation{Workflow: Workflow(r.session), Handler: r.step.ID, Params: params, InputHash: hash},
-		Secrets: secrets, Policy: hostfuncs.ReconcilePolicy{MaxAttempts: 1, Redactor: e.o.Redactor}, Clock: e.o.Clock,
-		Cause: func(err error) *scripthost.Error {
-			c := asError(err)
-			c.Message = e.o.Redactor.Redact(c.Message)
-			return c
-		},
-		StoredResult: e.o.Redactor.RedactJSON,
-		Began: func(m scripthost.Mutation) {
-			rec.Status, rec.MutationID = CallRunning, m.ID
-			_ = e.put(ctx, rec) // the mutation row is the durable record; this is for show
+		Secrets: secrets, Redactor: e.o.Redactor, Policy: hostfuncs.ReconcileOnce(e.o.Redactor), Clock: e.o.Clock,
+		Hooks: hostfuncs.EffectHooks{
+			Cause: func(err error) *scripthost.Error {
+				c := asError(err)
+				c.Message = e.o.Redactor.Redact(c.Message)
+				return c
+			},
+			Began: func(m scripthost.Mutation) {
+				rec.Status, rec.MutationID = CallRunning, m.ID
+				_ = e.put(ctx, rec) // the mutation row is the durable record; this is for show
+			},
 		},
 	}.Run(ctx)
 	if err != nil {
@@ -68,27 +70,27 @@ func (e *Executor) mutate(ctx context.Context, r *stepRun, b bound, rec ledger.A
 	}
 	m := out.Mutation
 	rec.MutationID = m.ID
-	if m.Status == scripthost.MutationNeedsReconcile && hostfuncs.IsNotSent(out.CallErr) {
+	if out.Status() == hostfuncs.EffectNotSent {
 		// Nothing reached the service: after the backoff it is sent again under the same
 		// key (Reconcile), and if it still cannot be sent it is failed and the model told;
 		// no person is asked about an outcome that is known.
 		if err := e.o.Sleep(ctx, m.NextReconcileAt.Sub(e.o.Clock())); err != nil {
 			return o, err
 		}
-		if m, err = hostfuncs.Reconcile(ctx, e.o.Store, e.o.Registry, m, hostfuncs.ReconcilePolicy{MaxAttempts: 1, Redactor: e.o.Redactor}, e.o.Clock()); err != nil {
+		if m, err = hostfuncs.Reconcile(ctx, e.o.Store, e.o.Registry, m, hostfuncs.ReconcileOnce(e.o.Redactor), e.o.Clock()); err != nil {
 			return o, fmt.Errorf("agent: reconcile: %w", err)
 		}
-		out.Result, out.Cause = m.Result, nil
+		out.Mutation, out.Result, out.Cause, out.CallErr = m, m.Result, nil, nil
 	}
-	switch m.Status {
-	case scripthost.MutationApplied:
+	switch out.Status() {
+	case hostfuncs.EffectApplied:
 		res := e.o.Redactor.RedactSecrets(normalize(out.Result))
 		if err := hostfuncs.CheckOutput(b.tool, res); err != nil {
 			rec.Status, rec.Error = CallFailed, err.Error()
 		} else {
 			rec.Status, rec.Result = CallDone, e.o.Redactor.RedactJSON(res)
 		}
-	case scripthost.MutationFailed:
+	case hostfuncs.EffectFailed:
 		msg := m.Error
 		if out.Cause != nil {
 			msg = out.Cause.Error()
@@ -103,24 +105,23 @@ func (e *Executor) mutate(ctx context.Context, r *stepRun, b bound, rec ledger.A
 	return e.settle(ctx, r, rec, o, began)
 }
 
-// earlier returns the latest mutation of the session with this input hash, after one
-// reconcile attempt when it is in flight.
+// earlier returns the latest mutation of the session with this input hash that a
+// new call must honour (hostfuncs.Earlier).
 func (e *Executor) earlier(ctx context.Context, session, hash string) (scripthost.Mutation, error) {
-	muts, err := e.o.Store.Mutations(ctx, ledger.MutationFilter{Workflow: Workflow(session)})
+	all, err := e.o.Store.Mutations(ctx, ledger.MutationFilter{Workflow: Workflow(session)})
 	if err != nil {
 		return scripthost.Mutation{}, fmt.Errorf("agent: %w", err)
 	}
-	var m scripthost.Mutation
-	for _, c := range muts {
-		if c.InputHash == hash && (m.ID == "" || !c.CreatedAt.Before(m.CreatedAt)) {
-			m = c
+	var muts []scripthost.Mutation
+	for _, c := range all {
+		if c.InputHash == hash {
+			muts = append(muts, c)
 		}
 	}
-	if m.Status == scripthost.MutationInFlight || m.Status == scripthost.MutationNeedsReconcile {
-		m, err = hostfuncs.Reconcile(ctx, e.o.Store, e.o.Registry, m, hostfuncs.ReconcilePolicy{MaxAttempts: 1, Redactor: e.o.Redactor}, e.o.Clock())
-		if err != nil {
-			return m, fmt.Errorf("agent: reconcile: %w", err)
-		}
+	sort.SliceStable(muts, func(i, j int) bool { return muts[i].CreatedAt.Before(muts[j].CreatedAt) })
+	m, err := hostfuncs.Earlier(ctx, e.o.Store, e.o.Registry, muts, hostfuncs.ReconcileOnce(e.o.Redactor), e.o.Clock)
+	if err != nil {
+		return m, fmt.Errorf("agent: reconcile: %w", err)
 	}
 	return m, nil
 }

@@ -28,15 +28,31 @@ type Effect struct {
 	Tool     *Tool
 	// Input is the validated input the tool is called with.
 	Input json.RawMessage
-	// Record names the mutation: its identity, redacted Params and InputHash.
+	// Record names the mutation: its identity, redacted Params and InputHash (Key.Hash).
 	// IdempotencyKey is ignored: the ledger derives it (ledger.NewMutation).
 	Record ledger.NewMutation
 	// Secrets are the call's own secret values, removed from the stored result.
 	Secrets []string
+	// Redactor, when set, also removes credentials from the stored result (plans and
+	// agents; storedResult).
+	Redactor *Redactor
 	// Policy bounds the reconcile attempts of an uncertain outcome.
 	Policy ReconcilePolicy
 	// Clock gives the time for reconcile scheduling; nil means time.Now.
 	Clock func() time.Time
+	// Hooks are the caller's part of the call; each may be left nil.
+	Hooks EffectHooks
+	// FailureToNext records a definite failure with ledger.Store.FailMutationToNext
+	// (the run's next phase handles it); ReleaseOnFailure is passed along.
+	FailureToNext    bool
+	ReleaseOnFailure bool
+	// BeginEvents are lifecycle events logged in the transaction of the in-flight
+	// record, before it: those of the run's creation when Record.Run creates it.
+	BeginEvents []ledger.LifecycleEvent
+}
+
+// EffectHooks are the callbacks through which a caller takes part in an Effect.
+type EffectHooks struct {
 	// Execute calls the tool; nil means Tool.Execute with a panic turned into an
 	// internal error. ctx carries the idempotency key.
 	Execute func(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
@@ -46,17 +62,8 @@ type Effect struct {
 	// Cause turns the call's error into the cause stored with a failure, with secrets
 	// removed; nil classifies the error as it is.
 	Cause func(err error) *scripthost.Error
-	// StoredResult turns an applied result into what is stored; nil stores it as is.
-	StoredResult func(json.RawMessage) json.RawMessage
-	// FailureToNext records a definite failure with ledger.Store.FailMutationToNext
-	// (the run's next phase handles it); ReleaseOnFailure is passed along.
-	FailureToNext    bool
-	ReleaseOnFailure bool
 	// Began, when set, sees the in_flight mutation once it is durable.
 	Began func(scripthost.Mutation)
-	// BeginEvents are lifecycle events logged in the transaction of the in-flight
-	// record, before it: those of the run's creation when Record.Run creates it.
-	BeginEvents []ledger.LifecycleEvent
 }
 
 // EffectOutcome is what became of an Effect.
@@ -89,7 +96,8 @@ func (e Effect) Run(ctx context.Context) (EffectOutcome, error) {
 	if clock == nil {
 		clock = time.Now
 	}
-	cause := e.Cause
+	h := e.Hooks
+	cause := h.Cause
 	if cause == nil {
 		cause = asError
 	}
@@ -108,11 +116,11 @@ func (e Effect) Run(ctx context.Context) (EffectOutcome, error) {
 		return o, ledgerError("recording the mutation before the call", err)
 	}
 	o.Mutation = m
-	if e.Began != nil {
-		e.Began(m)
+	if h.Began != nil {
+		h.Began(m)
 	}
 
-	call := e.Execute
+	call := h.Execute
 	if call == nil {
 		call = func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			return CallTool(ctx, e.Tool, in)
@@ -124,8 +132,8 @@ func (e Effect) Run(ctx context.Context) (EffectOutcome, error) {
 	out = NewRedactor(e.Secrets...).RedactSecrets(out)
 	o.Out, o.CallErr = out, callErr
 	judged := callErr
-	if judged == nil && e.Judge != nil {
-		judged = e.Judge(out)
+	if judged == nil && h.Judge != nil {
+		judged = h.Judge(out)
 	}
 
 	// The call was made: its outcome is recorded even if the caller's context has been
@@ -134,14 +142,7 @@ func (e Effect) Run(ctx context.Context) (EffectOutcome, error) {
 	defer wcancel()
 	switch {
 	case judged == nil:
-		result := out
-		if len(result) == 0 {
-			result = json.RawMessage("null")
-		}
-		if e.StoredResult != nil {
-			result = e.StoredResult(result)
-		}
-		applied, err := e.Store.ApplyMutation(ledger.WithEvents(wctx, appliedEvents(m)...), m.ID, result)
+		applied, err := e.Store.ApplyMutation(ledger.WithEvents(wctx, appliedEvents(m)...), m.ID, storedResult(out, e.Redactor))
 		if err != nil {
 			// Left in_flight: startup recovery reconciles it.
 			return o, ledgerError("recording the applied mutation", err)

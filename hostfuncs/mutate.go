@@ -42,15 +42,7 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 	// A short one only where it is a whole value: inside other text it cannot be told
 	// from that text.
 	stored = call.RedactSecrets(stored)
-	hash := scripthost.InputHash(scripthost.KeyInput{
-		Workflow:  w.info.Workflow,
-		Handler:   w.info.Handler,
-		Events:    w.info.Events,
-		Namespace: t.Namespace,
-		Method:    t.Method,
-		Params:    canonical,
-		Scope:     w.info.Scope,
-	})
+	hash := Key{Workflow: w.info.Workflow, Handler: w.info.Handler, Events: w.info.Events, Scope: w.info.Scope}.Hash(t, canonical)
 	// The mutation's records carry the tool, then the mutation and its key once known.
 	var mid, key string
 	log := func(level slog.Level, msg string, args ...any) {
@@ -72,15 +64,17 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 		},
 		BeginEvents: w.info.CreateEvents,
 		Secrets:     secrets, Policy: w.policy, Clock: w.clock,
-		Execute: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-			return w.execute(ctx, t, in)
-		},
-		Cause:         func(err error) *scripthost.Error { return asError(w.scrub(withOp(err, name), call)) },
 		FailureToNext: w.info.FailureToNext, ReleaseOnFailure: w.info.ReleaseOnFailure,
-		Began: func(m scripthost.Mutation) {
-			w.setMutation(m)
-			mid, key = m.ID, m.IdempotencyKey
-			log(slog.LevelInfo, "mutation in flight")
+		Hooks: EffectHooks{
+			Execute: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+				return w.execute(ctx, t, in)
+			},
+			Cause: func(err error) *scripthost.Error { return asError(w.scrub(withOp(err, name), call)) },
+			Began: func(m scripthost.Mutation) {
+				w.setMutation(m)
+				mid, key = m.ID, m.IdempotencyKey
+				log(slog.LevelInfo, "mutation in flight")
+			},
 		},
 	}.Run(ctx)
 	if o.Mutation.ID != "" {
@@ -90,34 +84,29 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 		log(slog.LevelError, "recording the mutation failed", "error", w.redactor.Redact(err.Error()))
 		return end(err)
 	}
-	rec := o.Mutation
+	rec, cause := o.Mutation, o.Cause
+	st := o.Status()
 	switch {
 	case o.CallErr == nil:
 		log(slog.LevelInfo, "mutation applied")
-		if err := w.checkOutput(t, o.Result); err != nil {
-			return nil, w.scrub(err, call)
-		}
-		return o.Result, nil
-	case rec.Status == scripthost.MutationFailed && scripthost.IsDefinite(o.CallErr):
-		log(slog.LevelInfo, "mutation failed", "class", o.Cause.Class, "error", o.Cause.Error())
-		return nil, sandbox.Terminate(o.Cause)
+	case st == EffectFailed && scripthost.IsDefinite(o.CallErr):
+		log(slog.LevelInfo, "mutation failed", "class", cause.Class, "error", cause.Error())
+		return nil, sandbox.Terminate(cause)
+	default:
+		log(slog.LevelInfo, "mutation reconciled", "status", rec.Status, "class", cause.Class, "error", cause.Error())
 	}
-	cause := o.Cause
-	log(slog.LevelInfo, "mutation reconciled", "status", rec.Status, "class", cause.Class, "error", cause.Error())
-	switch rec.Status {
-	case scripthost.MutationApplied:
+	switch st {
+	case EffectApplied:
 		if err := w.checkOutput(t, o.Result); err != nil {
 			return nil, w.scrub(err, call)
 		}
 		return o.Result, nil
-	case scripthost.MutationFailed:
+	case EffectFailed:
 		return end(&scripthost.Error{Class: scripthost.ClassLogic, Code: cause.Code, Message: rec.Error})
-	case scripthost.MutationNeedsReconcile:
-		if IsNotSent(o.CallErr) {
-			return end(&scripthost.Error{Class: cause.Class, Code: CodeNotSent,
-				Message: fmt.Sprintf("the request never reached the service; mutation %s is sent again under the same key at %s: %s",
-					rec.ID, rec.NextReconcileAt.UTC().Format(time.RFC3339), cause.Message)})
-		}
+	case EffectNotSent:
+		return end(&scripthost.Error{Class: cause.Class, Code: CodeNotSent,
+			Message: fmt.Sprintf("the request never reached the service; mutation %s is sent again under the same key at %s: %s",
+				rec.ID, rec.NextReconcileAt.UTC().Format(time.RFC3339), cause.Message)})
 	}
 	return end(&scripthost.Error{
 		Class:   cause.Class,

@@ -360,10 +360,7 @@ func (e *Executor) began(p *Plan, n int, muts map[string][]scripthost.Mutation) 
 
 // stepHash is the input hash of step stepID's mutation in execution n of plan planID.
 func stepHash(planID string, n int, stepID string, tool *hostfuncs.Tool, canon json.RawMessage) string {
-	return scripthost.InputHash(scripthost.KeyInput{
-		Workflow: workflowName(planID), Handler: stepID, Namespace: tool.Namespace, Method: tool.Method,
-		Params: canon, Scope: scope(planID, n, stepID),
-	})
+	return hostfuncs.Key{Workflow: workflowName(planID), Handler: stepID, Scope: scope(planID, n, stepID)}.Hash(tool, canon)
 }
 
 // unfinished reports whether the records of one execution show it was interrupted:
@@ -387,7 +384,9 @@ func unfinished(p *Plan, hash string, recs []ledger.ExecutionRecord) bool {
 	return len(seen) < len(p.Steps)
 }
 
-func workflowName(planID string) string { return "plan:" + planID }
+func workflowName(planID string) string {
+	return hostfuncs.CallerWorkflow(hostfuncs.CallerPlan, planID)
+}
 
 // scope is the idempotency scope of a step: one per step of one execution.
 func scope(planID string, n int, stepID string) string {

@@ -164,39 +164,37 @@ func (e *Executor) attempt(ctx context.Context, r *stepRun, attempt int) (json.R
 
 	o, err := hostfuncs.Effect{
 		Store: e.o.Store, Registry: e.o.Registry, Tool: r.tool, Input: r.args,
-		Record: ledger.NewMutation{Workflow: workflowName(x.plan.PlanID), Handler: s.StepID, Params: r.redArgs, InputHash: r.hash},
-		Policy: hostfuncs.ReconcilePolicy{MaxAttempts: 1, Redactor: e.o.Redactor},
-		Clock:  e.o.Clock, Execute: call,
-		// A command that answered with a non-zero exit code or was killed at its
-		// timeout failed definitely: the next attempt gets a fresh key.
-		Judge: func(json.RawMessage) error {
-			if ferr != nil {
-				return ferr
-			}
-			return nil
-		},
-		Cause: func(error) *scripthost.Error {
-			return &scripthost.Error{Class: scripthost.ClassLogic, Code: ferr.Code, Message: e.o.Redactor.Redact(ferr.Message)}
-		},
-		StoredResult: e.redactOut,
-		Began: func(m scripthost.Mutation) {
-			x.muts[r.hash] = append(x.muts[r.hash], m)
-			r.diag.MutationID, r.diag.IdempotencyKey = m.ID, m.IdempotencyKey
+		Record:   ledger.NewMutation{Workflow: workflowName(x.plan.PlanID), Handler: s.StepID, Params: r.redArgs, InputHash: r.hash},
+		Redactor: e.o.Redactor, Policy: hostfuncs.ReconcileOnce(e.o.Redactor), Clock: e.o.Clock,
+		Hooks: hostfuncs.EffectHooks{
+			Execute: call,
+			// A command that answered with a non-zero exit code or was killed at its
+			// timeout failed definitely: the next attempt gets a fresh key.
+			Judge: func(json.RawMessage) error {
+				if ferr != nil {
+					return ferr
+				}
+				return nil
+			},
+			Cause: func(error) *scripthost.Error {
+				return &scripthost.Error{Class: scripthost.ClassLogic, Code: ferr.Code, Message: e.o.Redactor.Redact(ferr.Message)}
+			},
+			Began: func(m scripthost.Mutation) {
+				x.muts[r.hash] = append(x.muts[r.hash], m)
+				r.diag.MutationID, r.diag.IdempotencyKey = m.ID, m.IdempotencyKey
+			},
 		},
 	}.Run(ctx)
 	if err != nil {
 		return nil, nil, &Error{Code: CodeInternal, StepID: s.StepID, Message: "record the mutation", Err: err}
 	}
 	m := o.Mutation
-	switch {
-	case o.CallErr == nil || scripthost.IsDefinite(o.CallErr):
+	switch o.Status() {
+	case hostfuncs.EffectApplied:
+		return o.Result, nil, nil
+	case hostfuncs.EffectFailed:
 		return o.Out, ferr, nil
-	case m.Status == scripthost.MutationApplied:
-		return m.Result, nil, nil
-	case m.Status == scripthost.MutationFailed:
-		return o.Out, ferr, nil
-	}
-	if hostfuncs.IsNotSent(o.CallErr) {
+	case hostfuncs.EffectNotSent:
 		// Nothing reached the service: no person needs to look, the next run of the
 		// plan sends it again under the same key (earlier).
 		return nil, nil, &Error{Code: CodeNeedsReconcile, StepID: s.StepID, Err: ferr,
@@ -206,35 +204,25 @@ func (e *Executor) attempt(ctx context.Context, r *stepRun, attempt int) (json.R
 		Message: fmt.Sprintf("the outcome of mutation %s is unknown (%s); resolve it, then run the plan again to resume: %s", m.ID, m.Status, e.o.Redactor.Redact(ferr.Message))}
 }
 
-// earlier looks for a mutation an interrupted run of this execution made for the step.
-// Applied (or skipped by a person): its result is reused and the tool is not called
-// again. In flight or waiting to be reconciled: the tool's reconciler is asked once (a
-// mutation that was never sent is sent again under its key); unknown after that: E306.
-// Failed: the step runs again with the next key.
+// earlier looks for a mutation an interrupted run of this execution made for the step
+// (hostfuncs.Earlier). Applied (or skipped by a person): its result is reused and the
+// tool is not called again. Unknown after one reconcile: E306. None, or only failed
+// ones: the step runs with the next key.
 func (e *Executor) earlier(ctx context.Context, r *stepRun) (json.RawMessage, bool, error) {
-	muts := r.x.muts[r.hash]
-	for i := len(muts) - 1; i >= 0; i-- {
-		m := muts[i]
-		if m.Status == scripthost.MutationInFlight || m.Status == scripthost.MutationNeedsReconcile {
-			var err error
-			m, err = hostfuncs.Reconcile(ctx, e.o.Store, e.o.Registry, m, hostfuncs.ReconcilePolicy{MaxAttempts: 1, Redactor: e.o.Redactor}, e.o.Clock())
-			if err != nil {
-				return nil, false, &Error{Code: CodeInternal, StepID: r.step.StepID, Message: "reconcile", Err: err}
-			}
-			muts[i] = m
-		}
-		r.diag.MutationID, r.diag.IdempotencyKey = m.ID, m.IdempotencyKey
-		switch {
-		case m.Status == scripthost.MutationApplied:
-			return m.Result, true, nil
-		case m.Status == scripthost.MutationSkipped:
-			return json.RawMessage("null"), true, nil
-		case m.Status.Unknown():
-			return nil, false, errorf(CodeNeedsReconcile, r.step.StepID,
-				"mutation %s of an interrupted run is %s: its outcome is unknown; resolve it, then run the plan again to resume", m.ID, m.Status)
-		}
+	m, err := hostfuncs.Earlier(ctx, e.o.Store, e.o.Registry, r.x.muts[r.hash], hostfuncs.ReconcileOnce(e.o.Redactor), e.o.Clock)
+	if err != nil {
+		return nil, false, &Error{Code: CodeInternal, StepID: r.step.StepID, Message: "reconcile", Err: err}
 	}
-	r.diag.MutationID, r.diag.IdempotencyKey = "", ""
+	r.diag.MutationID, r.diag.IdempotencyKey = m.ID, m.IdempotencyKey
+	switch {
+	case m.Status == scripthost.MutationApplied:
+		return m.Result, true, nil
+	case m.Status == scripthost.MutationSkipped:
+		return json.RawMessage("null"), true, nil
+	case m.Status.Unknown():
+		return nil, false, errorf(CodeNeedsReconcile, r.step.StepID,
+			"mutation %s of an interrupted run is %s: its outcome is unknown; resolve it, then run the plan again to resume", m.ID, m.Status)
+	}
 	return nil, false, nil
 }
 

@@ -77,21 +77,34 @@ type started struct {
 	err     error
 }
 
+// roundInput is what one round of a workflow's consumers works on: the workflow and
+// its version's definition, the consumer groups, which consumers are blocked, each
+// consumer's latest run and state, and the time of the pass.
+type roundInput struct {
+	workflow string
+	version  int
+	def      *Definition
+	groups   [][]string
+	blocked  func(string) bool
+	latest   map[string]scripthost.Run
+	states   map[string]ledger.HandlerState
+	now      time.Time
+}
+
 // round gives each consumer that is not blocked its turn (see tickConsumer): the
 // consumers of one group in name order, the groups side by side, each group past the
 // first on a Concurrency slot of its own when one is free (on this goroutine after the
 // others otherwise). A group stops at its first error. states is updated as
 // tickConsumer keeps it.
-func (rt *Runtime) round(ctx context.Context, workflow string, version int, def *Definition, groups [][]string,
-	blocked func(string) bool, latest map[string]scripthost.Run, states map[string]ledger.HandlerState,
-	now time.Time) map[string]started {
+func (rt *Runtime) round(ctx context.Context, r roundInput) map[string]started {
+	groups, states := r.groups, r.states
 	turn := func(group []string, states map[string]ledger.HandlerState, out map[string]started) {
 		for _, name := range group {
-			if blocked(name) {
+			if r.blocked(name) {
 				continue
 			}
-			last, hasLast := latest[name]
-			run, ok, err := rt.tickConsumer(ctx, workflow, version, def.Consumers[name], last, hasLast, now, states)
+			last, hasLast := r.latest[name]
+			run, ok, err := rt.tickConsumer(ctx, r.workflow, r.version, r.def.Consumers[name], last, hasLast, r.now, states)
 			out[name] = started{run: run, started: ok, err: err}
 			if err != nil {
 				return

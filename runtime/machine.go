@@ -145,8 +145,8 @@ func (rt *Runtime) stepProducer(ctx context.Context, l *loaded, p *Producer, run
 // transition that stores it (the phase completed, the commit), or the phase's failure.
 func (rt *Runtime) produce(ctx context.Context, l *loaded, p *Producer, run scripthost.Run) (ledger.Commit, []ledger.LifecycleEvent, error) {
 	w := rt.wrapper(run, nil, p.Publishes)
-	res, err := rt.invoke(ctx, l, p.Lifecycle, run, w, scripthost.PhaseProducer, p.Handler,
-		sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
+	res, err := rt.invoke(ctx, phaseCall{l: l, lc: p.Lifecycle, run: run, w: w, phase: scripthost.PhaseProducer, fn: p.Handler,
+		g: sandbox.Globals{State: stateOrNull(run.InputState)}, args: []json.RawMessage{stateOrNull(run.InputState)}})
 	if err != nil {
 		return ledger.Commit{}, nil, err
 	}
@@ -228,9 +228,9 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		var output json.RawMessage
 		w := rt.wrapper(run, nil, c.Publishes)
 		if c.Next != "" {
-			res, err := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhaseNext, c.Next,
-				sandbox.Globals{State: stateOrNull(run.InputState), Prepared: stateOrNull(run.Prepared), MutationResult: oj},
-				stateOrNull(run.Prepared), oj)
+			res, err := rt.invoke(ctx, phaseCall{l: l, lc: c.Lifecycle, run: run, w: w, phase: scripthost.PhaseNext, fn: c.Next,
+				g:    sandbox.Globals{State: stateOrNull(run.InputState), Prepared: stateOrNull(run.Prepared), MutationResult: oj},
+				args: []json.RawMessage{stateOrNull(run.Prepared), oj}})
 			if err != nil {
 				return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseNext, err)
 			}
@@ -272,8 +272,9 @@ func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, run scrip
 	var ierr error
 	if c.Mutate != "" {
 		w := rt.wrapperFor(run, nil, nil, c.OnMutationFailure, nil, create)
-		_, ierr = rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhaseMutate, c.Mutate,
-			sandbox.Globals{State: stateOrNull(run.InputState), Prepared: stateOrNull(run.Prepared)}, stateOrNull(run.Prepared))
+		_, ierr = rt.invoke(ctx, phaseCall{l: l, lc: c.Lifecycle, run: run, w: w, phase: scripthost.PhaseMutate, fn: c.Mutate,
+			g:    sandbox.Globals{State: stateOrNull(run.InputState), Prepared: stateOrNull(run.Prepared)},
+			args: []json.RawMessage{stateOrNull(run.Prepared)}})
 		if m, made := w.Mutation(); made {
 			if create != nil {
 				rt.created(scripthost.KindConsumer, scripthost.RunMutating)
@@ -333,8 +334,8 @@ func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, run scrip
 func (rt *Runtime) prepare(ctx context.Context, l *loaded, c *Consumer, run scripthost.Run,
 	peeked *hostfuncs.Peeked) (ledger.PrepareResult, error) {
 	w := rt.wrapperFor(run, c.Subscribe, nil, MutationFailurePolicy{}, peeked, nil)
-	res, err := rt.invoke(ctx, l, c.Lifecycle, run, w, scripthost.PhasePrepare, c.Prepare,
-		sandbox.Globals{State: stateOrNull(run.InputState)}, stateOrNull(run.InputState))
+	res, err := rt.invoke(ctx, phaseCall{l: l, lc: c.Lifecycle, run: run, w: w, phase: scripthost.PhasePrepare, fn: c.Prepare,
+		g: sandbox.Globals{State: stateOrNull(run.InputState)}, args: []json.RawMessage{stateOrNull(run.InputState)}})
 	if err != nil {
 		return ledger.PrepareResult{}, withPeeked(err, w.Peeks())
 	}
@@ -474,22 +475,36 @@ func (rt *Runtime) commitEvents(run scripthost.Run, phase scripthost.Phase, w *h
 	}
 }
 
+// phaseCall is one phase function of a run to invoke: the loaded workflow, the
+// handler's lifecycle hooks, the run and its tool wrapper, the phase and its function,
+// the globals and the arguments.
+type phaseCall struct {
+	l     *loaded
+	lc    Lifecycle
+	run   scripthost.Run
+	w     *hostfuncs.ToolWrapper
+	phase scripthost.Phase
+	fn    string
+	g     sandbox.Globals
+	args  []json.RawMessage
+}
+
 // invoke runs one phase function with the before and after hooks around it.
-func (rt *Runtime) invoke(ctx context.Context, l *loaded, lc Lifecycle, run scripthost.Run, w *hostfuncs.ToolWrapper,
-	phase scripthost.Phase, fn string, g sandbox.Globals, args ...json.RawMessage) (json.RawMessage, error) {
-	if lc.Before != "" {
-		info, _ := json.Marshal(map[string]any{"phase": phase, "handler": run.Handler, "workflow": run.Workflow, "run": run.ID, "attempt": run.Attempt})
-		if _, err := rt.call(ctx, l, run, rt.wrapper(run, nil, nil), scripthost.PhaseHook, lc.Before, g, info); err != nil {
+func (rt *Runtime) invoke(ctx context.Context, pc phaseCall) (json.RawMessage, error) {
+	run := pc.run
+	if pc.lc.Before != "" {
+		info, _ := json.Marshal(map[string]any{"phase": pc.phase, "handler": run.Handler, "workflow": run.Workflow, "run": run.ID, "attempt": run.Attempt})
+		if _, err := rt.call(ctx, pc.l, run, rt.wrapper(run, nil, nil), scripthost.PhaseHook, pc.lc.Before, pc.g, info); err != nil {
 			return nil, &stepError{step: stepBefore, err: err}
 		}
 	}
-	res, err := rt.call(ctx, l, run, w, phase, fn, g, args...)
+	res, err := rt.call(ctx, pc.l, run, pc.w, pc.phase, pc.fn, pc.g, pc.args...)
 	if err != nil {
 		return nil, err
 	}
-	if lc.After != "" {
-		after, _ := json.Marshal(map[string]any{"phase": phase, "handler": run.Handler, "workflow": run.Workflow, "run": run.ID, "attempt": run.Attempt, "result": res.Value})
-		if _, err := rt.call(ctx, l, run, rt.wrapper(run, nil, nil), scripthost.PhaseHook, lc.After, g, after); err != nil {
+	if pc.lc.After != "" {
+		after, _ := json.Marshal(map[string]any{"phase": pc.phase, "handler": run.Handler, "workflow": run.Workflow, "run": run.ID, "attempt": run.Attempt, "result": res.Value})
+		if _, err := rt.call(ctx, pc.l, run, rt.wrapper(run, nil, nil), scripthost.PhaseHook, pc.lc.After, pc.g, after); err != nil {
 			return nil, &stepError{step: stepAfter, err: err}
 		}
 	}

@@ -170,7 +170,8 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 	groups := rt.consumerGroups(def)
 	for round := 1; ; round++ {
 		ran, settled := false, true
-		results := rt.round(ctx, workflow, version, def, groups, blocked, latest, states, now)
+		results := rt.round(ctx, roundInput{workflow: workflow, version: version, def: def, groups: groups,
+			blocked: blocked, latest: latest, states: states, now: now})
 		for _, name := range slices.Sorted(maps.Keys(def.Consumers)) {
 			res, ok := results[name]
 			if !ok {

@@ -1,0 +1,141 @@
+package hostfuncs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// TestCallerWorkflowKeepsStoredNames: plans and agents record their mutations under
+// the names ledgers already hold, and Key.Hash is the input hash those rows carry, so
+// an earlier call recorded before the one framing is still found.
+func TestCallerWorkflowKeepsStoredNames(t *testing.T) {
+	if got := hostfuncs.CallerWorkflow(hostfuncs.CallerPlan, "p1"); got != "plan:p1" {
+		t.Errorf("plan workflow = %q, want plan:p1", got)
+	}
+	if got := hostfuncs.CallerWorkflow(hostfuncs.CallerAgent, "s1"); got != "agent/s1" {
+		t.Errorf("agent workflow = %q, want agent/s1", got)
+	}
+	tool := &hostfuncs.Tool{Namespace: "Svc", Method: "put"}
+	k := hostfuncs.Key{Workflow: "plan:p1", Handler: "step", Events: []string{"e1"}, Scope: "plan/p1/1/step"}
+	want := scripthost.InputHash(scripthost.KeyInput{Workflow: "plan:p1", Handler: "step", Events: []string{"e1"},
+		Namespace: "Svc", Method: "put", Params: []byte(`{"a":1}`), Scope: "plan/p1/1/step"})
+	if got := k.Hash(tool, []byte(`{"a":1}`)); got != want {
+		t.Errorf("Key.Hash = %s, want %s", got, want)
+	}
+}
+
+// runEffect runs one run-less effect of tool under workflow "agent/s", its key input
+// scoped to scope.
+func runEffect(t *testing.T, s ledger.Store, reg *hostfuncs.Registry, tool *hostfuncs.Tool, scope string, red *hostfuncs.Redactor, secrets ...string) hostfuncs.EffectOutcome {
+	t.Helper()
+	hash := hostfuncs.Key{Workflow: "agent/s", Handler: "h", Scope: scope}.Hash(tool, []byte(`{}`))
+	o, err := hostfuncs.Effect{Store: s, Registry: reg, Tool: tool, Input: json.RawMessage(`{}`),
+		Record:  ledger.NewMutation{Workflow: "agent/s", Handler: "h", Params: json.RawMessage(`{}`), InputHash: hash},
+		Secrets: secrets, Redactor: red, Policy: hostfuncs.ReconcilePolicy{MaxAttempts: 1}, Clock: fixedClock,
+	}.Run(context.Background())
+	if err != nil {
+		t.Fatalf("Effect.Run: %v", err)
+	}
+	return o
+}
+
+// TestEffectStatus: the one outcome switch tells applied, failed, never sent and
+// indeterminate apart.
+func TestEffectStatus(t *testing.T) {
+	s, _ := openStore(t)
+	reg := hostfuncs.NewRegistry()
+	answer := func(out string, err error) *hostfuncs.Tool {
+		return &hostfuncs.Tool{Namespace: "Svc", Method: "m", Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(out), err
+		}}
+	}
+	tests := []struct {
+		name string
+		tool *hostfuncs.Tool
+		want hostfuncs.EffectStatus
+	}{
+		{"applied", answer(`{"ok":true}`, nil), hostfuncs.EffectApplied},
+		{"failed", answer("", scripthost.Errorf(scripthost.ClassLogic, "", "refused")), hostfuncs.EffectFailed},
+		{"not sent", answer("", &scripthost.Error{Class: scripthost.ClassNetwork, Message: "dial", Err: &hostfuncs.NotSentError{Err: errors.New("refused")}}), hostfuncs.EffectNotSent},
+		{"indeterminate", answer("", scripthost.Errorf(scripthost.ClassNetwork, "", "connection reset")), hostfuncs.EffectIndeterminate},
+	}
+	for _, tc := range tests {
+		o := runEffect(t, s, reg, tc.tool, tc.name, nil)
+		if got := o.Status(); got != tc.want {
+			t.Errorf("%s: Status() = %d, want %d (mutation %s)", tc.name, got, tc.want, o.Mutation.Status)
+		}
+	}
+}
+
+// TestEffectStoredResultRecipe: the stored result loses the call's own secrets
+// always and, with a redactor (plans and agents), secret-looking fields too; an empty
+// answer is stored as null.
+func TestEffectStoredResultRecipe(t *testing.T) {
+	s, _ := openStore(t)
+	reg := hostfuncs.NewRegistry()
+	echo := &hostfuncs.Tool{Namespace: "Svc", Method: "echo", Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"token":"visible-token-value","echo":"own-secret-value"}`), nil
+	}}
+	plain := runEffect(t, s, reg, echo, "plain", nil, "own-secret-value").Mutation.Result
+	if strings.Contains(string(plain), "own-secret-value") || !strings.Contains(string(plain), "visible-token-value") {
+		t.Errorf("without a redactor the stored result = %s, want the call's secret removed and the rest kept", plain)
+	}
+	red := runEffect(t, s, reg, echo, "redacted", hostfuncs.NewRedactor(), "own-secret-value").Mutation.Result
+	if strings.Contains(string(red), "own-secret-value") || strings.Contains(string(red), "visible-token-value") {
+		t.Errorf("with a redactor the stored result = %s, want both values removed", red)
+	}
+	empty := &hostfuncs.Tool{Namespace: "Svc", Method: "empty", Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		return nil, nil
+	}}
+	if got := runEffect(t, s, reg, empty, "empty", hostfuncs.NewRedactor()).Mutation.Result; string(got) != "null" {
+		t.Errorf("empty answer stored as %s, want null", got)
+	}
+}
+
+// TestEarlier: the one look-up of an earlier call passes over failed mutations,
+// reconciles one in flight once (and keeps the reconciled row) and finds none when all
+// failed.
+func TestEarlier(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := context.Background()
+	reg := hostfuncs.NewRegistry()
+	calls := 0
+	flaky := &hostfuncs.Tool{Namespace: "Svc", Method: "flaky", Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		calls++
+		if calls == 1 {
+			return nil, scripthost.Errorf(scripthost.ClassLogic, "", "first refused")
+		}
+		return json.RawMessage(`{"n":2}`), nil
+	}}
+	failed := runEffect(t, s, reg, flaky, "flaky", nil).Mutation
+	muts := []scripthost.Mutation{failed}
+	if m, err := hostfuncs.Earlier(ctx, s, reg, muts, hostfuncs.ReconcilePolicy{MaxAttempts: 1}, fixedClock); err != nil || m.ID != "" {
+		t.Fatalf("Earlier(failed) = %s %s, %v; want none", m.ID, m.Status, err)
+	}
+	applied := runEffect(t, s, reg, flaky, "flaky", nil).Mutation
+	muts = append(muts, applied)
+	if m, err := hostfuncs.Earlier(ctx, s, reg, muts, hostfuncs.ReconcilePolicy{MaxAttempts: 1}, fixedClock); err != nil || m.ID != applied.ID {
+		t.Fatalf("Earlier = %s %s, %v; want the applied %s", m.ID, m.Status, err, applied.ID)
+	}
+
+	mustRegister(t, reg, &hostfuncs.Tool{Namespace: "Svc", Method: "rec", Execute: okTool("Svc", "rec", "").Execute,
+		Reconcile: func(context.Context, scripthost.Mutation) (scripthost.Reconciliation, error) {
+			return scripthost.Reconciliation{Outcome: scripthost.ReconcileApplied, Result: json.RawMessage(`{"found":true}`)}, nil
+		}})
+	inflight := uncertainMutation(t, s, "rec", "s1")
+	muts = []scripthost.Mutation{inflight}
+	m, err := hostfuncs.Earlier(ctx, s, reg, muts, hostfuncs.ReconcilePolicy{MaxAttempts: 1}, fixedClock)
+	if err != nil || m.ID != inflight.ID || m.Status != scripthost.MutationApplied {
+		t.Fatalf("Earlier(in flight) = %s %s, %v; want %s reconciled as applied", m.ID, m.Status, err, inflight.ID)
+	}
+	if muts[0].Status != scripthost.MutationApplied {
+		t.Errorf("the look-up kept %s in its list, want the reconciled row", muts[0].Status)
+	}
+}
