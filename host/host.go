@@ -7,6 +7,11 @@
 //	h.RegisterTool(&hostfuncs.Tool{Namespace: "Mail", Method: "send", Execute: send})
 //	h.LoadWorkflow(ctx, "workflow.ts")
 //	h.RunOnce(ctx)
+//
+// It is also the one place the concrete script engines and the built-in tools are
+// put together: NewEngines and NewTools give them to what loads a workflow or offers
+// tools without a whole Host (validation, the fixture runner, benchmarks, plans and
+// agent sessions).
 package host
 
 import (
