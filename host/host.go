@@ -7,6 +7,11 @@
 //	h.RegisterTool(&hostfuncs.Tool{Namespace: "Mail", Method: "send", Execute: send})
 //	h.LoadWorkflow(ctx, "workflow.ts")
 //	h.RunOnce(ctx)
+//
+// It is also the one place the concrete script engines and the built-in tools are
+// put together: NewEngines and NewTools give them to what loads a workflow or offers
+// tools without a whole Host (validation, the fixture runner, benchmarks, plans and
+// agent sessions).
 package host
 
 import (
@@ -26,8 +31,6 @@ import (
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/runtime"
 	"github.com/scripthost/scripthost/sandbox"
-	"github.com/scripthost/scripthost/sandbox/js"
-	"github.com/scripthost/scripthost/sandbox/wasm"
 )
 
 // Options configure a Host. Zero fields take defaults.
@@ -84,7 +87,7 @@ type Host struct {
 	rt        *runtime.Runtime
 	redactor  *hostfuncs.Redactor
 	workflows []string
-	wasm      *wasm.Engine
+	engines   *Engines
 	ws        *workspace.Workspace // nil without Options.Workspace
 	code      *codetool.Tools      // nil without Options.Workspace
 }
@@ -107,7 +110,6 @@ func New(ctx context.Context, store ledger.Store, opts Options) (*Host, error) {
 }
 
 func (h *Host) build(ctx context.Context, opts Options) error {
-	reg := h.tools
 	if opts.Workspace != "" {
 		if err := CheckWorkspace(opts.Workspace, ledgerFilesOf(opts, h.store)); err != nil {
 			return err
@@ -117,40 +119,30 @@ func (h *Host) build(ctx context.Context, opts Options) error {
 			return fmt.Errorf("host: workspace: %w", err)
 		}
 		h.ws = ws
-		if err := reg.Register(ws.Tools()...); err != nil {
-			return fmt.Errorf("host: %w", err)
-		}
-		if h.code, err = codetool.New(codetool.Config{Workspace: ws}); err != nil {
-			return fmt.Errorf("host: %w", err)
-		}
-		if err := reg.Register(h.code.WorkflowTools()...); err != nil {
-			return fmt.Errorf("host: %w", err)
-		}
+		to := ToolOptions{Workspace: ws}
 		if len(opts.Commands) > 0 {
 			cfg := opts.CommandOptions
-			cfg.Workspace, cfg.Programs = ws, opts.Commands
-			runner, err := command.New(cfg)
-			if err != nil {
-				return fmt.Errorf("host: commands: %w", err)
-			}
-			if err := reg.Register(runner.Tool()); err != nil {
-				return fmt.Errorf("host: %w", err)
-			}
+			cfg.Programs = opts.Commands
+			to.Commands = &cfg
 		}
+		tools, err := NewTools(to)
+		if err != nil {
+			return err
+		}
+		h.tools, h.code = tools.Registry, tools.Code
 	} else if len(opts.Commands) > 0 {
 		return errors.New("host: Commands need a Workspace to run in")
 	}
 	// Wasm guests see the real clock, as scripts do; deterministic mode fixes both.
-	we, err := wasm.New(ctx, wasm.Options{CacheDir: opts.WasmCacheDir, WASI: wasm.WASIConfig{RealClock: true}})
+	h.engines = NewEngines(EngineOptions{WasmCacheDir: opts.WasmCacheDir})
+	engines, err := h.engines.For(ctx, "js", "ts", "wasm")
 	if err != nil {
-		return fmt.Errorf("host: wasm engine: %w", err)
+		return err
 	}
-	h.wasm = we
-	je := js.New(js.Options{})
 	h.rt, err = runtime.New(runtime.Config{
 		Store:         h.store,
-		Engines:       map[string]sandbox.Engine{"js": je, "ts": je, "wasm": we},
-		Tools:         reg,
+		Engines:       engines,
+		Tools:         h.tools,
 		Clock:         opts.Clock,
 		Limits:        opts.Limits,
 		Deterministic: opts.Deterministic,
@@ -264,8 +256,8 @@ func (h *Host) Close(ctx context.Context) error {
 	if h.rt != nil {
 		errs = append(errs, h.rt.Close(ctx))
 	}
-	if h.wasm != nil {
-		errs = append(errs, h.wasm.Close(ctx))
+	if h.engines != nil {
+		errs = append(errs, h.engines.Close(ctx))
 	}
 	if h.code != nil {
 		errs = append(errs, h.code.Close())

@@ -19,7 +19,6 @@ import (
 	"github.com/scripthost/scripthost/agent"
 	"github.com/scripthost/scripthost/host"
 	"github.com/scripthost/scripthost/hostfuncs"
-	"github.com/scripthost/scripthost/hostfuncs/codetool"
 	"github.com/scripthost/scripthost/hostfuncs/command"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
 	"github.com/scripthost/scripthost/internal/view"
@@ -232,23 +231,13 @@ func runAgent(ctx context.Context, g *globals, f agentFlags, s agent.Settings, s
 	for _, p := range s.Programs {
 		progs = append(progs, command.Program{Name: p.Name, ReadOnly: p.ReadOnly})
 	}
-	cmds, err := command.New(command.Config{Workspace: ws, Programs: progs, Unsafe: s.UnsafeCommands})
-	if err != nil {
-		return usagef("%v", err)
-	}
-	reg := hostfuncs.NewRegistry()
-	if err := reg.Register(append(ws.Tools(), cmds.Tool())...); err != nil {
-		return err
-	}
-	code, err := codetool.New(codetool.Config{Workspace: ws})
+	tools, err := planTools(host.ToolOptions{Workspace: ws, PlanTools: true,
+		Commands: &command.Config{Programs: progs, Unsafe: s.UnsafeCommands}})
 	if err != nil {
 		return err
 	}
-	defer code.Close()
-	if err := reg.Register(code.PlanTools()...); err != nil {
-		return err
-	}
-	wrapToolFailpoints(reg)
+	defer tools.Close()
+	reg, cmds := tools.Registry, tools.Commands
 
 	// Only the variable the operator named is read: nothing the agent can write
 	// chooses which secret goes to the model server.

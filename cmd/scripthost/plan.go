@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scripthost/scripthost/host"
 	"github.com/scripthost/scripthost/hostfuncs"
-	"github.com/scripthost/scripthost/hostfuncs/codetool"
 	"github.com/scripthost/scripthost/hostfuncs/command"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
 	"github.com/scripthost/scripthost/ledger"
@@ -129,27 +129,13 @@ func runPlan(ctx context.Context, g *globals, f planRunFlags, path string) error
 	for _, n := range f.allowReadOnly {
 		progs = append(progs, command.Program{Name: n, ReadOnly: true})
 	}
-	cmds, err := command.New(command.Config{Workspace: ws, Programs: progs, DefaultTimeout: f.commandTimeout,
-		Unsafe: g.UnsafeCommands})
-	if err != nil {
-		return usagef("%v", err)
-	}
-	reg := hostfuncs.NewRegistry()
-	if err := reg.Register(ws.Tools()...); err != nil {
-		return err
-	}
-	if err := reg.Register(cmds.Tool()); err != nil {
-		return err
-	}
-	code, err := codetool.New(codetool.Config{Workspace: ws, Index: f.index})
+	tools, err := planTools(host.ToolOptions{Workspace: ws, CodeIndex: f.index, PlanTools: true,
+		Commands: &command.Config{Programs: progs, DefaultTimeout: f.commandTimeout, Unsafe: g.UnsafeCommands}})
 	if err != nil {
 		return err
 	}
-	defer code.Close()
-	if err := reg.Register(code.PlanTools()...); err != nil {
-		return err
-	}
-	wrapToolFailpoints(reg)
+	defer tools.Close()
+	reg, cmds, code := tools.Registry, tools.Commands, tools.Code
 	redactor := hostfuncs.NewRedactor()
 	for _, name := range f.secretEnv {
 		redactor.AddSecret(os.Getenv(name))
@@ -195,6 +181,21 @@ func runPlan(ctx context.Context, g *globals, f planRunFlags, path string) error
 		fmt.Fprintf(out, "plan %s: execution %s %s, %d of %d steps in %dms\n", p.PlanID, res.ExecutionID, status, len(res.Steps), len(p.Steps), res.TotalDurationMS)
 	}
 	return err
+}
+
+// planTools builds the tools of a plan or agent session with host.NewTools; a command
+// configuration it refuses is a usage error.
+func planTools(opts host.ToolOptions) (*host.Tools, error) {
+	tools, err := host.NewTools(opts)
+	var ce *host.CommandsError
+	if errors.As(err, &ce) {
+		return nil, usagef("%v", ce.Err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	wrapToolFailpoints(tools.Registry)
+	return tools, nil
 }
 
 // approver is who --approve records: --by, else the current user.

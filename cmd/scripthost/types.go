@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/host"
 	"github.com/scripthost/scripthost/hostfuncs"
-	"github.com/scripthost/scripthost/hostfuncs/codetool"
 	"github.com/scripthost/scripthost/hostfuncs/command"
 	"github.com/scripthost/scripthost/hostfuncs/httptool"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
@@ -66,17 +66,14 @@ func callableTools(toolsFile string) ([]*hostfuncs.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("types: %w", err)
 	}
-	tools := ws.Tools()
-	runner, err := command.New(command.Config{Workspace: ws})
+	defer ws.Close()
+	// A workflow's tools, as a host with a workspace and commands registers them.
+	builtin, err := host.NewTools(host.ToolOptions{Workspace: ws, Commands: &command.Config{}})
 	if err != nil {
 		return nil, fmt.Errorf("types: %w", err)
 	}
-	tools = append(tools, runner.Tool())
-	code, err := codetool.New(codetool.Config{Workspace: ws})
-	if err != nil {
-		return nil, fmt.Errorf("types: %w", err)
-	}
-	tools = append(tools, code.WorkflowTools()...)
+	defer builtin.Close()
+	tools := builtin.Registry.Tools()
 	if toolsFile != "" {
 		if _, err := os.Stat(toolsFile); err != nil {
 			return nil, usagef("--tools: %v", err)

@@ -8,10 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/scripthost/scripthost/host"
 	"github.com/scripthost/scripthost/runtime"
 	"github.com/scripthost/scripthost/sandbox"
-	"github.com/scripthost/scripthost/sandbox/js"
-	"github.com/scripthost/scripthost/sandbox/wasm"
 )
 
 func langOf(path string) (string, error) { return runtime.Language(path) }
@@ -23,17 +22,13 @@ func validateOnly(ctx context.Context, path string, src []byte) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	var eng sandbox.Engine
-	if lang == "wasm" {
-		we, err := wasm.New(ctx, wasm.Options{})
-		if err != nil {
-			return "", err
-		}
-		defer we.Close(ctx)
-		eng = we
-	} else {
-		eng = js.New(js.Options{})
+	engines := host.NewEngines(host.EngineOptions{FakeClock: true})
+	defer engines.Close(ctx)
+	m, err := engines.For(ctx, lang)
+	if err != nil {
+		return "", err
 	}
+	eng := m[lang]
 	// A JavaScript or TypeScript workflow is bundled with its imports first, as a
 	// load bundles it: imports are checked, and what is refused at load is refused here.
 	built, err := sandbox.Build(ctx, eng, path, src)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scripthost/scripthost/host"
 	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/hostfuncs/workspace"
 	"github.com/scripthost/scripthost/internal/benchcmp"
@@ -21,8 +22,6 @@ import (
 	"github.com/scripthost/scripthost/ledger/postgres"
 	"github.com/scripthost/scripthost/ledger/sqlite"
 	"github.com/scripthost/scripthost/runtime"
-	"github.com/scripthost/scripthost/sandbox"
-	"github.com/scripthost/scripthost/sandbox/js"
 )
 
 // workflow is the benchmarked workflow: a consumer that peeks one event, makes one
@@ -131,9 +130,14 @@ func ConsumerRunsOn(b *testing.B, workflows int, effect Effect, on Ledger) {
 	if err := reg.Register(CounterTool(&counted)); err != nil {
 		b.Fatal(err)
 	}
-	eng := js.New(js.Options{})
+	engines := host.NewEngines(host.EngineOptions{})
+	defer engines.Close(ctx)
+	eng, err := engines.For(ctx, "js")
+	if err != nil {
+		b.Fatal(err)
+	}
 	store := &CountingStore{Store: st}
-	rt, err := runtime.New(runtime.Config{Store: store, Engines: map[string]sandbox.Engine{"js": eng}, Tools: reg})
+	rt, err := runtime.New(runtime.Config{Store: store, Engines: eng, Tools: reg})
 	if err != nil {
 		b.Fatal(err)
 	}
