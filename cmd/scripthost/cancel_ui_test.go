@@ -101,9 +101,13 @@ func TestServeUIWrongToken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	var msg string
+	var navShown bool
 	if err := chromedp.Run(ctx,
 		chromedp.Navigate(s.base+"/"),
 		chromedp.WaitVisible(`#token`, chromedp.ByQuery),
+		// The login page shows no nav: a test (or a person) waiting for it knows the
+		// login went through.
+		chromedp.Evaluate(`document.getElementById("nav").offsetParent !== null`, &navShown),
 		chromedp.SendKeys(`#token`, "not-the-token", chromedp.ByQuery),
 		chromedp.Click(`#login`, chromedp.ByQuery),
 		chromedp.Poll(`document.getElementById("login-error") && document.getElementById("login-error").textContent`, &msg),
@@ -111,6 +115,9 @@ func TestServeUIWrongToken(t *testing.T) {
 		chromedp.Text(`#login-error`, &msg, chromedp.ByQuery),
 	); err != nil {
 		t.Fatal(err)
+	}
+	if navShown {
+		t.Error("the login page shows the nav before anyone logged in")
 	}
 	if !strings.Contains(msg, "wrong token") {
 		t.Errorf("login page says %q, want it to say the token is wrong", msg)

@@ -141,7 +141,13 @@ function login(message) {
       e.preventDefault();
       sessionStorage.setItem("scripthost.token", tok.value.trim());
       sessionStorage.setItem("scripthost.operator", who.value.trim());
-      try { await api("/workflows"); loginMessage = ""; location.hash = "#/runs"; route(); } catch (x) { err.textContent = x.message; }
+      try {
+        await api("/workflows");
+        loginMessage = "";
+        // Runs, unless the address was changed while the token was checked.
+        if (!location.hash || location.hash.startsWith("#/login")) location.hash = "#/runs";
+        route();
+      } catch (x) { err.textContent = x.message; }
     },
   }, h("label", {}, "Token", tok), h("label", {}, "Operator", who), h("button", { type: "submit", class: "primary", id: "login" }, "Log in"), err);
   main.replaceChildren(h("div", { class: "login card" }, h("h1", {}, "Log in"),
