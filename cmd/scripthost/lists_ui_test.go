@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,16 +17,7 @@ import (
 )
 
 // shotTo returns an action that saves a screenshot named name into artifacts(t).
-func shotTo(t *testing.T, name string) chromedp.Action {
-	dir := artifacts(t)
-	return chromedp.ActionFunc(func(ctx context.Context) error {
-		var png []byte
-		if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
-	})
-}
+func shotTo(t *testing.T, name string) chromedp.Action { return screenshot(artifacts(t), name) }
 
 // uiSteps is uiTab whose steps, on failure, save a screenshot and log the page's text.
 func uiSteps(t *testing.T, s *served, operator string) func(what string, actions ...chromedp.Action) {

@@ -36,6 +36,17 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// screenshot saves the whole page as dir/name.png.
+func screenshot(dir, name string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		var png []byte
+		if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
+	})
+}
+
 // artifacts is where the UI tests write their screenshots: $SCRIPTHOST_ARTIFACTS, else
 // a directory under the system's temporary directory.
 func artifacts(t *testing.T) string {
@@ -73,15 +84,7 @@ func TestServeUI(t *testing.T) {
 	ctx := browserTab(t, browser, 90*time.Second)
 
 	dir := artifacts(t)
-	shot := func(name string) chromedp.Action {
-		return chromedp.ActionFunc(func(ctx context.Context) error {
-			var png []byte
-			if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
-		})
-	}
+	shot := func(name string) chromedp.Action { return screenshot(dir, name) }
 	step := func(what string, actions ...chromedp.Action) {
 		t.Helper()
 		if err := chromedp.Run(ctx, actions...); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,15 +40,7 @@ func uiSession(t *testing.T, s *served) (context.Context, func(string, ...chrome
 		t.Fatalf("start the browser: %v", err)
 	}
 	dir := artifacts(t)
-	shot := func(name string) chromedp.Action {
-		return chromedp.ActionFunc(func(ctx context.Context) error {
-			var png []byte
-			if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
-		})
-	}
+	shot := func(name string) chromedp.Action { return screenshot(dir, name) }
 	step := func(what string, actions ...chromedp.Action) {
 		t.Helper()
 		sctx, cancel := context.WithTimeout(ctx, 90*time.Second) // a bound, not a measure
