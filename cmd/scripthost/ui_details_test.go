@@ -200,3 +200,38 @@ func TestServeUIRunOffersResolve(t *testing.T) {
 		t.Errorf("refusal beside the buttons: got %q, want why resolving %s again was refused", refusal, m.ID)
 	}
 }
+
+// TestServeUISlowPageDoesNotDrawOver: a page whose answer arrives after the operator
+// moved on to another page draws nothing, neither its content nor its error, over the
+// page shown now. The Workflows page's answers are held back in the browser for a while;
+// the operator opens Workflows and, before its answer comes, Hosts.
+func TestServeUISlowPageDoesNotDrawOver(t *testing.T) {
+	chromium(t)
+	t.Setenv(tokenEnv, e2eToken)
+	s := startServe(t, filepath.Join(t.TempDir(), "ledger.db"), "--token", testServeToken)
+	_, step, shot := uiSession(t, s)
+	// Once the held answers are in, one more second lets a page that still took
+	// them draw (a bound on the wait, not a measure of anything).
+	const hold = `(() => {
+	  window.heldDone = false;
+	  const f = window.fetch;
+	  window.fetch = (u, o) => {
+	    if (!String(u).includes("/api/v1/workflows")) return f(u, o);
+	    return new Promise((r) => setTimeout(() => r(f(u, o).finally(() => setTimeout(() => { window.heldDone = true; }, 1000))), 1500));
+	  };
+	})()`
+	var title, main string
+	step("open Workflows, then Hosts before Workflows' answer",
+		chromedp.Evaluate(hold, nil),
+		chromedp.Evaluate(`location.hash = "#/workflows"`, nil),
+		chromedp.Poll(`document.querySelector("nav a.active").getAttribute("href") === "#/workflows"`, nil),
+		chromedp.Evaluate(`location.hash = "#/hosts"`, nil),
+		chromedp.WaitVisible(`#hosts p`, chromedp.ByQuery),
+		chromedp.Poll(`window.heldDone`, nil),
+		chromedp.Text(`#main h1`, &title, chromedp.ByQuery),
+		chromedp.Text(`#main`, &main, chromedp.ByQuery),
+		shot("slow-page-not-drawn"))
+	if title != "Hosts" || !strings.Contains(main, "not shared") {
+		t.Errorf("the Hosts page was drawn over by the slow Workflows page: title %q, page:\n%s", title, main)
+	}
+}

@@ -23,14 +23,30 @@ function h(tag, attrs, ...children) {
 const token = () => sessionStorage.getItem("scripthost.token");
 const operatorName = () => sessionStorage.getItem("scripthost.operator") || "";
 
+// routeGen counts the pages routed to (route). An answer that arrives after the
+// operator moved on to another page is dropped: its promise never settles, so a slow
+// page can neither draw over the page shown now nor report its error there. A request
+// made for no page in particular (the counts, the login) says opts.anyPage.
+let routeGen = 0;
+const never = new Promise(() => {});
+
 async function apiCall(path, opts = {}) {
-  const res = await fetch("/api/v1" + path, {
-    method: opts.method || "GET",
-    headers: { "Authorization": "Bearer " + token(), "Content-Type": "application/json" },
-    body: opts.body ? JSON.stringify(opts.body) : undefined,
-  });
-  const body = await res.json().catch(() => ({ error: res.statusText }));
+  const gen = routeGen;
+  const stale = () => !opts.anyPage && gen !== routeGen;
+  let res, body;
+  try {
+    res = await fetch("/api/v1" + path, {
+      method: opts.method || "GET",
+      headers: { "Authorization": "Bearer " + token(), "Content-Type": "application/json" },
+      body: opts.body ? JSON.stringify(opts.body) : undefined,
+    });
+    body = await res.json().catch(() => ({ error: res.statusText }));
+  } catch (e) {
+    if (stale()) return never;
+    throw e;
+  }
   if (res.status === 401) { logout(body.error); throw new Error(body.error); }
+  if (stale()) return never;
   if (!res.ok) throw new Error(body.error || res.statusText);
   return { body, res };
 }
@@ -142,7 +158,7 @@ function login(message) {
       sessionStorage.setItem("scripthost.token", tok.value.trim());
       sessionStorage.setItem("scripthost.operator", who.value.trim());
       try {
-        await api("/workflows");
+        await api("/workflows", { anyPage: true });
         loginMessage = "";
         // Runs, unless the address was changed while the token was checked.
         if (!location.hash || location.hash.startsWith("#/login")) location.hash = "#/runs";
@@ -741,7 +757,7 @@ let countsTimer = null;
 // watchCounts keeps the nav's counts current on every page.
 function watchCounts() {
   if (countsTimer) return;
-  const tick = async () => { try { setCounts((await api("/attention")).counts); } catch (e) { /* the page shows errors */ } };
+  const tick = async () => { try { setCounts((await api("/attention", { anyPage: true })).counts); } catch (e) { /* the page shows errors */ } };
   tick();
   countsTimer = setInterval(tick, 5000);
 }
@@ -937,6 +953,7 @@ async function actionsPage() {
 }
 
 function route() {
+  routeGen++;
   clearInterval(timer);
   routedHash = location.hash;
   if (!token()) { login(); return; }
