@@ -1,0 +1,164 @@
+package runtime_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/scripthost/scripthost/ledger"
+)
+
+// failpointTrace runs src's workflow once, with events published on topic t, and
+// returns each failpoint the runtime called with what the ledger held then: every run
+// of the workflow as handler:phase/status and its mutations, in creation order. A
+// crash test kills the process at any of these points, so what is durable at each is
+// what a restart finds.
+func failpointTrace(t *testing.T, src string, events ...string) []string {
+	t.Helper()
+	h := newHarness(t)
+	var trace []string
+	h.failpoint = func(name string) {
+		runs, err := h.store.Runs(h.ctx, ledger.RunFilter{Workflow: "fp"})
+		if err != nil {
+			t.Errorf("failpoint %s: %v", name, err)
+			return
+		}
+		var held []string
+		for _, r := range slices.Backward(runs) {
+			s := fmt.Sprintf("%s:%s/%s", r.Handler, r.Phase, r.Status)
+			if m, err := h.store.RunMutation(h.ctx, r.ID); err == nil {
+				s += "+" + string(m.Status)
+			}
+			held = append(held, s)
+		}
+		trace = append(trace, name+" ["+strings.Join(held, " ")+"]")
+	}
+	h.restart()
+	h.load("fp", src)
+	h.publish("fp", "t", events...)
+	if err := h.rt.RunOnce(h.ctx, []string{"fp"}); err != nil && !isRunError(err) {
+		t.Fatal(err)
+	}
+	return trace
+}
+
+// TestFailpointsOfFirstRuns pins the failpoints a run started by the scheduler passes,
+// in order, and what the ledger holds at each: a run not written yet passes none until
+// its first write, which calls kind:created and the after:PHASE points of the phases
+// it went through before it, and from there every step calls its own.
+func TestFailpointsOfFirstRuns(t *testing.T) {
+	const reserve = `async prepare() { const [e] = await Topics.peek({ topic: 't' });
+      return e ? { reservations: [{ topic: 't', ids: [e.id] }], data: e.id } : null },`
+	for _, tt := range []struct {
+		name, src string
+		events    []string
+		want      []string
+	}{
+		{"consumer applies", `export default { topics: ['t'], consumers: { c: { subscribe: ['t'], ` + reserve + `
+      async mutate(d) { await Svc.apply({ value: d }) }, next() {} } } }`, []string{"e1"},
+			[]string{
+				"consumer:created [c:emitting/active+applied]",
+				"consumer:after:pending [c:emitting/active+applied]",
+				"consumer:after:preparing [c:emitting/active+applied]",
+				"consumer:after:prepared [c:emitting/active+applied]",
+				"consumer:after:mutating [c:emitting/active+applied]",
+				"consumer:after:mutated [c:emitting/active+applied]",
+				"consumer:after:emitting [c:committed/committed+applied]",
+			}},
+		{"consumer mutates nothing", `export default { topics: ['t'], consumers: { c: { subscribe: ['t'], ` + reserve + `
+      mutate() {}, next() {} } } }`, []string{"e1"},
+			[]string{
+				"consumer:created [c:mutating/active]",
+				"consumer:after:pending [c:mutating/active]",
+				"consumer:after:preparing [c:mutating/active]",
+				"consumer:after:prepared [c:mutating/active]",
+				"consumer:after:mutating [c:emitting/active]",
+				"consumer:after:mutated [c:emitting/active]",
+				"consumer:after:emitting [c:committed/committed]",
+			}},
+		{"consumer without mutate", `export default { topics: ['t'], consumers: { c: { subscribe: ['t'], ` + reserve + ` } } }`,
+			[]string{"e1"},
+			[]string{
+				"consumer:created [c:mutating/active]",
+				"consumer:after:pending [c:mutating/active]",
+				"consumer:after:preparing [c:mutating/active]",
+				"consumer:after:prepared [c:mutating/active]",
+				"consumer:after:mutating [c:emitting/active]",
+				"consumer:after:mutated [c:emitting/active]",
+				"consumer:after:emitting [c:committed/committed]",
+			}},
+		{"consumer mutation fails", `export default { topics: ['t'], consumers: { c: { subscribe: ['t'], ` + reserve + `
+      async mutate(d) { await Svc.apply({ value: 'x', bad: Svc.nope() }) } } } }`, []string{"e1"},
+			[]string{
+				"consumer:created [c:mutating/active]",
+				"consumer:after:pending [c:mutating/active]",
+				"consumer:after:preparing [c:mutating/active]",
+				"consumer:after:prepared [c:mutating/active]",
+				"consumer:after:mutating [c:mutating/failed:logic]",
+			}},
+		{"consumer after hook fails", `export default { topics: ['t'], consumers: { c: { subscribe: ['t'], ` + reserve + `
+      async mutate(d) { await Svc.apply({ value: d }) },
+      after(info) { if (info.phase === 'mutate') throw new Error('audit down') } } } }`, []string{"e1"},
+			[]string{
+				"consumer:created [c:emitting/active+applied]",
+				"consumer:after:pending [c:emitting/active+applied]",
+				"consumer:after:preparing [c:emitting/active+applied]",
+				"consumer:after:prepared [c:emitting/active+applied]",
+				"consumer:after:mutating [c:emitting/failed:logic+applied]",
+				"consumer:after:mutated [c:emitting/failed:logic+applied]",
+			}},
+		{"consumer prepare fails", `export default { topics: ['t'], consumers: { c: { subscribe: ['t'],
+      prepare() { throw new Error('no') } } } }`, []string{"e1"},
+			[]string{
+				"consumer:created [c:preparing/active]",
+				"consumer:after:pending [c:preparing/active]",
+				"consumer:after:preparing [c:preparing/failed:logic]",
+			}},
+		{"consumer guard says no", `export default { topics: ['t'], consumers: { c: { subscribe: ['t'], guard() { return false }, ` + reserve + ` } } }`,
+			[]string{"e1"},
+			[]string{
+				"consumer:created [c:pending/skipped]",
+				"consumer:after:pending [c:pending/skipped]",
+			}},
+		{"consumer guard fails", `export default { topics: ['t'], consumers: { c: { subscribe: ['t'], guard() { throw new Error('g') }, ` + reserve + ` } } }`,
+			[]string{"e1"},
+			[]string{
+				"consumer:created [c:pending/active]",
+				"consumer:after:pending [c:pending/failed:logic]",
+			}},
+		{"producer commits", `export default { topics: ['t'], producers: { p: { schedule: { every: '1m' }, publishes: ['t'],
+      async handler() { await Topics.publish({ topic: 't', id: 'x', payload: {} }); return { n: 1 } } } } }`, nil,
+			[]string{
+				"producer:created [p:committed/committed]",
+				"producer:after:pending [p:committed/committed]",
+				"producer:after:executing [p:committed/committed]",
+			}},
+		{"producer fails", `export default { topics: ['t'], producers: { p: { schedule: { every: '1m' },
+      handler() { throw new Error('p') } } } }`, nil,
+			[]string{
+				"producer:created [p:executing/active]",
+				"producer:after:pending [p:executing/active]",
+				"producer:after:executing [p:executing/failed:logic]",
+			}},
+		{"producer guard says no", `export default { topics: ['t'], producers: { p: { schedule: { every: '1m' },
+      guard() { return false }, handler() {} } } }`, nil,
+			[]string{
+				"producer:created [p:pending/skipped]",
+				"producer:after:pending [p:pending/skipped]",
+			}},
+		{"producer guard fails", `export default { topics: ['t'], producers: { p: { schedule: { every: '1m' },
+      guard() { throw new Error('g') }, handler() {} } } }`, nil,
+			[]string{
+				"producer:created [p:pending/active]",
+				"producer:after:pending [p:pending/failed:logic]",
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := failpointTrace(t, tt.src, tt.events...)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("failpoints:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
+			}
+		})
+	}
+}
