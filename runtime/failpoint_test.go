@@ -1,11 +1,14 @@
 package runtime_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -15,6 +18,16 @@ import (
 // crash test kills the process at any of these points, so what is durable at each is
 // what a restart finds.
 func failpointTrace(t *testing.T, src string, events ...string) []string {
+	t.Helper()
+	return traceFailpoints(t, src, events, func(h *harness) {
+		if err := h.rt.RunOnce(h.ctx, []string{"fp"}); err != nil && !isRunError(err) {
+			t.Fatal(err)
+		}
+	})
+}
+
+// traceFailpoints is failpointTrace with what runs the workflow given.
+func traceFailpoints(t *testing.T, src string, events []string, run func(h *harness)) []string {
 	t.Helper()
 	h := newHarness(t)
 	var trace []string
@@ -37,9 +50,7 @@ func failpointTrace(t *testing.T, src string, events ...string) []string {
 	h.restart()
 	h.load("fp", src)
 	h.publish("fp", "t", events...)
-	if err := h.rt.RunOnce(h.ctx, []string{"fp"}); err != nil && !isRunError(err) {
-		t.Fatal(err)
-	}
+	run(h)
 	return trace
 }
 
@@ -156,6 +167,90 @@ func TestFailpointsOfFirstRuns(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := failpointTrace(t, tt.src, tt.events...)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("failpoints:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
+			}
+		})
+	}
+}
+
+// TestFailpointsOfWrittenRuns pins the failpoints of runs the ledger holds before they
+// are driven: one created pending and driven by Drive, as after a restart, and
+// retries, which are written when they are created.
+func TestFailpointsOfWrittenRuns(t *testing.T) {
+	const reserve = `async prepare() { const [e] = await Topics.peek({ topic: 't' });
+      return e ? { reservations: [{ topic: 't', ids: [e.id] }], data: e.id } : null },`
+	drive := func(kind scripthost.HandlerKind, handler string) func(h *harness) {
+		return func(h *harness) {
+			run, err := h.store.CreateRun(h.ctx, ledger.NewRun{Workflow: "fp", Version: 1, Handler: handler, Kind: kind,
+				InputState: json.RawMessage(`{}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := h.rt.Drive(h.ctx, run.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	retried := func(h *harness) {
+		h.runOnce("fp")
+		h.clock.Add(time.Minute)
+		h.runOnce("fp")
+	}
+	for _, tt := range []struct {
+		name, src string
+		events    []string
+		run       func(h *harness)
+		want      []string
+	}{
+		{"consumer applies", `export default { topics: ['t'], consumers: { c: { subscribe: ['t'], ` + reserve + `
+      async mutate(d) { await Svc.apply({ value: d }) }, next() {} } } }`, []string{"e1"}, drive(scripthost.KindConsumer, "c"),
+			[]string{
+				"consumer:after:pending [c:preparing/active]",
+				"consumer:after:preparing [c:mutating/active]",
+				"consumer:after:prepared [c:mutating/active]",
+				"consumer:after:mutating [c:emitting/active+applied]",
+				"consumer:after:mutated [c:emitting/active+applied]",
+				"consumer:after:emitting [c:committed/committed+applied]",
+			}},
+		{"consumer after hook fails", `export default { topics: ['t'], consumers: { c: { subscribe: ['t'], ` + reserve + `
+      async mutate(d) { await Svc.apply({ value: d }) },
+      after(info) { if (info.phase === 'mutate') throw new Error('audit down') } } } }`, []string{"e1"}, drive(scripthost.KindConsumer, "c"),
+			[]string{
+				"consumer:after:pending [c:preparing/active]",
+				"consumer:after:preparing [c:mutating/active]",
+				"consumer:after:prepared [c:mutating/active]",
+				"consumer:after:mutating [c:emitting/failed:logic+applied]",
+			}},
+		{"consumer guard says no", `export default { topics: ['t'], consumers: { c: { subscribe: ['t'], guard() { return false }, ` + reserve + ` } } }`,
+			[]string{"e1"}, drive(scripthost.KindConsumer, "c"),
+			[]string{
+				"consumer:after:pending [c:pending/skipped]",
+			}},
+		{"producer commits", `export default { topics: ['t'], producers: { p: { schedule: { every: '1h' }, publishes: ['t'],
+      async handler() { await Topics.publish({ topic: 't', id: 'x', payload: {} }); return { n: 1 } } } } }`, nil,
+			drive(scripthost.KindProducer, "p"),
+			[]string{
+				"producer:after:pending [p:executing/active]",
+				"producer:after:executing [p:committed/committed]",
+			}},
+		{"consumer retried", `export default { topics: ['t'], consumers: { c: { subscribe: ['t'], ` + reserve + `
+      async mutate(d) { await Svc.apply({ value: d }) }, next() {},
+      onError: { strategy: 'retry', maxRetries: 1, delayMs: 1000 },
+      after(info) { if (info.phase === 'next' && info.attempt === 1) throw new Error('once') } } } }`, []string{"e1"}, retried,
+			[]string{
+				"consumer:created [c:emitting/active+applied]",
+				"consumer:after:pending [c:emitting/active+applied]",
+				"consumer:after:preparing [c:emitting/active+applied]",
+				"consumer:after:prepared [c:emitting/active+applied]",
+				"consumer:after:mutating [c:emitting/active+applied]",
+				"consumer:after:mutated [c:emitting/active+applied]",
+				"consumer:after:emitting [c:emitting/failed:logic+applied]",
+				"consumer:after:emitting [c:committed/committed c:emitting/failed:logic+applied]",
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := traceFailpoints(t, tt.src, tt.events, tt.run)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("failpoints:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
 			}
