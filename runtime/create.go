@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/scripthost/scripthost"
-	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -19,23 +18,9 @@ import (
 // stops before that write leaves nothing to recover, and the next pass starts again.
 // A phase stopped by the host's shutdown leaves no run; one that fails writes the run
 // where it failed and records the failure on it, as for a run read from the ledger.
-
-// begin creates the run nr describes and drives it (see drive), under a fresh id and
-// the run's observation. peeked, when set, holds the pending events the scheduler read
-// for a consumer's run, for its prepare phase.
-func (rt *Runtime) begin(ctx context.Context, nr ledger.NewRun, peeked *hostfuncs.Peeked) (run scripthost.Run, err error) {
-	nr.ID = rt.cfg.Store.NewID()
-	run = scripthost.Run{ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Handler: nr.Handler,
-		Kind: nr.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive,
-		Attempt: 1, InputState: nr.InputState}
-	ctx, end := rt.observeRun(ctx, run.ID)
-	defer func() { end(err) }()
-	run, _, err = rt.drive(ctx, &course{run: run, fresh: true, peeked: peeked, create: &creation{run: nr}})
-	return run, err
-}
-
-// creation is a run not yet in the ledger, with the lifecycle events of its creation:
-// its first phase started, and the events of the steps it passed since.
+//
+// creation is such a run, with the lifecycle events of its creation: its first phase
+// started, and the events of the steps it passed since.
 type creation struct {
 	run     ledger.NewRun
 	started ledger.LifecycleEvent

@@ -39,6 +39,21 @@ func (rt *Runtime) driveRun(ctx context.Context, run scripthost.Run, fresh bool)
 	return rt.drive(ctx, &course{run: run, fresh: fresh})
 }
 
+// begin creates the run nr describes and drives it, under a fresh id and the run's
+// observation: the run is written by the step that first has something to keep (see
+// creation). peeked, when set, holds the pending events the scheduler read for a
+// consumer's run, for its prepare phase.
+func (rt *Runtime) begin(ctx context.Context, nr ledger.NewRun, peeked *hostfuncs.Peeked) (run scripthost.Run, err error) {
+	nr.ID = rt.cfg.Store.NewID()
+	run = scripthost.Run{ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Handler: nr.Handler,
+		Kind: nr.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive,
+		Attempt: 1, InputState: nr.InputState}
+	ctx, end := rt.observeRun(ctx, run.ID)
+	defer func() { end(err) }()
+	run, _, err = rt.drive(ctx, &course{run: run, fresh: true, peeked: peeked, create: &creation{run: nr}})
+	return run, err
+}
+
 // course is a run the drive loop moves, with what the loop knows of it besides what
 // the run says.
 type course struct {
