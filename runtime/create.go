@@ -92,12 +92,7 @@ func (rt *Runtime) producedFirst(ctx context.Context, p *Producer, d *course, co
 		if err := ctx.Err(); err != nil {
 			return scripthost.Run{}, false, err
 		}
-		// The phase's refused calls are logged with its failure (routeError).
-		created, err := rt.createRun(ledger.WithEvents(ctx, cr.started), d)
-		if err != nil {
-			return scripthost.Run{}, false, err
-		}
-		return scripthost.Run{}, true, rt.routeError(ctx, created, p.Lifecycle, scripthost.PhaseProducer, failed)
+		return rt.failedFirst(ctx, d, p.Lifecycle, scripthost.PhaseProducer, failed)
 	}
 	cr.run.Commit = &commit
 	evs := append(append([]ledger.LifecycleEvent{cr.started}, refusedEvents(ctx)...), stamped(rt.now(), ended...)...)
@@ -144,16 +139,24 @@ func (rt *Runtime) createMutating(ctx context.Context, c *Consumer, d *course) (
 	return true, err
 }
 
-// prepareFailed creates the run of d, not written yet, in preparing, with the phase's
-// started event, and records its prepare phase's failure on it.
+// prepareFailed is failedFirst for a consumer run's prepare phase: the run is created
+// in preparing, without the phase's result.
 func (rt *Runtime) prepareFailed(ctx context.Context, c *Consumer, d *course, cause error) (scripthost.Run, bool, error) {
 	d.create.run.Start, d.create.run.Prepared = scripthost.RunPreparing, nil
+	return rt.failedFirst(ctx, d, c.Lifecycle, scripthost.PhasePrepare, cause)
+}
+
+// failedFirst creates the run of d, not written yet, in the phase that failed, with
+// the phase's started event, and records the phase's failure on it, as the step of a
+// written run does.
+func (rt *Runtime) failedFirst(ctx context.Context, d *course, lc Lifecycle, phase scripthost.Phase,
+	cause error) (scripthost.Run, bool, error) {
 	// The phase's refused calls are logged with its failure (routeError).
 	created, err := rt.createRun(ledger.WithEvents(ctx, d.create.started), d)
 	if err != nil {
 		return scripthost.Run{}, false, err
 	}
-	return scripthost.Run{}, true, rt.routeError(ctx, created, c.Lifecycle, scripthost.PhasePrepare, cause)
+	return scripthost.Run{}, true, rt.routeError(ctx, created, lc, phase, cause)
 }
 
 // stamped returns evs with their time set to at: events a run's first write records

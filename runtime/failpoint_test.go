@@ -14,7 +14,7 @@ import (
 
 // failpointTrace runs src's workflow once, with events published on topic t, and
 // returns each failpoint the runtime called with what the ledger held then: every run
-// of the workflow as handler:phase/status and its mutations, in creation order. A
+// of the workflow as handler:phase/status and its mutation's status, sorted. A
 // crash test kills the process at any of these points, so what is durable at each is
 // what a restart finds.
 func failpointTrace(t *testing.T, src string, events ...string) []string {
@@ -38,13 +38,14 @@ func traceFailpoints(t *testing.T, src string, events []string, run func(h *harn
 			return
 		}
 		var held []string
-		for _, r := range slices.Backward(runs) {
+		for _, r := range runs {
 			s := fmt.Sprintf("%s:%s/%s", r.Handler, r.Phase, r.Status)
 			if m, err := h.store.RunMutation(h.ctx, r.ID); err == nil {
 				s += "+" + string(m.Status)
 			}
 			held = append(held, s)
 		}
+		slices.Sort(held)
 		trace = append(trace, name+" ["+strings.Join(held, " ")+"]")
 	}
 	h.restart()
@@ -237,5 +238,34 @@ func TestFailpointsOfWrittenRuns(t *testing.T) {
 				t.Errorf("failpoints:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
 			}
 		})
+	}
+}
+
+// TestBeginWithoutHandler: a run begun for a handler its version lacks, or for a
+// version that cannot be loaded, is written pending (kind:created, and nothing passed
+// yet), then driven as any written run: the missing handler fails it, the version's
+// error is returned.
+func TestBeginWithoutHandler(t *testing.T) {
+	const src = `export default { topics: ['t'], consumers: { c: { subscribe: ['t'], prepare() { return null } } } }`
+	got := traceFailpoints(t, src, nil, func(h *harness) {
+		begun, err := h.rt.Begin(h.ctx, ledger.NewRun{Workflow: "fp", Version: 1, Handler: "gone", Kind: scripthost.KindConsumer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := h.store.Run(h.ctx, begun.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Phase != scripthost.RunPending || run.Status != scripthost.StatusFailedLogic || !strings.Contains(run.Error, "handler gone no longer exists") {
+			t.Errorf("run of a missing handler: %s/%s %q, want pending/failed:logic, handler gone no longer exists", run.Phase, run.Status, run.Error)
+		}
+		_, err = h.rt.Begin(h.ctx, ledger.NewRun{Workflow: "fp", Version: 7, Handler: "c", Kind: scripthost.KindConsumer})
+		if err == nil || !strings.Contains(err.Error(), "workflow fp version 7") {
+			t.Errorf("run of a version not stored: err %v, want one naming workflow fp version 7", err)
+		}
+	})
+	want := []string{"consumer:created [gone:pending/active]", "consumer:created [c:pending/active gone:pending/failed:logic]"}
+	if !slices.Equal(got, want) {
+		t.Errorf("failpoints:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
