@@ -103,8 +103,7 @@ func (rt *Runtime) round(ctx context.Context, r roundInput) map[string]started {
 			if r.blocked(name) {
 				continue
 			}
-			last, hasLast := r.latest[name]
-			run, ok, err := rt.tickConsumer(ctx, r.workflow, r.version, r.def.Consumers[name], last, hasLast, r.now, states)
+			run, ok, err := rt.tickConsumer(ctx, r, name, states)
 			out[name] = started{run: run, started: ok, err: err}
 			if err != nil {
 				return

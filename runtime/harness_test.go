@@ -114,6 +114,8 @@ type harness struct {
 	// console collects console lines of every invocation.
 	mu      sync.Mutex
 	console []string
+	// failpoint, when set before open, is the runtime's Failpoint.
+	failpoint func(name string)
 }
 
 func newHarness(t *testing.T) *harness {
@@ -148,6 +150,7 @@ func (h *harness) open() {
 		Reconcile:        hostfuncs.ReconcilePolicy{MaxAttempts: 2, BaseDelay: time.Second, MaxDelay: time.Minute},
 		TransientRetries: 2,
 		TransientDelay:   time.Second,
+		Failpoint:        h.failpoint,
 		OnConsole: func(run scripthost.Run, lines []sandbox.ConsoleLine) {
 			h.mu.Lock()
 			defer h.mu.Unlock()

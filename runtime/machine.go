@@ -28,25 +28,57 @@ func (rt *Runtime) Drive(ctx context.Context, runID string) (run scripthost.Run,
 	if run, err = rt.cfg.Store.Run(ctx, runID); err != nil {
 		return run, false, err
 	}
-	return rt.drive(ctx, run, false, nil)
+	return rt.drive(ctx, &course{run: run})
 }
 
-// driveRun is Drive for a run the caller has just written: created, or moved on by the
-// transition that returned it (fresh: no mutation can have been recorded for it since).
-// peeked, when set, holds the pending events the caller read just before it created
-// the run, for the run's prepare phase (see hostfuncs.Peeked).
-func (rt *Runtime) driveRun(ctx context.Context, run scripthost.Run, fresh bool, peeked *hostfuncs.Peeked) (_ scripthost.Run, progress bool, err error) {
+// driveRun is Drive for a run the caller has just written: moved on by the transition
+// that returned it (fresh: no mutation can have been recorded for it since).
+func (rt *Runtime) driveRun(ctx context.Context, run scripthost.Run, fresh bool) (_ scripthost.Run, progress bool, err error) {
 	ctx, end := rt.observeRun(ctx, run.ID)
 	defer func() { end(err) }()
-	return rt.drive(ctx, run, fresh, peeked)
+	return rt.drive(ctx, &course{run: run, fresh: fresh})
 }
 
-// drive runs the steps. fresh says that run is what this process's own transition
-// returned (not what it read), so that, in phase mutating, no mutation exists yet;
-// peeked serves the first prepare phase only.
-func (rt *Runtime) drive(ctx context.Context, run scripthost.Run, fresh bool, peeked *hostfuncs.Peeked) (scripthost.Run, bool, error) {
+// begin creates the run nr describes and drives it, under a fresh id and the run's
+// observation: the run is written by the step that first has something to keep (see
+// creation). peeked, when set, holds the pending events the scheduler read for a
+// consumer's run, for its prepare phase.
+func (rt *Runtime) begin(ctx context.Context, nr ledger.NewRun, peeked *hostfuncs.Peeked) (run scripthost.Run, err error) {
+	nr.ID = rt.cfg.Store.NewID()
+	run = scripthost.Run{ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Handler: nr.Handler,
+		Kind: nr.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive,
+		Attempt: 1, InputState: nr.InputState}
+	ctx, end := rt.observeRun(ctx, run.ID)
+	defer func() { end(err) }()
+	run, _, err = rt.drive(ctx, &course{run: run, fresh: true, peeked: peeked, create: &creation{run: nr}})
+	return run, err
+}
+
+// course is a run the drive loop moves, with what the loop knows of it besides what
+// the run says.
+type course struct {
+	run scripthost.Run
+	// fresh says run is what this process's own transition returned (not what it
+	// read), so that, in phase mutating, no mutation exists yet.
+	fresh bool
+	// peeked, when set, holds the pending events read just before the run was
+	// begun, for its first prepare phase (see hostfuncs.Peeked).
+	peeked *hostfuncs.Peeked
+	// create is the run's creation while the run is not in the ledger yet (see
+	// begin): the steps then move it in memory until one writes it.
+	create *creation
+	// from is the phase the step that wrote the run first found it in (see created).
+	from scripthost.RunPhase
+}
+
+// drive runs the steps of d's run, written or not yet (see begin). The failpoints are
+// called here only: after each step, from the phase it found the run in up to the one
+// it left it in (passed), and when a step writes a run for the first time (created).
+// A run not written yet passes none until then: nothing of it is durable.
+func (rt *Runtime) drive(ctx context.Context, d *course) (scripthost.Run, bool, error) {
 	progress := false
 	for {
+		run := d.run
 		if err := ctx.Err(); err != nil {
 			return scripthost.Run{}, progress, err
 		}
@@ -54,45 +86,75 @@ func (rt *Runtime) drive(ctx context.Context, run scripthost.Run, fresh bool, pe
 			return run, progress, nil
 		}
 		l, err := rt.program(ctx, run.Workflow, run.Version)
+		if d.create != nil && (err != nil || !l.has(run)) {
+			// A version that cannot be loaded, or a handler it lacks: the run is
+			// written pending, and its next turn reports which.
+			if d.run, err = rt.createRun(ctx, d); err != nil {
+				return scripthost.Run{}, progress, err
+			}
+			d.fresh, d.from = true, ""
+			continue
+		}
 		if err != nil {
 			return run, progress, err
+		}
+		if !l.has(run) {
+			return run, progress, rt.failMissing(ctx, run)
 		}
 		var next scripthost.Run
 		var moved bool
 		if run.Kind == scripthost.KindProducer {
-			p, ok := l.def.Producers[run.Handler]
-			if !ok {
-				return run, progress, rt.failMissing(ctx, run)
-			}
-			next, moved, err = rt.stepProducer(ctx, l, p, run)
+			next, moved, err = rt.stepProducer(ctx, l, l.def.Producers[run.Handler], d)
 		} else {
-			c, ok := l.def.Consumers[run.Handler]
-			if !ok {
-				return run, progress, rt.failMissing(ctx, run)
-			}
-			next, moved, err = rt.stepConsumer(ctx, l, c, run, fresh, peeked)
+			next, moved, err = rt.stepConsumer(ctx, l, l.def.Consumers[run.Handler], d)
 			if run.Phase == scripthost.RunPreparing {
-				peeked = nil
+				d.peeked = nil
 			}
 		}
-		if err != nil {
+		switch {
+		case d.create != nil && errors.Is(err, errStepDropped):
+			return scripthost.Run{}, progress, nil // nothing written: the next pass reads the ledger again
+		case d.create != nil && err != nil:
+			return scripthost.Run{}, progress, err // nothing written
+		case err != nil:
 			if stopped, ok := rt.cancelledMeanwhile(ctx, run.ID, err); ok {
 				return stopped, true, nil
 			}
 			return run, progress, err
-		}
-		if !moved {
+		case !moved:
 			return run, progress, nil
 		}
 		progress = true
-		rt.passed(run.Kind, run.Phase, next.Phase)
-		if fresh = next.ID != ""; !fresh {
+		if d.create != nil { // moved in memory: no boundary of it is durable yet
+			d.run = next
+			continue
+		}
+		if d.from == "" {
+			rt.passed(run.Kind, run.Phase, next.Phase)
+		}
+		if d.fresh = next.ID != ""; !d.fresh {
 			if next, err = rt.cfg.Store.Run(ctx, run.ID); err != nil {
 				return next, progress, err
 			}
 		}
-		run = next
+		if d.from != "" {
+			// The step that wrote the run first passed from where it wrote it up to
+			// where the ledger holds it after the step.
+			rt.passed(run.Kind, d.from, next.Phase)
+			d.from = ""
+		}
+		d.run = next
 	}
+}
+
+// has reports whether the loaded version defines the handler of run.
+func (l *loaded) has(run scripthost.Run) bool {
+	if run.Kind == scripthost.KindProducer {
+		_, ok := l.def.Producers[run.Handler]
+		return ok
+	}
+	_, ok := l.def.Consumers[run.Handler]
+	return ok
 }
 
 // passed calls the failpoint after each phase step from phase from up to the phase
@@ -105,6 +167,20 @@ func (rt *Runtime) passed(kind scripthost.HandlerKind, from, to scripthost.RunPh
 	for i := first + 1; first >= 0 && i < last; i++ {
 		rt.failpoint(string(kind) + ":after:" + string(order[i]))
 	}
+}
+
+// created is called by the step of d that has just written d's run for the first
+// time, in the phase its creation says (creation.phase): it calls the run's
+// kind:created failpoint and the after:PHASE ones of the phases the run went through
+// in memory before that one; the drive loop calls the step's own when the step ends.
+// From then on the run is written.
+func (rt *Runtime) created(d *course) {
+	kind, at := d.create.run.Kind, d.create.phase()
+	rt.failpoint(string(kind) + ":created")
+	for _, p := range scripthost.PhaseOrder(kind)[:max(scripthost.PhaseIndex(kind, at), 0)] {
+		rt.failpoint(string(kind) + ":after:" + string(p))
+	}
+	d.create, d.from = nil, at
 }
 
 func (rt *Runtime) failMissing(ctx context.Context, run scripthost.Run) error {
@@ -120,25 +196,42 @@ func (rt *Runtime) failMissing(ctx context.Context, run scripthost.Run) error {
 // they cannot know it (the drive loop then reads it), whether they moved it, and the
 // ledger's errors.
 
-func (rt *Runtime) stepProducer(ctx context.Context, l *loaded, p *Producer, run scripthost.Run) (scripthost.Run, bool, error) {
-	st := rt.cfg.Store
+func (rt *Runtime) stepProducer(ctx context.Context, l *loaded, p *Producer, d *course) (scripthost.Run, bool, error) {
+	run := d.run
 	switch run.Phase {
 	case scripthost.RunPending:
-		if moved, err := rt.guardRun(ctx, l, p.Lifecycle, run); moved || err != nil {
-			return scripthost.Run{}, true, err
-		}
-		next, err := st.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseProducer)),
-			run.ID, scripthost.RunPending, scripthost.RunExecuting)
-		return next, true, err
+		return rt.stepPending(ctx, l, p.Lifecycle, d, scripthost.RunExecuting, scripthost.PhaseProducer)
 	case scripthost.RunExecuting:
 		commit, ended, err := rt.produce(ctx, l, p, run)
+		if d.create != nil {
+			return rt.producedFirst(ctx, p, d, commit, ended, err)
+		}
 		if err != nil {
 			return scripthost.Run{}, true, rt.routeError(ctx, run, p.Lifecycle, scripthost.PhaseProducer, err)
 		}
-		next, err := st.CommitProducer(with(ctx, ended...), run.ID, commit)
+		next, err := rt.cfg.Store.CommitProducer(with(ctx, ended...), run.ID, commit)
 		return next, true, err
 	}
 	return scripthost.Run{}, false, fmt.Errorf("runtime: run %s: producer in unexpected phase %s", run.ID, run.Phase)
+}
+
+// stepPending runs the handler's guard, if any, in the read-only hook phase, for a run
+// in phase pending. A false guard skips the run (guard_skipped); a guard that throws or
+// returns anything but a boolean fails it like a phase would; one that lets the run go
+// on moves it on to phase first, where its first phase, phase, starts.
+func (rt *Runtime) stepPending(ctx context.Context, l *loaded, lc Lifecycle, d *course, first scripthost.RunPhase,
+	phase scripthost.Phase) (scripthost.Run, bool, error) {
+	run := d.run
+	ok, gerr := rt.guard(ctx, l, lc, run)
+	if d.create != nil {
+		return rt.guardedFirst(ctx, l, lc, d, ok, gerr, first, phase)
+	}
+	if moved, err := rt.guarded(ctx, l, lc, run, ok, gerr); moved || err != nil {
+		return scripthost.Run{}, true, err
+	}
+	next, err := rt.cfg.Store.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, phase)),
+		run.ID, scripthost.RunPending, first)
+	return next, true, err
 }
 
 // produce runs a producer run's phase and returns its commit and the events of the
@@ -158,20 +251,18 @@ func (rt *Runtime) produce(ctx context.Context, l *loaded, p *Producer, run scri
 	}, rt.commitEvents(run, scripthost.PhaseProducer, w), nil
 }
 
-func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run scripthost.Run, fresh bool,
-	peeked *hostfuncs.Peeked) (scripthost.Run, bool, error) {
+func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, d *course) (scripthost.Run, bool, error) {
 	st := rt.cfg.Store
+	run := d.run
 	switch run.Phase {
 	case scripthost.RunPending:
-		if moved, err := rt.guardRun(ctx, l, c.Lifecycle, run); moved || err != nil {
-			return scripthost.Run{}, true, err
-		}
-		next, err := st.AdvancePhase(with(ctx, phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhasePrepare)),
-			run.ID, scripthost.RunPending, scripthost.RunPreparing)
-		return next, true, err
+		return rt.stepPending(ctx, l, c.Lifecycle, d, scripthost.RunPreparing, scripthost.PhasePrepare)
 
 	case scripthost.RunPreparing:
-		pr, err := rt.prepare(ctx, l, c, run, peeked)
+		pr, err := rt.prepare(ctx, l, c, run, d.peeked)
+		if d.create != nil {
+			return rt.preparedFirst(ctx, c, d, pr, err)
+		}
 		if err != nil {
 			return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhasePrepare, err)
 		}
@@ -187,7 +278,7 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		return next, true, err
 
 	case scripthost.RunMutating:
-		if !fresh {
+		if !d.fresh {
 			// A run read from the ledger may have its mutation recorded already: the
 			// process stopped between the in-flight write and the outcome, or the
 			// outcome is being reconciled. One this process just moved here has none.
@@ -202,7 +293,7 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 		}
 		// No mutation is recorded: the mutate phase never reached a tool (or this is
 		// its first attempt), so running it again cannot repeat a side effect.
-		return rt.mutate(ctx, l, c, run, nil)
+		return rt.mutate(ctx, l, c, d)
 
 	case scripthost.RunMutated:
 		// The transitions that record the outcome move the run on to emitting
@@ -249,26 +340,14 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, run
 	return scripthost.Run{}, false, fmt.Errorf("runtime: run %s: consumer in unexpected phase %s", run.ID, run.Phase)
 }
 
-// creation is a run not yet in the ledger, with the lifecycle events of its creation:
-// its first phase started, and the events of the steps it passed since.
-type creation struct {
-	run     ledger.NewRun
-	started ledger.LifecycleEvent
-	passed  []ledger.LifecycleEvent
-}
-
-// events are the creation's lifecycle events in order.
-func (c *creation) events() []ledger.LifecycleEvent {
-	return append([]ledger.LifecycleEvent{c.started}, c.passed...)
-}
-
-// mutate runs the mutate phase of a run in phase mutating that has no mutation. create,
-// when set, is the run's creation, not yet written: the in-flight record of the phase's
-// mutation writes it in its transaction (hostfuncs.RunInfo.Create); a phase that makes
-// none writes it before its end is recorded, and one stopped by the host's shutdown
-// leaves nothing.
-func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, run scripthost.Run, create *creation) (scripthost.Run, bool, error) {
+// mutate runs the mutate phase of a run in phase mutating that has no mutation. When
+// the run is not written yet (d.create), the in-flight record of the phase's mutation
+// writes it in its transaction (hostfuncs.RunInfo.Create); a phase that makes none
+// writes it before its end is recorded, and one stopped by the host's shutdown leaves
+// nothing.
+func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, d *course) (scripthost.Run, bool, error) {
 	st := rt.cfg.Store
+	run, create := d.run, d.create
 	var ierr error
 	if c.Mutate != "" {
 		w := rt.wrapperFor(run, nil, nil, c.OnMutationFailure, nil, create)
@@ -277,7 +356,7 @@ func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, run scrip
 			args: []json.RawMessage{stateOrNull(run.Prepared)}})
 		if m, made := w.Mutation(); made {
 			if create != nil {
-				rt.created(scripthost.KindConsumer, scripthost.RunMutating)
+				rt.created(d)
 			}
 			// The ledger already holds the outcome (applied, failed or unknown); an
 			// error the script raised after it does not change what happened. The
@@ -305,20 +384,9 @@ func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, run scrip
 		if ierr != nil && ctx.Err() != nil {
 			return scripthost.Run{}, false, ctx.Err()
 		}
-		// The phase's refused calls, if any, follow the events of its creation.
-		created, err := st.CreateRun(ledger.WithEvents(ctx, append(create.events(), refusedEvents(ctx)...)...), create.run)
-		if errors.Is(err, ledger.ErrEventUnavailable) {
-			if create.run.Prepared != nil && rt.takenElsewhere(ctx, create.run.Workflow, create.run.Prepared.Reservations) {
-				return scripthost.Run{}, false, errStepDropped
-			}
-			// The events were taken since prepare looked: its result is refused, as
-			// storing it would have been.
-			return rt.prepareFailed(ctx, c, create.run, create.started, reservationError(err))
+		if done, err := rt.createMutating(ctx, c, d); done || err != nil {
+			return scripthost.Run{}, true, err
 		}
-		if err != nil {
-			return scripthost.Run{}, false, err
-		}
-		rt.created(scripthost.KindConsumer, created.Phase)
 	}
 	if ierr != nil {
 		return scripthost.Run{}, true, rt.routeError(ctx, run, c.Lifecycle, scripthost.PhaseMutate, ierr)
@@ -395,14 +463,6 @@ func (rt *Runtime) settle(ctx context.Context, run scripthost.Run, m scripthost.
 func (rt *Runtime) reconcile(ctx context.Context, m scripthost.Mutation) (scripthost.Mutation, error) {
 	defer rt.observeReconcile(m)()
 	return hostfuncs.Reconcile(ctx, rt.cfg.Store, rt.cfg.Tools, m, rt.cfg.Reconcile, rt.now())
-}
-
-// guardRun runs the handler's guard, if any, in the read-only hook phase. A false
-// guard skips the run (guard_skipped); a guard that throws or returns anything but a
-// boolean fails it like a phase would. It reports whether it moved the run.
-func (rt *Runtime) guardRun(ctx context.Context, l *loaded, lc Lifecycle, run scripthost.Run) (bool, error) {
-	ok, err := rt.guard(ctx, l, lc, run)
-	return rt.guarded(ctx, l, lc, run, ok, err)
 }
 
 // guard runs the handler's guard, if any (true when there is none), and reports

@@ -109,7 +109,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 		return did, err
 	}
 	for _, r := range active {
-		_, moved, err := rt.driveRun(ctx, r, false, nil)
+		_, moved, err := rt.driveRun(ctx, r, false)
 		if err != nil {
 			return did, err
 		}
@@ -153,7 +153,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 			}
 			continue
 		}
-		if err := rt.start(ctx, workflow, version, name, scripthost.KindProducer); err != nil {
+		if err := rt.startProducer(ctx, workflow, version, name); err != nil {
 			return did, err
 		}
 		did, producersRan = true, true
@@ -209,14 +209,14 @@ func (rt *Runtime) maxRounds() int {
 	return maxRounds
 }
 
-// tickConsumer starts a run of consumer c if it has pending events newer than what it
-// last ignored, or a due wake-up, and reports whether it did. last is the handler's
-// newest run, if it has one. states holds the handler's state when the pass knows it
-// (see tick); tickConsumer keeps it up to date.
-func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version int, c *Consumer,
-	last scripthost.Run, hasLast bool, now time.Time, states map[string]ledger.HandlerState) (scripthost.Run, bool, error) {
+// tickConsumer starts a run of consumer name of r if it has pending events newer than
+// what it last ignored, or a due wake-up, and reports whether it did. states holds the
+// handler's state when the pass knows it (see tick); tickConsumer keeps it up to date.
+func (rt *Runtime) tickConsumer(ctx context.Context, r roundInput, name string,
+	states map[string]ledger.HandlerState) (scripthost.Run, bool, error) {
 	st := rt.cfg.Store
-	name := c.Name
+	workflow, c := r.workflow, r.def.Consumers[name]
+	last, hasLast := r.latest[name]
 	key := workflow + "/" + name
 	rt.mu.Lock()
 	idleAt, idle := rt.idle[key]
@@ -240,14 +240,14 @@ func (rt *Runtime) tickConsumer(ctx context.Context, workflow string, version in
 	}
 	// A wake-up is due once its time has come, unless a run started since then
 	// (a wake-up time in the past that a commit kept is not a new request).
-	wake := !hs.WakeAt.IsZero() && !hs.WakeAt.After(now)
+	wake := !hs.WakeAt.IsZero() && !hs.WakeAt.After(r.now)
 	if hasLast && !hs.WakeAt.After(last.CreatedAt) {
 		wake = false
 	}
 	if !wake && newest <= idleAt {
 		return scripthost.Run{}, false, nil
 	}
-	run, err := rt.startRunWith(ctx, workflow, version, name, scripthost.KindConsumer, hs, peeked)
+	run, err := rt.begin(ctx, newRun(r.workflow, r.version, name, scripthost.KindConsumer, hs), peeked)
 	switch {
 	case err != nil:
 		delete(states, name)
@@ -343,7 +343,7 @@ func (rt *Runtime) retries(ctx context.Context, def *Definition, latest map[stri
 		if err != nil {
 			return did, err
 		}
-		if _, _, err := rt.driveRun(ctx, next, true, nil); err != nil {
+		if _, _, err := rt.driveRun(ctx, next, true); err != nil {
 			return true, err
 		}
 		did = true
@@ -428,226 +428,19 @@ func (rt *Runtime) latestRuns(ctx context.Context, workflow string, def *Definit
 	return latest, nil
 }
 
-func (rt *Runtime) start(ctx context.Context, workflow string, version int, handler string, kind scripthost.HandlerKind) error {
-	_, err := rt.startRun(ctx, workflow, version, handler, kind)
+// startProducer starts a run of producer name with its saved state (see begin).
+func (rt *Runtime) startProducer(ctx context.Context, workflow string, version int, name string) error {
+	hs, err := rt.cfg.Store.HandlerState(ctx, workflow, name)
+	if err != nil {
+		return err
+	}
+	_, err = rt.begin(ctx, newRun(workflow, version, name, scripthost.KindProducer, hs), nil)
 	return err
 }
 
-// startRun creates a run with the handler's saved state and drives it.
-func (rt *Runtime) startRun(ctx context.Context, workflow string, version int, handler string, kind scripthost.HandlerKind) (scripthost.Run, error) {
-	hs, err := rt.cfg.Store.HandlerState(ctx, workflow, handler)
-	if err != nil {
-		return scripthost.Run{}, err
-	}
-	return rt.startRunWith(ctx, workflow, version, handler, kind, hs, nil)
-}
-
-// startRunWith is startRun with the handler's state already read, and for a consumer
-// the pending events it was started for (nil when not read).
-func (rt *Runtime) startRunWith(ctx context.Context, workflow string, version int, handler string, kind scripthost.HandlerKind,
-	hs ledger.HandlerState, peeked *hostfuncs.Peeked) (scripthost.Run, error) {
-	nr := ledger.NewRun{Workflow: workflow, Version: version, Handler: handler, Kind: kind, InputState: hs.State}
-	if l, err := rt.program(ctx, workflow, version); err == nil {
-		if c, ok := l.def.Consumers[handler]; ok && kind == scripthost.KindConsumer {
-			return rt.startUnwritten(ctx, l, c.Lifecycle, nr, func(ctx context.Context, nr ledger.NewRun, run scripthost.Run) (scripthost.Run, error) {
-				return rt.startConsumer(ctx, l, c, nr, run, peeked)
-			})
-		}
-		if p, ok := l.def.Producers[handler]; ok && kind == scripthost.KindProducer {
-			return rt.startUnwritten(ctx, l, p.Lifecycle, nr, func(ctx context.Context, nr ledger.NewRun, run scripthost.Run) (scripthost.Run, error) {
-				return rt.startProducer(ctx, l, p, nr, run)
-			})
-		}
-	}
-	// A version that cannot be loaded, or a handler it lacks: the run is created
-	// pending, and driving it reports which.
-	run, err := rt.cfg.Store.CreateRun(ctx, nr)
-	if err != nil {
-		return run, err
-	}
-	rt.failpoint(string(kind) + ":created")
-	run, _, err = rt.driveRun(ctx, run, true, peeked)
-	return run, err
-}
-
-// newRunOf is the run nr will create, before it is written, under a fresh id.
-func (rt *Runtime) newRunOf(nr *ledger.NewRun) scripthost.Run {
-	nr.ID = rt.cfg.Store.NewID()
-	return scripthost.Run{ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Handler: nr.Handler,
-		Kind: nr.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive,
-		Attempt: 1, InputState: nr.InputState}
-}
-
-// startUnwritten starts the run nr creates without writing it first: under the id it
-// will have and the run's observation, it runs the handler's guard (guardFirst), then,
-// when the guard lets the run go on, the handler's first phases (phases, which writes
-// the run where it first matters).
-func (rt *Runtime) startUnwritten(ctx context.Context, l *loaded, lc Lifecycle, nr ledger.NewRun,
-	phases func(ctx context.Context, nr ledger.NewRun, run scripthost.Run) (scripthost.Run, error)) (run scripthost.Run, err error) {
-	run = rt.newRunOf(&nr)
-	ctx, end := rt.observeRun(ctx, run.ID)
-	defer func() { end(err) }()
-	if guarded, done, err := rt.guardFirst(ctx, l, lc, nr, run); done {
-		return guarded, err
-	}
-	return phases(ctx, nr, run)
-}
-
-// guardFirst runs the handler's guard before its run is written. A guard that lets the
-// run go on leaves nothing written (done is false); one that says no creates the run
-// skipped (and moves a producer's schedule) in one write (ledger.NewRun.Skipped); one
-// that fails creates the run pending and records the failure on it, as the step of a
-// run created first does. Either returns the run; a guard stopped by the host's
-// shutdown leaves no run.
-func (rt *Runtime) guardFirst(ctx context.Context, l *loaded, lc Lifecycle, nr ledger.NewRun,
-	run scripthost.Run) (_ scripthost.Run, done bool, err error) {
-	ok, gerr := rt.guard(ctx, l, lc, run)
-	if gerr == nil && ok {
-		return scripthost.Run{}, false, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return scripthost.Run{}, true, err
-	}
-	st := rt.cfg.Store
-	if gerr == nil { // the guard said no: the run is created skipped, in one write
-		nr.Skipped = rt.skip(l, run)
-		ctx = with(ctx, skippedEvent(run.ID))
-	}
-	created, err := st.CreateRun(ctx, nr)
-	if err != nil {
-		return scripthost.Run{}, true, err
-	}
-	if nr.Skipped != nil {
-		rt.created(nr.Kind, scripthost.RunPending)
-		return created, true, nil
-	}
-	rt.failpoint(string(nr.Kind) + ":created")
-	if err := rt.routeError(ctx, created, lc, phaseGuard, gerr); err != nil {
-		return created, true, err
-	}
-	rt.passed(nr.Kind, scripthost.RunPending, scripthost.RunPending)
-	run, err = st.Run(ctx, created.ID)
-	return run, true, err
-}
-
-// startProducer starts a producer run whose guard let it go on (see startUnwritten).
-// Its producer phase runs before anything is written: it may only read, and what it
-// publishes is stored at its commit. The run is then created committed, in one
-// transaction (ledger.NewRun.Commit). A phase that fails creates the run in executing
-// and records that on it, as a run created first would have it; a phase stopped by the
-// host's shutdown leaves no run.
-func (rt *Runtime) startProducer(ctx context.Context, l *loaded, p *Producer, nr ledger.NewRun, run scripthost.Run) (scripthost.Run, error) {
-	nr.Start, run.Phase = scripthost.RunExecuting, scripthost.RunExecuting
-	started := stamped(rt.now(), phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhaseProducer))
-	commit, ended, failed := rt.produce(ctx, l, p, run)
-	st := rt.cfg.Store
-	if failed != nil {
-		if err := ctx.Err(); err != nil {
-			return scripthost.Run{}, err
-		}
-		// The phase's refused calls are logged with its failure (routeError).
-		created, err := st.CreateRun(ledger.WithEvents(ctx, started...), nr)
-		if err != nil {
-			return scripthost.Run{}, err
-		}
-		rt.created(scripthost.KindProducer, scripthost.RunExecuting)
-		if err := rt.routeError(ctx, created, p.Lifecycle, scripthost.PhaseProducer, failed); err != nil {
-			return created, err
-		}
-		rt.passed(scripthost.KindProducer, scripthost.RunExecuting, scripthost.RunExecuting)
-		return st.Run(ctx, created.ID)
-	}
-	nr.Commit = &commit
-	evs := append(append(started, refusedEvents(ctx)...), stamped(rt.now(), ended...)...)
-	committed, err := st.CreateRun(ledger.WithEvents(ctx, evs...), nr)
-	if err != nil {
-		return scripthost.Run{}, err
-	}
-	rt.created(scripthost.KindProducer, scripthost.RunCommitted)
-	return committed, nil
-}
-
-// startConsumer starts a consumer run whose guard let it go on (see startUnwritten).
-// Its prepare phase and then its mutate phase run before anything is written: prepare
-// may only read, and no tool of mutate's has been called before its in-flight record.
-// That record creates the run, prepared and moved on to mutating, in its one durable
-// transaction (ledger.NewMutation.Run); a run whose mutate phase makes no mutation is
-// created when the phase ends. A process that stops before then leaves nothing to
-// recover, and the next pass starts again. A prepare phase that fails (or whose events
-// were taken meanwhile) creates the run in preparing and records that on it, as a run
-// created first would have it; a phase stopped by the host's shutdown leaves no run.
-func (rt *Runtime) startConsumer(ctx context.Context, l *loaded, c *Consumer, nr ledger.NewRun, run scripthost.Run,
-	peeked *hostfuncs.Peeked) (scripthost.Run, error) {
-	st := rt.cfg.Store
-	nr.Start, run.Phase = scripthost.RunPreparing, scripthost.RunPreparing
-	started := stamped(rt.now(), phaseEvent(run, ledger.EventPhaseStarted, scripthost.PhasePrepare))[0]
-	pr, failed := rt.prepare(ctx, l, c, run, peeked)
-	var next scripthost.Run
-	var err error
-	if failed != nil {
-		if err := ctx.Err(); err != nil {
-			return scripthost.Run{}, err
-		}
-		next, _, err = rt.prepareFailed(ctx, c, nr, started, failed)
-	} else {
-		nr.Prepared = &pr
-		passed := append(refusedEvents(ctx), stamped(rt.now(), prepareEnded(run)...)...)
-		create := &creation{run: nr, started: started, passed: passed}
-		run.Phase, run.Prepared, run.Reservations = scripthost.RunMutating, pr.Data, pr.Reservations
-		next, _, err = rt.mutate(ctx, l, c, run, create)
-	}
-	if errors.Is(err, errStepDropped) {
-		return scripthost.Run{}, nil // nothing written: the next pass reads the ledger again
-	}
-	if err != nil {
-		return scripthost.Run{}, err
-	}
-	fresh := next.ID != ""
-	if !fresh {
-		if next, err = st.Run(ctx, run.ID); err != nil {
-			return next, err
-		}
-	}
-	// The step's failpoints, as the drive loop calls them after a step: the mutate
-	// phase's, or prepare's when the run was recorded failing there.
-	from := scripthost.RunMutating
-	if failed != nil || next.Phase == scripthost.RunPreparing {
-		from = scripthost.RunPreparing
-	}
-	rt.passed(scripthost.KindConsumer, from, next.Phase)
-	run, _, err = rt.drive(ctx, next, fresh, nil)
-	return run, err
-}
-
-// prepareFailed creates the run of nr in preparing, which startConsumer had not written
-// yet, with the phase's started event, and records its prepare phase's failure on it,
-// as the step of a run created first does.
-func (rt *Runtime) prepareFailed(ctx context.Context, c *Consumer, nr ledger.NewRun, started ledger.LifecycleEvent,
-	cause error) (scripthost.Run, bool, error) {
-	nr.Start, nr.Prepared = scripthost.RunPreparing, nil
-	// The phase's refused calls are logged with its failure (routeError).
-	created, err := rt.cfg.Store.CreateRun(ledger.WithEvents(ctx, started), nr)
-	if err != nil {
-		return scripthost.Run{}, false, err
-	}
-	rt.created(scripthost.KindConsumer, created.Phase)
-	return scripthost.Run{}, true, rt.routeError(ctx, created, c.Lifecycle, scripthost.PhasePrepare, cause)
-}
-
-// created calls the failpoints of a run of kind just written, in phase phase, by a
-// step that passed from its creation up to there.
-func (rt *Runtime) created(kind scripthost.HandlerKind, phase scripthost.RunPhase) {
-	rt.failpoint(string(kind) + ":created")
-	rt.passed(kind, scripthost.RunPending, phase)
-}
-
-// stamped returns evs with their time set to at: events a run's first write records
-// keep the times their steps happened (the lifecycle log's timeline), not the write's.
-func stamped(at time.Time, evs ...ledger.LifecycleEvent) []ledger.LifecycleEvent {
-	for i := range evs {
-		evs[i].At = at
-	}
-	return evs
+// newRun is the run of a handler the scheduler starts, from the handler's state.
+func newRun(workflow string, version int, handler string, kind scripthost.HandlerKind, hs ledger.HandlerState) ledger.NewRun {
+	return ledger.NewRun{Workflow: workflow, Version: version, Handler: handler, Kind: kind, InputState: hs.State}
 }
 
 func (rt *Runtime) workflowLock(name string) *sync.Mutex {
