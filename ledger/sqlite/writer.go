@@ -64,7 +64,7 @@ func (s *Store) writeRedo(ctx context.Context, fn writeFunc) error {
 func (s *Store) mustWriteRedo(ctx context.Context, fn writeFunc) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.WriteTimeout)
 	defer cancel()
-	return s.writeRedo(ctx, fn)
+	return s.submit(&writeReq{ctx: ctx, fn: fn, redo: true})
 }
 
 func (s *Store) submit(req *writeReq) error {
@@ -111,7 +111,7 @@ func (s *Store) durable(req *writeReq, err error) error {
 func (s *Store) mustWrite(ctx context.Context, fn writeFunc) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.WriteTimeout)
 	defer cancel()
-	return s.write(ctx, fn)
+	return s.submit(&writeReq{ctx: ctx, fn: fn})
 }
 
 // writeOne runs the request in a transaction of its own.
