@@ -53,7 +53,9 @@ func (e *Executor) step(ctx context.Context, x *execution, i int, s Step) (StepR
 	if r.canon, err = scripthost.CanonicalJSON(r.args); err != nil {
 		return StepResult{}, true, &Error{Code: CodeInvalidPlan, StepID: s.StepID, Message: "arguments", Err: err}
 	}
-	r.redArgs = e.redactArgs(tool, r.canon)
+	if r.redArgs, err = e.redactArgs(tool, r.canon); err != nil {
+		return StepResult{}, true, &Error{Code: CodeInvalidPlan, StepID: s.StepID, Message: "arguments", Err: err}
+	}
 	r.op = hostfuncs.Classify(tool, r.args)
 	r.diag = Diagnostics{PlanHash: x.hash, ExecutionNumber: x.number, Operation: string(r.op), Resumed: x.resumed,
 		Intent: e.o.Redactor.Redact(x.plan.Intent), Description: e.o.Redactor.Redact(s.Description)}
@@ -342,18 +344,17 @@ func asPlanError(step string, err error) *Error {
 	return stepError(step, err)
 }
 
-// redactArgs redacts the tool's secret fields, secret-looking keys and credential
-// formats from canonical arguments.
-func (e *Executor) redactArgs(t *hostfuncs.Tool, canon []byte) json.RawMessage {
-	raw := json.RawMessage(canon)
-	if len(t.SecretFields) > 0 {
-		var values []string
-		raw, values = redactFields(raw, t.SecretFields)
-		// The values may come back in the output (an echoed request): redact them
-		// wherever they appear.
-		e.o.Redactor.AddSecret(values...)
+// redactArgs is what is stored and printed of canonical arguments
+// (hostfuncs.StoredParams). The secret values may come back in the output (an echoed
+// request): the redactor removes them wherever they appear from then on.
+func (e *Executor) redactArgs(t *hostfuncs.Tool, canon []byte) (json.RawMessage, error) {
+	var value any
+	if err := json.Unmarshal(canon, &value); err != nil {
+		return nil, err
 	}
-	return e.o.Redactor.RedactJSON(raw)
+	secrets := hostfuncs.CallSecrets(value, t.SecretFields)
+	e.o.Redactor.AddSecret(secrets...)
+	return hostfuncs.StoredParams(t, canon, secrets, e.o.Redactor)
 }
 
 func (e *Executor) redactOut(out json.RawMessage) json.RawMessage {
@@ -361,46 +362,4 @@ func (e *Executor) redactOut(out json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return e.o.Redactor.RedactJSON(out)
-}
-
-// redactFields replaces the values of the named fields, at any depth, and returns
-// the string values it replaced.
-func redactFields(raw json.RawMessage, fields []string) (json.RawMessage, []string) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
-		return raw, nil
-	}
-	names := map[string]bool{}
-	for _, f := range fields {
-		names[f] = true
-	}
-	var values []string
-	var walk func(any)
-	walk = func(v any) {
-		switch t := v.(type) {
-		case map[string]any:
-			for k, c := range t {
-				if names[k] {
-					if s, ok := c.(string); ok {
-						values = append(values, s)
-					}
-					t[k] = hostfuncs.Redacted
-					continue
-				}
-				walk(c)
-			}
-		case []any:
-			for _, c := range t {
-				walk(c)
-			}
-		}
-	}
-	walk(v)
-	b, err := json.Marshal(v)
-	if err != nil {
-		return raw, values
-	}
-	return b, values
 }
