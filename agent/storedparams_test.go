@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/scripthost/scripthost/internal/fakemodel"
 	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/internal/fakemodel"
 	"github.com/scripthost/scripthost/ledger"
 )
 

@@ -178,7 +178,9 @@ func TestWorkflowStoredParamsLoseCallSecrets(t *testing.T) {
 	ctx := context.Background()
 	reg := hostfuncs.NewRegistry()
 	mustRegister(t, reg, &hostfuncs.Tool{Namespace: "Svc", Method: "charge", SecretFields: []string{"pin"},
-		Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{"ok":true}`), nil }})
+		Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"ok":true}`), nil
+		}})
 	w := wrapperFor(reg, s, nil, hostfuncs.WrapperOptions{})
 	w.SetPhase(scripthost.PhaseMutate)
 	if _, err := w.Call(ctx, "Svc", "charge", json.RawMessage(`{"pin":"wf-pin-value-99","memo":"with wf-pin-value-99","amount":3}`)); err != nil {
