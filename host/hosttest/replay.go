@@ -38,12 +38,7 @@ func CheckReplay(ctx context.Context, path, ledgerPath string, opts ReplayOption
 		return nil, "", err
 	}
 	defer st.Close()
-	r, err := fixture.NewRunner(fixture.Options{
-		OpenStore:    openStore,
-		Tools:        opts.Tools,
-		Limits:       opts.Limits,
-		WasmCacheDir: opts.WasmCacheDir,
-	})
+	r, err := newRunner(opts.Options)
 	if err != nil {
 		return nil, "", err
 	}
