@@ -142,8 +142,9 @@ func TestEarlier(t *testing.T) {
 
 // TestStoredParamsRecipe: the one recipe for stored params removes the call's own
 // secret values always (a short one where it is a whole value), and with a redactor
-// the secret-looking and declared secret fields and credential formats too, as the
-// stored result's recipe does; what is left is canonical.
+// the secret-looking and declared secret fields (these whatever their type) and
+// credential formats too, as the stored result's recipe does; what is left is
+// canonical.
 func TestStoredParamsRecipe(t *testing.T) {
 	tool := &hostfuncs.Tool{Namespace: "Svc", Method: "put", SecretFields: []string{"pin"}}
 	in := []byte(`{"api_key":"key-value-0000","memo":"pin 4242-pin-value used","n":1.50,"pin":"4242-pin-value","short":"ab"}`)
@@ -161,6 +162,12 @@ func TestStoredParamsRecipe(t *testing.T) {
 	}
 	if want := `{"api_key":"[REDACTED]","memo":"pin [REDACTED] used","n":1.50,"pin":"[REDACTED]","short":"[REDACTED]"}`; string(red) != want {
 		t.Errorf("with a redactor: %s, want %s", red, want)
+	}
+	// A declared secret field loses its value whatever its type; a secret-looking key
+	// keeps a number (a token_count is no secret).
+	num, err := hostfuncs.StoredParams(tool, []byte(`{"pin":4242,"token_count":5}`), nil, hostfuncs.NewRedactor())
+	if want := `{"pin":"[REDACTED]","token_count":5}`; err != nil || string(num) != want {
+		t.Errorf("numbers: %s (%v), want %s", num, err, want)
 	}
 	if got, err := hostfuncs.StoredParams(tool, []byte(`{"tag":"<b>"}`), nil, nil); err != nil || string(got) != `{"tag":"\u003cb\u003e"}` {
 		t.Errorf("without secrets: %s (%v), want canonical", got, err)
