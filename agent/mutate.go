@@ -48,7 +48,11 @@ func (e *Executor) mutate(ctx context.Context, r *stepRun, b bound, rec ledger.A
 	}
 
 	secrets := hostfuncs.CallSecrets(value, b.tool.SecretFields)
-	params := e.o.Redactor.RedactJSON(canon)
+	params, err := hostfuncs.StoredParams(b.tool, canon, secrets, e.o.Redactor)
+	if err != nil {
+		rec.Status, rec.Error = CallFailed, err.Error()
+		return e.settle(ctx, r, rec, o, began)
+	}
 	out, err := hostfuncs.Effect{
 		Store: e.o.Store, Registry: e.o.Registry, Tool: b.tool, Input: input,
 		Record:  ledger.NewMutation{Workflow: Workflow(r.session), Handler: r.step.ID, Params: params, InputHash: hash},

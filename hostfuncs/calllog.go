@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
@@ -19,16 +18,11 @@ func (w *ToolWrapper) noteRead(ctx context.Context, t *Tool, phase scripthost.Ph
 		return
 	}
 	d := map[string]any{"phase": phase.String(), "tool": t.Name()}
-	in, cerr := scripthost.CanonicalValue(w.redactor.redactValue(value, t.SecretFields))
+	in, cerr := storedParams(t, value, secrets, w.redactor)
 	if cerr != nil {
 		return
 	}
-	for _, s := range secrets {
-		if len(s) >= minSubstring {
-			in = []byte(strings.ReplaceAll(string(in), jsonEscaped(s), Redacted))
-		}
-	}
-	d["input"] = json.RawMessage(callRedactor(secrets).RedactSecrets(in))
+	d["input"] = in
 	if err != nil {
 		e := map[string]any{"class": scripthost.ClassOf(err), "message": err.Error()}
 		var se *scripthost.Error

@@ -28,7 +28,8 @@ type Effect struct {
 	Tool     *Tool
 	// Input is the validated input the tool is called with.
 	Input json.RawMessage
-	// Record names the mutation: its identity, redacted Params and InputHash (Key.Hash).
+	// Record names the mutation: its identity, Params as StoredParams gives them and
+	// InputHash (Key.Hash).
 	// IdempotencyKey is ignored: the ledger derives it (ledger.NewMutation).
 	Record ledger.NewMutation
 	// Secrets are the call's own secret values, removed from the stored result.

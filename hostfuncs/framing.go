@@ -1,8 +1,11 @@
 package hostfuncs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/scripthost/scripthost"
@@ -52,6 +55,45 @@ func (k Key) Hash(t *Tool, canonical []byte) string {
 		Workflow: k.Workflow, Handler: k.Handler, Events: k.Events,
 		Namespace: t.Namespace, Method: t.Method, Params: canonical, Scope: k.Scope,
 	})
+}
+
+// StoredParams is the one recipe for the params stored with a mutation (workflows,
+// plans and agents), from the call's canonical input: with a redactor, the values of
+// the tool's secret fields (whatever their type) and of secret-looking keys (strings,
+// objects and arrays) are replaced and the registered secrets and credential formats
+// removed from every string, as storedResult does for the result; then the call's own
+// secret values (CallSecrets) are removed wherever they appear, a short one where it
+// is a whole value. Without secrets it is canonical JSON. A read's logged input
+// (noteRead) is made by the same recipe.
+func StoredParams(t *Tool, canonical []byte, secrets []string, red *Redactor) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(canonical))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("hostfuncs: stored params: %w", err)
+	}
+	return storedParams(t, v, secrets, red)
+}
+
+// storedParams is StoredParams of a value decoded as encoding/json decodes with
+// UseNumber, which it changes in place.
+func storedParams(t *Tool, v any, secrets []string, red *Redactor) (json.RawMessage, error) {
+	if red != nil {
+		v = red.redactValue(v, t.SecretFields)
+	}
+	stored, err := scripthost.CanonicalValue(v)
+	if err != nil {
+		return nil, fmt.Errorf("hostfuncs: stored params: %w", err)
+	}
+	for _, s := range secrets {
+		// A secret field's value may also appear under an innocent key.
+		if len(s) >= minSubstring {
+			stored = []byte(strings.ReplaceAll(string(stored), jsonEscaped(s), Redacted))
+		}
+	}
+	// A short one only where it is a whole value: inside other text it cannot be told
+	// from that text.
+	return callRedactor(secrets).RedactSecrets(stored), nil
 }
 
 // storedResult is the one recipe for the result stored with an applied mutation: the

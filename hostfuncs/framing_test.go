@@ -139,3 +139,65 @@ func TestEarlier(t *testing.T) {
 		t.Errorf("the look-up kept %s in its list, want the reconciled row", muts[0].Status)
 	}
 }
+
+// TestStoredParamsRecipe: the one recipe for stored params removes the call's own
+// secret values always (a short one where it is a whole value), and with a redactor
+// the secret-looking and declared secret fields (these whatever their type) and
+// credential formats too, as the stored result's recipe does; what is left is
+// canonical.
+func TestStoredParamsRecipe(t *testing.T) {
+	tool := &hostfuncs.Tool{Namespace: "Svc", Method: "put", SecretFields: []string{"pin"}}
+	in := []byte(`{"api_key":"key-value-0000","memo":"pin 4242-pin-value used","n":1.50,"pin":"4242-pin-value","short":"ab"}`)
+	secrets := []string{"4242-pin-value", "ab"}
+	plain, err := hostfuncs.StoredParams(tool, in, secrets, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"api_key":"key-value-0000","memo":"pin [REDACTED] used","n":1.50,"pin":"[REDACTED]","short":"[REDACTED]"}`; string(plain) != want {
+		t.Errorf("without a redactor: %s, want %s", plain, want)
+	}
+	red, err := hostfuncs.StoredParams(tool, in, secrets, hostfuncs.NewRedactor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"api_key":"[REDACTED]","memo":"pin [REDACTED] used","n":1.50,"pin":"[REDACTED]","short":"[REDACTED]"}`; string(red) != want {
+		t.Errorf("with a redactor: %s, want %s", red, want)
+	}
+	// A declared secret field loses its value whatever its type; a secret-looking key
+	// keeps a number (a token_count is no secret).
+	num, err := hostfuncs.StoredParams(tool, []byte(`{"pin":4242,"token_count":5}`), nil, hostfuncs.NewRedactor())
+	if want := `{"pin":"[REDACTED]","token_count":5}`; err != nil || string(num) != want {
+		t.Errorf("numbers: %s (%v), want %s", num, err, want)
+	}
+	if got, err := hostfuncs.StoredParams(tool, []byte(`{"tag":"<b>"}`), nil, nil); err != nil || string(got) != `{"tag":"\u003cb\u003e"}` {
+		t.Errorf("without secrets: %s (%v), want canonical", got, err)
+	}
+	if _, err := hostfuncs.StoredParams(tool, []byte(`{"a":`), nil, nil); err == nil {
+		t.Error("malformed params: got no error")
+	}
+}
+
+// TestWorkflowStoredParamsLoseCallSecrets: a workflow's mutation stores its params
+// through StoredParams: a declared secret field's value is gone also where it is
+// echoed under an innocent key.
+func TestWorkflowStoredParamsLoseCallSecrets(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := context.Background()
+	reg := hostfuncs.NewRegistry()
+	mustRegister(t, reg, &hostfuncs.Tool{Namespace: "Svc", Method: "charge", SecretFields: []string{"pin"},
+		Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"ok":true}`), nil
+		}})
+	w := wrapperFor(reg, s, nil, hostfuncs.WrapperOptions{})
+	w.SetPhase(scripthost.PhaseMutate)
+	if _, err := w.Call(ctx, "Svc", "charge", json.RawMessage(`{"pin":"wf-pin-value-99","memo":"with wf-pin-value-99","amount":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := s.Mutations(ctx, ledger.MutationFilter{})
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("got %d mutations (%v), want 1", len(ms), err)
+	}
+	if want := `{"amount":3,"memo":"with [REDACTED]","pin":"[REDACTED]"}`; string(ms[0].Params) != want {
+		t.Errorf("stored params %s, want %s", ms[0].Params, want)
+	}
+}

@@ -28,20 +28,10 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 	if err != nil {
 		return end(scripthost.Errorf(scripthost.ClassLogic, scripthost.CodeInvalidInput, "%v", err))
 	}
-	// The value is the input validation decoded; from here it is redacted in place.
-	stored, err := scripthost.CanonicalValue(w.redactor.redactValue(value, t.SecretFields))
+	stored, err := StoredParams(t, canonical, secrets, w.redactor)
 	if err != nil {
 		return end(scripthost.Errorf(scripthost.ClassInternal, "", "redacting params: %v", err))
 	}
-	for _, s := range secrets {
-		// A secret field's value may also appear under an innocent key.
-		if len(s) >= minSubstring {
-			stored = []byte(strings.ReplaceAll(string(stored), jsonEscaped(s), Redacted))
-		}
-	}
-	// A short one only where it is a whole value: inside other text it cannot be told
-	// from that text.
-	stored = call.RedactSecrets(stored)
 	hash := Key{Workflow: w.info.Workflow, Handler: w.info.Handler, Events: w.info.Events, Scope: w.info.Scope}.Hash(t, canonical)
 	// The mutation's records carry the tool, then the mutation and its key once known.
 	var mid, key string

@@ -267,8 +267,8 @@ func (r *Redactor) redactJSON(raw json.RawMessage, fields []string) json.RawMess
 }
 
 // redactValue is redactJSON of a decoded value, which it changes in place: the values
-// of secret-looking keys and of the extra fields are replaced, and every string is
-// redacted.
+// of secret-looking keys (strings, objects and arrays) and of the extra fields (any
+// value) are replaced, and every string is redacted.
 func (r *Redactor) redactValue(v any, fields []string) any {
 	extra := make(map[string]bool, len(fields))
 	for _, f := range fields {
@@ -281,7 +281,12 @@ func (r *Redactor) walk(v any, extra map[string]bool) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, e := range t {
-			if extra[k] || IsSecretKey(k) {
+			if extra[k] {
+				// A field the tool declares secret, whatever its value's type.
+				t[k] = Redacted
+				continue
+			}
+			if IsSecretKey(k) {
 				switch e.(type) {
 				case string, map[string]any, []any:
 					t[k] = Redacted

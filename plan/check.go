@@ -35,20 +35,20 @@ func ToolName(name string) (namespace, method string) {
 // plan id and hash (E003).
 func Authorize(p *Plan, auth *Authorization) error {
 	if auth == nil {
-		return errorf(CodeNotApproved, "", "plan %s has no authorization", p.PlanID)
+		return errorf(CodeE002NotApproved, "", "plan %s has no authorization", p.PlanID)
 	}
 	if auth.Status != StatusApproved {
 		status := auth.Status
 		if status == "" {
 			status = "missing"
 		}
-		return errorf(CodeNotApproved, "", "plan %s is not approved: status %s", p.PlanID, status)
+		return errorf(CodeE002NotApproved, "", "plan %s is not approved: status %s", p.PlanID, status)
 	}
 	if auth.PlanID != p.PlanID {
-		return errorf(CodeHashMismatch, "", "authorization is for plan %q, not %q", auth.PlanID, p.PlanID)
+		return errorf(CodeE003HashMismatch, "", "authorization is for plan %q, not %q", auth.PlanID, p.PlanID)
 	}
 	if auth.PlanHash != p.Hash() {
-		return errorf(CodeHashMismatch, "", "authorization is for plan hash %s, but the plan's hash is %s", auth.PlanHash, p.Hash())
+		return errorf(CodeE003HashMismatch, "", "authorization is for plan hash %s, but the plan's hash is %s", auth.PlanHash, p.Hash())
 	}
 	return nil
 }
@@ -61,12 +61,12 @@ func CheckTools(p *Plan, reg *hostfuncs.Registry) error {
 		ns, m := ToolName(s.Tool)
 		tool, ok := reg.Lookup(ns, m)
 		if !ok {
-			return errorf(CodeToolNotRegistered, s.StepID, "unknown tool %q", s.Tool)
+			return errorf(CodeE201ToolNotRegistered, s.StepID, "unknown tool %q", s.Tool)
 		}
 		if problems, err := hostfuncs.ValidateJSON(tool.InputSchema, s.args()); err != nil {
-			return &Error{Code: CodeBadArguments, StepID: s.StepID, Message: "tool " + s.Tool + ": " + err.Error(), Err: err}
+			return &Error{Code: CodeE202BadArguments, StepID: s.StepID, Message: "tool " + s.Tool + ": " + err.Error(), Err: err}
 		} else if len(problems) > 0 {
-			return errorf(CodeBadArguments, s.StepID, "arguments do not match tool %s: %s", s.Tool, strings.Join(problems, "; "))
+			return errorf(CodeE202BadArguments, s.StepID, "arguments do not match tool %s: %s", s.Tool, strings.Join(problems, "; "))
 		}
 	}
 	return nil

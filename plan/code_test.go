@@ -58,15 +58,15 @@ func TestCodePreconditions(t *testing.T) {
 	}{
 		{"project dir", `{'project_exists':'.'}`, false, ""},
 		{"project marker", `{'project_exists':'go.mod'}`, false, ""},
-		{"no project", `{'project_exists':'sub'}`, false, CodeProjectMissing},
-		{"no cargo project", `{'project_exists':'Cargo.toml'}`, false, CodeProjectMissing},
-		{"index missing", `{'codegraph_exists':true}`, false, CodeIndexMissing},
+		{"no project", `{'project_exists':'sub'}`, false, CodeE102ProjectMissing},
+		{"no cargo project", `{'project_exists':'Cargo.toml'}`, false, CodeE102ProjectMissing},
+		{"index missing", `{'codegraph_exists':true}`, false, CodeE103IndexMissing},
 		{"index built", `{'codegraph_exists':true}`, true, ""},
 		{"symbol in file", `{'symbol_exists':{'file':'a.go','symbol':'F'}}`, false, ""},
 		{"method anywhere", `{'symbol_exists':{'symbol':'T.M'}}`, false, ""},
-		{"symbol missing", `{'symbol_exists':{'symbol':'Nope'}}`, false, CodeSymbolMissing},
-		{"symbol in missing file", `{'symbol_exists':{'file':'b.go','symbol':'F'}}`, false, CodeFileMissing},
-		{"symbol path escapes", `{'symbol_exists':{'file':'../x.go','symbol':'F'}}`, false, CodeOutsideSandbox},
+		{"symbol missing", `{'symbol_exists':{'symbol':'Nope'}}`, false, CodeE104SymbolMissing},
+		{"symbol in missing file", `{'symbol_exists':{'file':'b.go','symbol':'F'}}`, false, CodeE101FileMissing},
+		{"symbol path escapes", `{'symbol_exists':{'file':'../x.go','symbol':'F'}}`, false, CodeE302OutsideSandbox},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,7 +93,7 @@ func TestCheckerUnavailableIsE304(t *testing.T) {
 	e, tools := codeEnv(t, codetool.Config{LookPath: func(string) (string, error) { return "", errors.New("not installed") }})
 	p := mustPlan(t, `{'plan_id':'chk','intent':'check','steps':[{'step_id':'check','tool':'lsp_check','arguments':{'path':'.'}}]}`)
 	_, err := e.run(p, Options{Symbols: tools})
-	if CodeOf(err) != CodeCheckerMissing || !strings.Contains(err.Error(), "cannot run") {
+	if CodeOf(err) != CodeE304CheckerMissing || !strings.Contains(err.Error(), "cannot run") {
 		t.Fatalf("got %v, want E304", err)
 	}
 }
@@ -122,7 +122,7 @@ func TestEvidenceHasIntentAndDiagnostics(t *testing.T) {
 	}
 	p := mustPlan(t, `{'plan_id':'ev','intent':'make Area faster','steps':[{'step_id':'c','description':'type-check','tool':'test.check'}]}`)
 	res, err := e.run(p, Options{})
-	if CodeOf(err) != CodeStepFailed {
+	if CodeOf(err) != CodeE301StepFailed {
 		t.Fatalf("got %v, want E301: a checker reporting errors fails the step", err)
 	}
 	if len(res.Steps) != 1 || len(res.Steps[0].Diagnostics) != 1 || res.Steps[0].Diagnostics[0].Line != 4 {

@@ -269,8 +269,8 @@ func TestCrashDuringMutation(t *testing.T) {
 	}
 
 	res, err := e.run(mustPlan(t, inFlightPlan), Options{})
-	if CodeOf(err) != CodeNeedsReconcile {
-		t.Fatalf("got %v, want %s", err, CodeNeedsReconcile)
+	if CodeOf(err) != CodeE306NeedsReconcile {
+		t.Fatalf("got %v, want %s", err, CodeE306NeedsReconcile)
 	}
 	if !res.Resumed || len(res.Steps) != 1 || !res.Steps[0].Reused {
 		t.Errorf("got %+v, want the resumed execution stopped after the reused first step", res)

@@ -74,8 +74,8 @@ func TestParseRefusesWhatTheHashDoesNotPinDown(t *testing.T) {
 			if err == nil {
 				t.Fatalf("got plan %+v with hash %s, want a refusal", p.Steps, p.Hash())
 			}
-			if got := CodeOf(err); got != CodeInvalidPlan {
-				t.Errorf("got code %s, want %s", got, CodeInvalidPlan)
+			if got := CodeOf(err); got != CodeE001InvalidPlan {
+				t.Errorf("got code %s, want %s", got, CodeE001InvalidPlan)
 			}
 			if got, want := err.Error(), "plan: E001: "+tt.want; got != want {
 				t.Errorf("got  %s\nwant %s", got, want)
@@ -196,8 +196,8 @@ func TestChangedPlanLosesItsApproval(t *testing.T) {
 				t.Fatalf("the approved plan: %v", err)
 			}
 			tt.change(p)
-			if got := CodeOf(Authorize(p, &auth)); got != CodeHashMismatch {
-				t.Errorf("got %q, want %s", got, CodeHashMismatch)
+			if got := CodeOf(Authorize(p, &auth)); got != CodeE003HashMismatch {
+				t.Errorf("got %q, want %s", got, CodeE003HashMismatch)
 			}
 		})
 	}

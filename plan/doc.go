@@ -84,7 +84,8 @@
 // (plan hash, execution number, operation, attempts, backoff, mutation id and
 // idempotency key, approver). Arguments, outputs and errors are redacted before they
 // are stored, streamed or printed: the credential patterns of hostfuncs.Redactor,
-// values registered as secret, and the tools' secret fields.
+// values registered as secret, and the tools' secret fields; arguments by the one
+// recipe of stored params (hostfuncs.StoredParams).
 //
 // Executions of a plan are numbered 1, 2, … by the ledger, which reserves each number
 // in one transaction (ledger.Store.ReserveExecution), so that two executors starting

@@ -7,31 +7,33 @@ import (
 
 // Codes name why a plan was refused or stopped. E0xx: the plan or its authorization;
 // E1xx: a precondition; E2xx: a step's tool or arguments; E3xx: a step's execution.
+// Each name carries its number (CodeE301StepFailed is "E301"), so that it is never the
+// name of another package's word code (agent.CodeStepFailed is "step_failed").
 const (
-	CodeInvalidPlan  = "E001" // the plan is malformed
-	CodeNotApproved  = "E002" // no authorization, or it is pending or denied
-	CodeHashMismatch = "E003" // the authorization names another plan id or hash
+	CodeE001InvalidPlan  = "E001" // the plan is malformed
+	CodeE002NotApproved  = "E002" // no authorization, or it is pending or denied
+	CodeE003HashMismatch = "E003" // the authorization names another plan id or hash
 
-	CodeFileMissing    = "E101" // precondition file_exists: file not found
-	CodeProjectMissing = "E102" // precondition project_exists: project not found
-	CodeIndexMissing   = "E103" // precondition codegraph_exists: index not found
-	CodeSymbolMissing  = "E104" // precondition symbol_exists: symbol not found
-	CodeNoMatch        = "E105" // precondition file_matches failed
-	CodeDirMissing     = "E106" // precondition dir_exists failed
-	CodePathExists     = "E107" // precondition path_absent failed
-	CodeCommandMissing = "E108" // precondition command_available failed
+	CodeE101FileMissing    = "E101" // precondition file_exists: file not found
+	CodeE102ProjectMissing = "E102" // precondition project_exists: project not found
+	CodeE103IndexMissing   = "E103" // precondition codegraph_exists: index not found
+	CodeE104SymbolMissing  = "E104" // precondition symbol_exists: symbol not found
+	CodeE105NoMatch        = "E105" // precondition file_matches failed
+	CodeE106DirMissing     = "E106" // precondition dir_exists failed
+	CodeE107PathExists     = "E107" // precondition path_absent failed
+	CodeE108CommandMissing = "E108" // precondition command_available failed
 
-	CodeToolNotRegistered = "E201" // the tool is not registered
-	CodeBadArguments      = "E202" // the arguments do not match the tool's input schema
+	CodeE201ToolNotRegistered = "E201" // the tool is not registered
+	CodeE202BadArguments      = "E202" // the arguments do not match the tool's input schema
 
-	CodeStepFailed         = "E301" // the tool failed or a command exited non-zero
-	CodeOutsideSandbox     = "E302" // a path or program outside the sandbox
-	CodeConfirmationDenied = "E303" // the step needed a confirmation that was denied
-	CodeCheckerMissing     = "E304" // lsp_check: the project's checker cannot run
-	CodeBlocked            = "E305" // a step it depends on failed
-	CodeNeedsReconcile     = "E306" // an earlier attempt's outcome is unknown
-	CodeStepTimeout        = "E307" // the step or its command ran out of time
-	CodeInternal           = "E900" // the ledger or the executor failed
+	CodeE301StepFailed         = "E301" // the tool failed or a command exited non-zero
+	CodeE302OutsideSandbox     = "E302" // a path or program outside the sandbox
+	CodeE303ConfirmationDenied = "E303" // the step needed a confirmation that was denied
+	CodeE304CheckerMissing     = "E304" // lsp_check: the project's checker cannot run
+	CodeE305Blocked            = "E305" // a step it depends on failed
+	CodeE306NeedsReconcile     = "E306" // an earlier attempt's outcome is unknown
+	CodeE307StepTimeout        = "E307" // the step or its command ran out of time
+	CodeE900Internal           = "E900" // the ledger or the executor failed
 )
 
 // Exit codes of a plan run. Refusals (E0xx, E2xx), unknown outcomes and internal
@@ -50,13 +52,13 @@ func ExitCodeOf(code string) int {
 	switch {
 	case code == "":
 		return ExitOK
-	case code == CodeOutsideSandbox:
+	case code == CodeE302OutsideSandbox:
 		return ExitSandboxViolation
-	case code == CodeConfirmationDenied:
+	case code == CodeE303ConfirmationDenied:
 		return ExitConfirmationDenied
-	case code == CodeStepTimeout:
+	case code == CodeE307StepTimeout:
 		return ExitStepTimeout
-	case code == CodeStepFailed, code == CodeBlocked, code == CodeCheckerMissing, len(code) == 4 && code[1] == '1':
+	case code == CodeE301StepFailed, code == CodeE305Blocked, code == CodeE304CheckerMissing, len(code) == 4 && code[1] == '1':
 		return ExitStepFailed
 	}
 	return ExitGeneral

@@ -29,8 +29,8 @@ func TestEvidenceComplete(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	p := mustPlan(t, evidencePlan)
 	res, err := e.run(p, Options{})
-	if CodeOf(err) != CodeStepFailed {
-		t.Fatalf("got %v, want %s", err, CodeStepFailed)
+	if CodeOf(err) != CodeE301StepFailed {
+		t.Fatalf("got %v, want %s", err, CodeE301StepFailed)
 	}
 	if res.ExecutionID != "ev/1" || len(res.Steps) != 5 {
 		t.Fatalf("got %s with %d steps, want ev/1 with 5", res.ExecutionID, len(res.Steps))
@@ -69,7 +69,7 @@ func TestEvidenceComplete(t *testing.T) {
 	if r := byStep["read"]; string(r.Result) != `{"content":"alpha\nbeta\n"}` {
 		t.Errorf("read: got result %s", r.Result)
 	}
-	if r := byStep["fail"]; r.Success || r.ExitCode != 7 || r.Stderr != "bad\n" || r.ErrorCode != CodeStepFailed || !strings.Contains(r.Error, "exited with code 7") {
+	if r := byStep["fail"]; r.Success || r.ExitCode != 7 || r.Stderr != "bad\n" || r.ErrorCode != CodeE301StepFailed || !strings.Contains(r.Error, "exited with code 7") {
 		t.Errorf("fail: got %+v, want a failed record with exit code 7 and its error", r)
 	}
 	if r := byStep["write"]; string(r.Arguments) != `{"content":"alpha\nbeta\n","path":"notes/a.txt"}` {
@@ -94,8 +94,8 @@ func TestEventStream(t *testing.T) {
 		StepComplete: func(r StepResult) { progress = append(progress, "complete "+r.StepID) },
 		StepFailed:   func(r StepResult) { progress = append(progress, "failed "+r.StepID+" "+r.Code) },
 	}})
-	if CodeOf(err) != CodeStepFailed {
-		t.Fatalf("got %v, want %s", err, CodeStepFailed)
+	if CodeOf(err) != CodeE301StepFailed {
+		t.Fatalf("got %v, want %s", err, CodeE301StepFailed)
 	}
 	if got, want := strings.Join(progress, "; "), "start a 1/2; complete a; start b 2/2; failed b E301"; got != want {
 		t.Errorf("got progress %q, want %q", got, want)

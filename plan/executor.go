@@ -262,7 +262,7 @@ func (e *Executor) begin(ctx context.Context, p *Plan, auth *Authorization) (*ex
 	x := &execution{plan: p, auth: auth, hash: p.Hash(), done: map[string]ledger.ExecutionRecord{}, failed: map[string]bool{}, muts: map[string][]scripthost.Mutation{}}
 	recs, err := e.o.Store.Executions(ctx, ledger.ExecutionFilter{PlanID: p.PlanID})
 	if err != nil {
-		return nil, &Error{Code: CodeInternal, Message: "read the execution log", Err: err}
+		return nil, &Error{Code: CodeE900Internal, Message: "read the execution log", Err: err}
 	}
 	byNumber := map[int][]ledger.ExecutionRecord{}
 	latest := 0
@@ -276,7 +276,7 @@ func (e *Executor) begin(ctx context.Context, p *Plan, auth *Authorization) (*ex
 	}
 	muts, err := e.o.Store.Mutations(ctx, ledger.MutationFilter{Workflow: workflowName(p.PlanID)})
 	if err != nil {
-		return nil, &Error{Code: CodeInternal, Message: "read the plan's mutations", Err: err}
+		return nil, &Error{Code: CodeE900Internal, Message: "read the plan's mutations", Err: err}
 	}
 	for _, m := range muts {
 		x.muts[m.InputHash] = append(x.muts[m.InputHash], m)
@@ -303,7 +303,7 @@ func (e *Executor) begin(ctx context.Context, p *Plan, auth *Authorization) (*ex
 		// The number is reserved in the ledger, not derived from what was read above:
 		// two executors starting the plan at once must not both take latest+1.
 		if x.number, err = e.o.Store.ReserveExecution(ctx, p.PlanID); err != nil {
-			return nil, &Error{Code: CodeInternal, Message: "reserve an execution number", Err: err}
+			return nil, &Error{Code: CodeE900Internal, Message: "reserve an execution number", Err: err}
 		}
 		e.claim(p.PlanID, x.number) // a number just reserved: nobody runs it yet
 	}
@@ -377,7 +377,7 @@ func unfinished(p *Plan, hash string, recs []ledger.ExecutionRecord) bool {
 		if !ok {
 			return false
 		}
-		if !r.Success && (!s.ContinueOnFailure || r.ErrorCode == CodeConfirmationDenied || r.ErrorCode == CodeNeedsReconcile) && r.ErrorCode != CodeBlocked {
+		if !r.Success && (!s.ContinueOnFailure || r.ErrorCode == CodeE303ConfirmationDenied || r.ErrorCode == CodeE306NeedsReconcile) && r.ErrorCode != CodeE305Blocked {
 			return false
 		}
 	}

@@ -39,8 +39,8 @@ func TestNotSentMutationSentAgainUnderItsKey(t *testing.T) {
 	p := mustPlan(t, `{'plan_id':'charge','intent':'x','steps':[{'step_id':'c','tool':'test.charge','arguments':{'n':1}}]}`)
 
 	_, err := e.run(p, Options{})
-	if CodeOf(err) != CodeNeedsReconcile {
-		t.Fatalf("got %v, want %s", err, CodeNeedsReconcile)
+	if CodeOf(err) != CodeE306NeedsReconcile {
+		t.Fatalf("got %v, want %s", err, CodeE306NeedsReconcile)
 	}
 	if msg := err.Error(); !strings.Contains(msg, "never sent") || strings.Contains(msg, "resolve it") {
 		t.Errorf("got %q, want it to say the mutation was never sent and not ask for a resolution", msg)

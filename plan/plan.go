@@ -139,19 +139,19 @@ func Parse(raw []byte) (*Plan, error) { return ParseFile("", raw) }
 func ParseFile(name string, raw []byte) (*Plan, error) {
 	// The first decode finds every refusal, placed in the text as written.
 	if err := document.JSON(name, raw, new(Plan)); err != nil {
-		return nil, &Error{Code: CodeInvalidPlan, Message: err.Error(), Err: err}
+		return nil, &Error{Code: CodeE001InvalidPlan, Message: err.Error(), Err: err}
 	}
 	canon, err := scripthost.CanonicalJSON(raw)
 	if err != nil {
-		return nil, &Error{Code: CodeInvalidPlan, Message: "not JSON", Err: err}
+		return nil, &Error{Code: CodeE001InvalidPlan, Message: "not JSON", Err: err}
 	}
 	var p Plan
 	if err := document.JSON(name, canon, &p); err != nil {
-		return nil, &Error{Code: CodeInvalidPlan, Message: "canonical form: " + err.Error(), Err: err}
+		return nil, &Error{Code: CodeE001InvalidPlan, Message: "canonical form: " + err.Error(), Err: err}
 	}
 	p.hash = hashOf(canon)
 	if p.enc, err = json.Marshal(&p); err != nil {
-		return nil, &Error{Code: CodeInvalidPlan, Message: err.Error(), Err: err}
+		return nil, &Error{Code: CodeE001InvalidPlan, Message: err.Error(), Err: err}
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -169,7 +169,7 @@ func ParseAuthorization(raw []byte) (Authorization, error) {
 func ParseAuthorizationFile(name string, raw []byte) (Authorization, error) {
 	var a Authorization
 	if err := document.JSON(name, raw, &a); err != nil {
-		return Authorization{}, &Error{Code: CodeNotApproved, Message: "authorization: " + err.Error(), Err: err}
+		return Authorization{}, &Error{Code: CodeE002NotApproved, Message: "authorization: " + err.Error(), Err: err}
 	}
 	return a, nil
 }
@@ -205,7 +205,7 @@ func (p *Plan) Step(id string) (Step, bool) {
 // dependencies on earlier steps only, sane preconditions and retry policies.
 func (p *Plan) Validate() error {
 	bad := func(step, format string, args ...any) error {
-		return errorf(CodeInvalidPlan, step, format, args...)
+		return errorf(CodeE001InvalidPlan, step, format, args...)
 	}
 	if !idRE.MatchString(p.PlanID) {
 		return bad("", "plan_id %q must be 1-128 letters, digits, '.', '_' or '-'", p.PlanID)

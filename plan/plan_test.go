@@ -19,26 +19,26 @@ func TestRefusals(t *testing.T) {
 		auth func(p *Plan) *Authorization
 		want string
 	}{
-		{"not json", `{`, nil, CodeInvalidPlan},
-		{"no steps", `{'plan_id':'p1','intent':'x','steps':[]}`, nil, CodeInvalidPlan},
-		{"bad plan id", `{'plan_id':'a/b','intent':'x','steps':[{'step_id':'s','tool':'file_read','arguments':{'path':'a'}}]}`, nil, CodeInvalidPlan},
-		{"unknown field", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'s','tool':'file_read','args':{}}]}`, nil, CodeInvalidPlan},
-		{"duplicate step", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'s','tool':'file_read'},{'step_id':'s','tool':'file_read'}]}`, nil, CodeInvalidPlan},
-		{"forward dependency", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'file_read','depends_on':['b']},{'step_id':'b','tool':'file_read'}]}`, nil, CodeInvalidPlan},
-		{"arguments not object", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'file_read','arguments':[1]}]}`, nil, CodeInvalidPlan},
-		{"bad retry", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'file_read','retry':{'max_attempts':0}}]}`, nil, CodeInvalidPlan},
-		{"no authorization", writePlan, func(*Plan) *Authorization { return nil }, CodeNotApproved},
-		{"pending", writePlan, func(p *Plan) *Authorization { a := approved(p); a.Status = StatusPending; return a }, CodeNotApproved},
-		{"denied", writePlan, func(p *Plan) *Authorization { a := approved(p); a.Status = StatusDenied; return a }, CodeNotApproved},
-		{"other plan id", writePlan, func(p *Plan) *Authorization { a := approved(p); a.PlanID = "p2"; return a }, CodeHashMismatch},
-		{"other hash", writePlan, func(p *Plan) *Authorization { a := approved(p); a.PlanHash = "sha256:00"; return a }, CodeHashMismatch},
-		{"unknown tool", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'rm_rf','arguments':{}}]}`, nil, CodeToolNotRegistered},
-		{"unknown namespaced tool", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'Shell.exec','arguments':{}}]}`, nil, CodeToolNotRegistered},
-		{"missing argument", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'file_write','arguments':{'path':'x'}}]}`, nil, CodeBadArguments},
-		{"extra argument", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'file_read','arguments':{'path':'x','mode':'r'}}]}`, nil, CodeBadArguments},
-		{"wrong type", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'run_command','arguments':{'program':'echo','args':'hi'}}]}`, nil, CodeBadArguments},
+		{"not json", `{`, nil, CodeE001InvalidPlan},
+		{"no steps", `{'plan_id':'p1','intent':'x','steps':[]}`, nil, CodeE001InvalidPlan},
+		{"bad plan id", `{'plan_id':'a/b','intent':'x','steps':[{'step_id':'s','tool':'file_read','arguments':{'path':'a'}}]}`, nil, CodeE001InvalidPlan},
+		{"unknown field", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'s','tool':'file_read','args':{}}]}`, nil, CodeE001InvalidPlan},
+		{"duplicate step", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'s','tool':'file_read'},{'step_id':'s','tool':'file_read'}]}`, nil, CodeE001InvalidPlan},
+		{"forward dependency", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'file_read','depends_on':['b']},{'step_id':'b','tool':'file_read'}]}`, nil, CodeE001InvalidPlan},
+		{"arguments not object", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'file_read','arguments':[1]}]}`, nil, CodeE001InvalidPlan},
+		{"bad retry", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'file_read','retry':{'max_attempts':0}}]}`, nil, CodeE001InvalidPlan},
+		{"no authorization", writePlan, func(*Plan) *Authorization { return nil }, CodeE002NotApproved},
+		{"pending", writePlan, func(p *Plan) *Authorization { a := approved(p); a.Status = StatusPending; return a }, CodeE002NotApproved},
+		{"denied", writePlan, func(p *Plan) *Authorization { a := approved(p); a.Status = StatusDenied; return a }, CodeE002NotApproved},
+		{"other plan id", writePlan, func(p *Plan) *Authorization { a := approved(p); a.PlanID = "p2"; return a }, CodeE003HashMismatch},
+		{"other hash", writePlan, func(p *Plan) *Authorization { a := approved(p); a.PlanHash = "sha256:00"; return a }, CodeE003HashMismatch},
+		{"unknown tool", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'rm_rf','arguments':{}}]}`, nil, CodeE201ToolNotRegistered},
+		{"unknown namespaced tool", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'Shell.exec','arguments':{}}]}`, nil, CodeE201ToolNotRegistered},
+		{"missing argument", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'file_write','arguments':{'path':'x'}}]}`, nil, CodeE202BadArguments},
+		{"extra argument", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'file_read','arguments':{'path':'x','mode':'r'}}]}`, nil, CodeE202BadArguments},
+		{"wrong type", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'a','tool':'run_command','arguments':{'program':'echo','args':'hi'}}]}`, nil, CodeE202BadArguments},
 		// A refusal of a later step refuses the whole plan before the first step runs.
-		{"later step refused", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'w','tool':'file_write','arguments':{'path':'out.txt','content':'x'}},{'step_id':'b','tool':'nope'}]}`, nil, CodeToolNotRegistered},
+		{"later step refused", `{'plan_id':'p1','intent':'x','steps':[{'step_id':'w','tool':'file_write','arguments':{'path':'out.txt','content':'x'}},{'step_id':'b','tool':'nope'}]}`, nil, CodeE201ToolNotRegistered},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,18 +76,18 @@ func TestPreconditions(t *testing.T) {
 		want string // "" for a precondition that holds
 	}{
 		{"file exists", `{'file_exists':'have.txt'}`, ""},
-		{"file missing", `{'file_exists':'missing.txt'}`, CodeFileMissing},
-		{"file is a dir", `{'file_exists':'dir'}`, CodeFileMissing},
+		{"file missing", `{'file_exists':'missing.txt'}`, CodeE101FileMissing},
+		{"file is a dir", `{'file_exists':'dir'}`, CodeE101FileMissing},
 		{"dir exists", `{'dir_exists':'dir'}`, ""},
-		{"dir missing", `{'dir_exists':'nodir'}`, CodeDirMissing},
+		{"dir missing", `{'dir_exists':'nodir'}`, CodeE106DirMissing},
 		{"path absent", `{'path_absent':'nothing'}`, ""},
-		{"path present", `{'path_absent':'have.txt'}`, CodePathExists},
+		{"path present", `{'path_absent':'have.txt'}`, CodeE107PathExists},
 		{"command available", `{'command_available':'echo'}`, ""},
-		{"command not allowlisted", `{'command_available':'rm'}`, CodeCommandMissing},
+		{"command not allowlisted", `{'command_available':'rm'}`, CodeE108CommandMissing},
 		{"file matches", `{'file_matches':{'path':'have.txt','pattern':'^hello'}}`, ""},
-		{"file does not match", `{'file_matches':{'path':'have.txt','pattern':'^bye'}}`, CodeNoMatch},
+		{"file does not match", `{'file_matches':{'path':'have.txt','pattern':'^bye'}}`, CodeE105NoMatch},
 		{"all hold", `{'file_exists':'have.txt','dir_exists':'dir','command_available':'sh'}`, ""},
-		{"path escapes", `{'file_exists':'../../etc/passwd'}`, CodeOutsideSandbox},
+		{"path escapes", `{'file_exists':'../../etc/passwd'}`, CodeE302OutsideSandbox},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,9 +140,9 @@ func TestConfirmation(t *testing.T) {
 		steps   string
 	}{
 		{"approved", yes, "", "a:succeeded,b:succeeded,c:succeeded"},
-		{"denied", no, CodeConfirmationDenied, "a:succeeded,b:failed"},
-		{"no callback denies", nil, CodeConfirmationDenied, "a:succeeded,b:failed"},
-		{"callback error denies", broken, CodeConfirmationDenied, "a:succeeded,b:failed"},
+		{"denied", no, CodeE303ConfirmationDenied, "a:succeeded,b:failed"},
+		{"no callback denies", nil, CodeE303ConfirmationDenied, "a:succeeded,b:failed"},
+		{"callback error denies", broken, CodeE303ConfirmationDenied, "a:succeeded,b:failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,8 +185,8 @@ func TestStopAtFirstFailure(t *testing.T) {
 	 {'step_id':'c','tool':'file_write','arguments':{'path':'c.txt','content':'c'}},
 	 {'step_id':'d','tool':'test.flaky','arguments':{}}]}`)
 	res, err := e.run(p, Options{})
-	if CodeOf(err) != CodeStepFailed || err.(*Error).ExitCode() != ExitStepFailed {
-		t.Fatalf("got %v, want %s with exit 30", err, CodeStepFailed)
+	if CodeOf(err) != CodeE301StepFailed || err.(*Error).ExitCode() != ExitStepFailed {
+		t.Fatalf("got %v, want %s with exit 30", err, CodeE301StepFailed)
 	}
 	if got := stepIDs(res); got != "a:succeeded,b:failed" {
 		t.Errorf("got %s, want the results to end at the failed step", got)
@@ -207,8 +207,8 @@ func TestDependencyBlocking(t *testing.T) {
 	 {'step_id':'c','tool':'file_write','arguments':{'path':'c.txt','content':'c'},'depends_on':['b']},
 	 {'step_id':'d','tool':'file_write','arguments':{'path':'d.txt','content':'d'}}]}`)
 	res, err := e.run(p, Options{})
-	if CodeOf(err) != CodeStepFailed {
-		t.Fatalf("got %v, want %s", err, CodeStepFailed)
+	if CodeOf(err) != CodeE301StepFailed {
+		t.Fatalf("got %v, want %s", err, CodeE301StepFailed)
 	}
 	if got, want := stepIDs(res), "a:failed,b:blocked,c:blocked,d:succeeded"; got != want {
 		t.Errorf("got %s, want %s", got, want)
@@ -217,8 +217,8 @@ func TestDependencyBlocking(t *testing.T) {
 		t.Error("got dependents executed or the independent step skipped")
 	}
 	for _, r := range e.records("deps/1")[1:3] {
-		if r.ErrorCode != CodeBlocked {
-			t.Errorf("got %s for %s, want %s", r.ErrorCode, r.StepID, CodeBlocked)
+		if r.ErrorCode != CodeE305Blocked {
+			t.Errorf("got %s for %s, want %s", r.ErrorCode, r.StepID, CodeE305Blocked)
 		}
 	}
 }
@@ -232,9 +232,9 @@ func TestRetry(t *testing.T) {
 		attempts int
 		sleeps   string
 	}{
-		{"no retry policy: no hidden retries", ``, 1, CodeStepFailed, 1, ""},
+		{"no retry policy: no hidden retries", ``, 1, CodeE301StepFailed, 1, ""},
 		{"succeeds on the third attempt", `,'retry':{'max_attempts':3,'initial_backoff_ms':100}`, 2, "", 3, "100ms,200ms"},
-		{"runs out of attempts", `,'retry':{'max_attempts':2,'initial_backoff_ms':50,'multiplier':3}`, 5, CodeStepFailed, 2, "50ms"},
+		{"runs out of attempts", `,'retry':{'max_attempts':2,'initial_backoff_ms':50,'multiplier':3}`, 5, CodeE301StepFailed, 2, "50ms"},
 		{"backoff capped", `,'retry':{'max_attempts':4,'initial_backoff_ms':100,'max_backoff_ms':250}`, 3, "", 4, "100ms,200ms,250ms"},
 	}
 	for _, tt := range tests {
@@ -279,11 +279,11 @@ func TestStepTimeoutAndSandbox(t *testing.T) {
 		want string
 		exit int
 	}{
-		{"command outlives its timeout", `{'step_id':'s','tool':'run_command','arguments':{'program':'sleep','args':['30'],'timeout_ms':200}}`, CodeStepTimeout, ExitStepTimeout},
-		{"step timeout", `{'step_id':'s','tool':'run_command','arguments':{'program':'sleep','args':['30']},'timeout_ms':200}`, CodeStepTimeout, ExitStepTimeout},
-		{"path traversal", `{'step_id':'s','tool':'file_read','arguments':{'path':'../../etc/passwd'}}`, CodeOutsideSandbox, ExitSandboxViolation},
-		{"absolute path", `{'step_id':'s','tool':'file_write','arguments':{'path':'/tmp/planted','content':'x'}}`, CodeOutsideSandbox, ExitSandboxViolation},
-		{"command outside the allowlist", `{'step_id':'s','tool':'run_command','arguments':{'program':'rm','args':['-rf','.']}}`, CodeOutsideSandbox, ExitSandboxViolation},
+		{"command outlives its timeout", `{'step_id':'s','tool':'run_command','arguments':{'program':'sleep','args':['30'],'timeout_ms':200}}`, CodeE307StepTimeout, ExitStepTimeout},
+		{"step timeout", `{'step_id':'s','tool':'run_command','arguments':{'program':'sleep','args':['30']},'timeout_ms':200}`, CodeE307StepTimeout, ExitStepTimeout},
+		{"path traversal", `{'step_id':'s','tool':'file_read','arguments':{'path':'../../etc/passwd'}}`, CodeE302OutsideSandbox, ExitSandboxViolation},
+		{"absolute path", `{'step_id':'s','tool':'file_write','arguments':{'path':'/tmp/planted','content':'x'}}`, CodeE302OutsideSandbox, ExitSandboxViolation},
+		{"command outside the allowlist", `{'step_id':'s','tool':'run_command','arguments':{'program':'rm','args':['-rf','.']}}`, CodeE302OutsideSandbox, ExitSandboxViolation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -345,8 +345,8 @@ func TestFileReadOfMissingFile(t *testing.T) {
 	 {'step_id':'read','tool':'file_read','arguments':{'path':'notes/gone.txt'}},
 	 {'step_id':'write','tool':'file_write','arguments':{'path':'after.txt','content':'x'}}]}`)
 	res, err := e.run(p, Options{})
-	if CodeOf(err) != CodeStepFailed || err.(*Error).ExitCode() != ExitStepFailed {
-		t.Fatalf("got %v, want %s with exit 30", err, CodeStepFailed)
+	if CodeOf(err) != CodeE301StepFailed || err.(*Error).ExitCode() != ExitStepFailed {
+		t.Fatalf("got %v, want %s with exit 30", err, CodeE301StepFailed)
 	}
 	if !strings.Contains(err.Error(), "notes/gone.txt") {
 		t.Errorf("error %q: want the missing path named", err)
@@ -358,7 +358,7 @@ func TestFileReadOfMissingFile(t *testing.T) {
 		t.Error("the step after the failed read ran")
 	}
 	recs := e.records("missing/1")
-	if len(recs) != 1 || recs[0].Success || recs[0].ErrorCode != CodeStepFailed ||
+	if len(recs) != 1 || recs[0].Success || recs[0].ErrorCode != CodeE301StepFailed ||
 		!strings.Contains(recs[0].Error, "notes/gone.txt: no such file or directory") {
 		t.Errorf("evidence: got %+v, want one failed record naming the missing path", recs)
 	}

@@ -40,7 +40,7 @@ func checkPrecondition(ctx context.Context, ws *workspace.Workspace, cmds Comman
 	const op = "precondition"
 	exists := func(p string) (bool, bool, error) {
 		if ws == nil {
-			return false, false, errorf(CodeInternal, step, "precondition on %q: no workspace is configured", p)
+			return false, false, errorf(CodeE900Internal, step, "precondition on %q: no workspace is configured", p)
 		}
 		ok, dir, err := ws.Exists(op, p)
 		if err != nil {
@@ -54,7 +54,7 @@ func checkPrecondition(ctx context.Context, ws *workspace.Workspace, cmds Comman
 			return err
 		}
 		if !ok || dir {
-			return errorf(CodeFileMissing, step, "precondition file_exists: %q is not a file", p)
+			return errorf(CodeE101FileMissing, step, "precondition file_exists: %q is not a file", p)
 		}
 	}
 	if p := pc.ProjectExists; p != "" {
@@ -78,17 +78,17 @@ func checkPrecondition(ctx context.Context, ws *workspace.Workspace, cmds Comman
 			}
 		}
 		if !found {
-			return errorf(CodeProjectMissing, step, "precondition project_exists: no %s at %q", strings.Join(projectMarkers, ", "), p)
+			return errorf(CodeE102ProjectMissing, step, "precondition project_exists: no %s at %q", strings.Join(projectMarkers, ", "), p)
 		}
 	}
 	if pc.CodegraphExists {
 		if syms == nil || !syms.IndexExists() {
-			return errorf(CodeIndexMissing, step, "precondition codegraph_exists: the code index has not been built (scripthost code index)")
+			return errorf(CodeE103IndexMissing, step, "precondition codegraph_exists: the code index has not been built (scripthost code index)")
 		}
 	}
 	if se := pc.SymbolExists; se != nil {
 		if syms == nil {
-			return errorf(CodeIndexMissing, step, "precondition symbol_exists: no code index is configured")
+			return errorf(CodeE103IndexMissing, step, "precondition symbol_exists: no code index is configured")
 		}
 		if se.File != "" {
 			ok, dir, err := exists(se.File)
@@ -96,7 +96,7 @@ func checkPrecondition(ctx context.Context, ws *workspace.Workspace, cmds Comman
 				return err
 			}
 			if !ok || dir {
-				return errorf(CodeFileMissing, step, "precondition symbol_exists: %q is not a file", se.File)
+				return errorf(CodeE101FileMissing, step, "precondition symbol_exists: %q is not a file", se.File)
 			}
 		}
 		ok, err := syms.Defined(ctx, se.File, se.Symbol)
@@ -108,7 +108,7 @@ func checkPrecondition(ctx context.Context, ws *workspace.Workspace, cmds Comman
 			if se.File != "" {
 				where = strconv.Quote(se.File)
 			}
-			return errorf(CodeSymbolMissing, step, "precondition symbol_exists: %s defines no symbol %q", where, se.Symbol)
+			return errorf(CodeE104SymbolMissing, step, "precondition symbol_exists: %s defines no symbol %q", where, se.Symbol)
 		}
 	}
 	if p := pc.DirExists; p != "" {
@@ -117,7 +117,7 @@ func checkPrecondition(ctx context.Context, ws *workspace.Workspace, cmds Comman
 			return err
 		}
 		if !ok || !dir {
-			return errorf(CodeDirMissing, step, "precondition dir_exists: %q is not a directory", p)
+			return errorf(CodeE106DirMissing, step, "precondition dir_exists: %q is not a directory", p)
 		}
 	}
 	if p := pc.PathAbsent; p != "" {
@@ -126,12 +126,12 @@ func checkPrecondition(ctx context.Context, ws *workspace.Workspace, cmds Comman
 			return err
 		}
 		if ok {
-			return errorf(CodePathExists, step, "precondition path_absent: %q exists", p)
+			return errorf(CodeE107PathExists, step, "precondition path_absent: %q exists", p)
 		}
 	}
 	if c := pc.CommandAvailable; c != "" {
 		if cmds == nil || !cmds.Available(c) {
-			return errorf(CodeCommandMissing, step, "precondition command_available: %q is not an allowed, installed program", c)
+			return errorf(CodeE108CommandMissing, step, "precondition command_available: %q is not an allowed, installed program", c)
 		}
 	}
 	if fm := pc.FileMatches; fm != nil {
@@ -140,7 +140,7 @@ func checkPrecondition(ctx context.Context, ws *workspace.Workspace, cmds Comman
 		}
 		re, err := regexp.Compile(fm.Pattern)
 		if err != nil {
-			return errorf(CodeInvalidPlan, step, "file_matches pattern: %v", err)
+			return errorf(CodeE001InvalidPlan, step, "file_matches pattern: %v", err)
 		}
 		data, err := ws.Read(op, fm.Path)
 		if err != nil || !re.Match(data) {
@@ -148,7 +148,7 @@ func checkPrecondition(ctx context.Context, ws *workspace.Workspace, cmds Comman
 			if errors.As(err, &se) && se.Code == scripthost.CodeSandboxViolation {
 				return stepError(step, err)
 			}
-			return errorf(CodeNoMatch, step, "precondition file_matches: %q has no match for %q", fm.Path, fm.Pattern)
+			return errorf(CodeE105NoMatch, step, "precondition file_matches: %q has no match for %q", fm.Path, fm.Pattern)
 		}
 	}
 	return nil
@@ -165,16 +165,16 @@ func stepError(step string, err error) *Error {
 	if errors.As(err, &pe) {
 		return pe
 	}
-	code := CodeStepFailed
+	code := CodeE301StepFailed
 	var se *scripthost.Error
 	if errors.As(err, &se) {
 		switch se.Code {
 		case scripthost.CodeSandboxViolation:
-			code = CodeOutsideSandbox
+			code = CodeE302OutsideSandbox
 		case scripthost.CodeTimeout:
-			code = CodeStepTimeout
+			code = CodeE307StepTimeout
 		case checkerUnavailable:
-			code = CodeCheckerMissing
+			code = CodeE304CheckerMissing
 		}
 	}
 	return &Error{Code: code, StepID: step, Message: err.Error(), Err: err}

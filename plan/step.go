@@ -46,14 +46,16 @@ func (e *Executor) step(ctx context.Context, x *execution, i int, s Step) (StepR
 	ns, m := ToolName(s.Tool)
 	tool, ok := e.o.Registry.Lookup(ns, m)
 	if !ok { // CheckTools ran before; the registry changed under us
-		return StepResult{}, true, errorf(CodeToolNotRegistered, s.StepID, "unknown tool %q", s.Tool)
+		return StepResult{}, true, errorf(CodeE201ToolNotRegistered, s.StepID, "unknown tool %q", s.Tool)
 	}
 	r := &stepRun{x: x, index: i, step: s, tool: tool, args: s.args(), start: x.now(e.o.Clock)}
 	var err error
 	if r.canon, err = scripthost.CanonicalJSON(r.args); err != nil {
-		return StepResult{}, true, &Error{Code: CodeInvalidPlan, StepID: s.StepID, Message: "arguments", Err: err}
+		return StepResult{}, true, &Error{Code: CodeE001InvalidPlan, StepID: s.StepID, Message: "arguments", Err: err}
 	}
-	r.redArgs = e.redactArgs(tool, r.canon)
+	if r.redArgs, err = e.redactArgs(tool, r.canon); err != nil {
+		return StepResult{}, true, &Error{Code: CodeE001InvalidPlan, StepID: s.StepID, Message: "arguments", Err: err}
+	}
 	r.op = hostfuncs.Classify(tool, r.args)
 	r.diag = Diagnostics{PlanHash: x.hash, ExecutionNumber: x.number, Operation: string(r.op), Resumed: x.resumed,
 		Intent: e.o.Redactor.Redact(x.plan.Intent), Description: e.o.Redactor.Redact(s.Description)}
@@ -68,7 +70,7 @@ func (e *Executor) step(ctx context.Context, x *execution, i int, s Step) (StepR
 
 	for _, d := range s.DependsOn {
 		if x.failed[d] {
-			return e.finish(ctx, r, nil, errorf(CodeBlocked, s.StepID, "blocked: step %s it depends on did not succeed", d))
+			return e.finish(ctx, r, nil, errorf(CodeE305Blocked, s.StepID, "blocked: step %s it depends on did not succeed", d))
 		}
 	}
 	if r.op == scripthost.OpMutate {
@@ -96,7 +98,7 @@ func (e *Executor) step(ctx context.Context, x *execution, i int, s Step) (StepR
 			if err != nil {
 				msg += ": " + err.Error()
 			}
-			return e.finish(ctx, r, nil, &Error{Code: CodeConfirmationDenied, StepID: s.StepID, Message: msg, Err: err})
+			return e.finish(ctx, r, nil, &Error{Code: CodeE303ConfirmationDenied, StepID: s.StepID, Message: msg, Err: err})
 		}
 		r.diag.Confirmed = true
 	}
@@ -120,13 +122,13 @@ func (e *Executor) attempts(ctx context.Context, r *stepRun) (StepResult, bool, 
 			return e.finish(ctx, r, out, nil)
 		}
 		r.diag.AttemptErrors = append(r.diag.AttemptErrors, e.o.Redactor.Redact(ferr.Error()))
-		if attempt >= maxAttempts || (ferr.Code != CodeStepFailed && ferr.Code != CodeStepTimeout) || ctx.Err() != nil {
+		if attempt >= maxAttempts || (ferr.Code != CodeE301StepFailed && ferr.Code != CodeE307StepTimeout) || ctx.Err() != nil {
 			return e.finish(ctx, r, out, ferr)
 		}
 		d := r.step.Retry.Backoff(attempt)
 		r.diag.BackoffMS = append(r.diag.BackoffMS, d.Milliseconds())
 		if err := e.o.Sleep(ctx, d); err != nil {
-			return e.finish(ctx, r, out, &Error{Code: CodeStepFailed, StepID: r.step.StepID, Message: "interrupted while waiting to retry", Err: err})
+			return e.finish(ctx, r, out, &Error{Code: CodeE301StepFailed, StepID: r.step.StepID, Message: "interrupted while waiting to retry", Err: err})
 		}
 	}
 }
@@ -186,7 +188,7 @@ func (e *Executor) attempt(ctx context.Context, r *stepRun, attempt int) (json.R
 		},
 	}.Run(ctx)
 	if err != nil {
-		return nil, nil, &Error{Code: CodeInternal, StepID: s.StepID, Message: "record the mutation", Err: err}
+		return nil, nil, &Error{Code: CodeE900Internal, StepID: s.StepID, Message: "record the mutation", Err: err}
 	}
 	m := o.Mutation
 	switch o.Status() {
@@ -197,10 +199,10 @@ func (e *Executor) attempt(ctx context.Context, r *stepRun, attempt int) (json.R
 	case hostfuncs.EffectNotSent:
 		// Nothing reached the service: no person needs to look, the next run of the
 		// plan sends it again under the same key (earlier).
-		return nil, nil, &Error{Code: CodeNeedsReconcile, StepID: s.StepID, Err: ferr,
+		return nil, nil, &Error{Code: CodeE306NeedsReconcile, StepID: s.StepID, Err: ferr,
 			Message: fmt.Sprintf("mutation %s was never sent (%s); run the plan again to send it under the same key: %s", m.ID, m.Status, e.o.Redactor.Redact(ferr.Message))}
 	}
-	return nil, nil, &Error{Code: CodeNeedsReconcile, StepID: s.StepID, Err: ferr,
+	return nil, nil, &Error{Code: CodeE306NeedsReconcile, StepID: s.StepID, Err: ferr,
 		Message: fmt.Sprintf("the outcome of mutation %s is unknown (%s); resolve it, then run the plan again to resume: %s", m.ID, m.Status, e.o.Redactor.Redact(ferr.Message))}
 }
 
@@ -211,7 +213,7 @@ func (e *Executor) attempt(ctx context.Context, r *stepRun, attempt int) (json.R
 func (e *Executor) earlier(ctx context.Context, r *stepRun) (json.RawMessage, bool, error) {
 	m, err := hostfuncs.Earlier(ctx, e.o.Store, e.o.Registry, r.x.muts[r.hash], hostfuncs.ReconcileOnce(e.o.Redactor), e.o.Clock)
 	if err != nil {
-		return nil, false, &Error{Code: CodeInternal, StepID: r.step.StepID, Message: "reconcile", Err: err}
+		return nil, false, &Error{Code: CodeE900Internal, StepID: r.step.StepID, Message: "reconcile", Err: err}
 	}
 	r.diag.MutationID, r.diag.IdempotencyKey = m.ID, m.IdempotencyKey
 	switch {
@@ -220,7 +222,7 @@ func (e *Executor) earlier(ctx context.Context, r *stepRun) (json.RawMessage, bo
 	case m.Status == scripthost.MutationSkipped:
 		return json.RawMessage("null"), true, nil
 	case m.Status.Unknown():
-		return nil, false, errorf(CodeNeedsReconcile, r.step.StepID,
+		return nil, false, errorf(CodeE306NeedsReconcile, r.step.StepID,
 			"mutation %s of an interrupted run is %s: its outcome is unknown; resolve it, then run the plan again to resume", m.ID, m.Status)
 	}
 	return nil, false, nil
@@ -269,7 +271,7 @@ func (e *Executor) finish(ctx context.Context, r *stepRun, out json.RawMessage, 
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledger.WriteTimeout)
 	defer cancel()
 	if err := e.o.Store.AppendExecution(wctx, rec); err != nil {
-		return StepResult{}, true, &Error{Code: CodeInternal, StepID: s.StepID, Message: "write the execution record", Err: err}
+		return StepResult{}, true, &Error{Code: CodeE900Internal, StepID: s.StepID, Message: "write the execution record", Err: err}
 	}
 	sr := fromRecord(rec)
 	sr.Reused = r.diag.ReusedMutation
@@ -285,7 +287,7 @@ func (e *Executor) finish(ctx context.Context, r *stepRun, out json.RawMessage, 
 	}
 	// A blocked step never stops the plan: the failure that blocked it was allowed to
 	// continue. A denied confirmation always does.
-	stop := ferr != nil && ferr.Code != CodeBlocked && (!s.ContinueOnFailure || ferr.Code == CodeConfirmationDenied)
+	stop := ferr != nil && ferr.Code != CodeE305Blocked && (!s.ContinueOnFailure || ferr.Code == CodeE303ConfirmationDenied)
 	return sr, stop, nil
 }
 
@@ -300,7 +302,7 @@ func fromRecord(r ledger.ExecutionRecord) StepResult {
 		sr.Diagnostics = d.Artifacts
 	}
 	switch {
-	case r.ErrorCode == CodeBlocked:
+	case r.ErrorCode == CodeE305Blocked:
 		sr.Status = StepBlocked
 	case !r.Success:
 		sr.Status = StepFailed
@@ -313,8 +315,8 @@ func fromRecord(r ledger.ExecutionRecord) StepResult {
 func outcome(step string, out json.RawMessage, callErr error, timedOut bool) *Error {
 	if callErr != nil {
 		pe := stepError(step, callErr)
-		if timedOut && pe.Code == CodeStepFailed {
-			pe.Code = CodeStepTimeout
+		if timedOut && pe.Code == CodeE301StepFailed {
+			pe.Code = CodeE307StepTimeout
 		}
 		return pe
 	}
@@ -326,10 +328,10 @@ func outcome(step string, out json.RawMessage, callErr error, timedOut bool) *Er
 		return nil
 	}
 	if co.TimedOut {
-		return errorf(CodeStepTimeout, step, "timed out and was killed")
+		return errorf(CodeE307StepTimeout, step, "timed out and was killed")
 	}
 	if co.ExitCode != nil && *co.ExitCode != 0 {
-		return errorf(CodeStepFailed, step, "exited with code %d", *co.ExitCode)
+		return errorf(CodeE301StepFailed, step, "exited with code %d", *co.ExitCode)
 	}
 	return nil
 }
@@ -342,18 +344,17 @@ func asPlanError(step string, err error) *Error {
 	return stepError(step, err)
 }
 
-// redactArgs redacts the tool's secret fields, secret-looking keys and credential
-// formats from canonical arguments.
-func (e *Executor) redactArgs(t *hostfuncs.Tool, canon []byte) json.RawMessage {
-	raw := json.RawMessage(canon)
-	if len(t.SecretFields) > 0 {
-		var values []string
-		raw, values = redactFields(raw, t.SecretFields)
-		// The values may come back in the output (an echoed request): redact them
-		// wherever they appear.
-		e.o.Redactor.AddSecret(values...)
+// redactArgs is what is stored and printed of canonical arguments
+// (hostfuncs.StoredParams). The secret values may come back in the output (an echoed
+// request): the redactor removes them wherever they appear from then on.
+func (e *Executor) redactArgs(t *hostfuncs.Tool, canon []byte) (json.RawMessage, error) {
+	var value any
+	if err := json.Unmarshal(canon, &value); err != nil {
+		return nil, err
 	}
-	return e.o.Redactor.RedactJSON(raw)
+	secrets := hostfuncs.CallSecrets(value, t.SecretFields)
+	e.o.Redactor.AddSecret(secrets...)
+	return hostfuncs.StoredParams(t, canon, secrets, e.o.Redactor)
 }
 
 func (e *Executor) redactOut(out json.RawMessage) json.RawMessage {
@@ -361,46 +362,4 @@ func (e *Executor) redactOut(out json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return e.o.Redactor.RedactJSON(out)
-}
-
-// redactFields replaces the values of the named fields, at any depth, and returns
-// the string values it replaced.
-func redactFields(raw json.RawMessage, fields []string) (json.RawMessage, []string) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
-		return raw, nil
-	}
-	names := map[string]bool{}
-	for _, f := range fields {
-		names[f] = true
-	}
-	var values []string
-	var walk func(any)
-	walk = func(v any) {
-		switch t := v.(type) {
-		case map[string]any:
-			for k, c := range t {
-				if names[k] {
-					if s, ok := c.(string); ok {
-						values = append(values, s)
-					}
-					t[k] = hostfuncs.Redacted
-					continue
-				}
-				walk(c)
-			}
-		case []any:
-			for _, c := range t {
-				walk(c)
-			}
-		}
-	}
-	walk(v)
-	b, err := json.Marshal(v)
-	if err != nil {
-		return raw, values
-	}
-	return b, values
 }

@@ -72,8 +72,9 @@ func (s *Server) decide(approve bool) handlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) error {
 		var body struct {
-			Call string `json:"call"`
-			By   string `json:"by"`
+			Call   string `json:"call"`
+			By     string `json:"by"`
+			Reason string `json:"reason,omitempty"`
 		}
 		if err := decode(r, &body); err != nil {
 			return err

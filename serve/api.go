@@ -405,6 +405,7 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Version int    `json:"version"`
 		By      string `json:"by"`
+		Reason  string `json:"reason,omitempty"`
 	}
 	if err := decode(r, &body); err != nil {
 		return err

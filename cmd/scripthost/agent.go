@@ -129,9 +129,9 @@ func agentCmd(g *globals) *cobra.Command {
 		if approve {
 			verb, short = "approve", "Approve a call that waits for approval; resume then runs it"
 		}
-		var by string
+		var by, reason string
 		d := &cobra.Command{
-			Use: verb + " SESSION CALL", Short: short, Args: cobra.ExactArgs(2),
+			Use: verb + " SESSION CALL [--reason TEXT]", Short: short, Args: cobra.ExactArgs(2),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				store, err := g.openStore(cmd.Context())
 				if err != nil {
@@ -140,7 +140,11 @@ func agentCmd(g *globals) *cobra.Command {
 				defer store.Close()
 				who := approver(by)
 				target := "agent session " + args[0] + " call " + args[1]
-				if _, err := recordCLI(cmd.Context(), store, verb, target, who, map[string]string{"call": args[1]}, func(ctx context.Context) (any, error) {
+				req := map[string]string{"call": args[1]}
+				if reason != "" {
+					req["reason"] = reason
+				}
+				if _, err := recordCLI(cmd.Context(), store, verb, target, who, req, func(ctx context.Context) (any, error) {
 					return nil, agent.Decide(ctx, store, args[0], args[1], approve, who)
 				}); err != nil {
 					return err
@@ -150,6 +154,7 @@ func agentCmd(g *globals) *cobra.Command {
 			},
 		}
 		d.Flags().StringVar(&by, "by", "", "who decides (default $USER)")
+		d.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
 		return d
 	}
 	var asJSON bool

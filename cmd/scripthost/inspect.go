@@ -419,7 +419,7 @@ func newRetryCmd(g *globals) *cobra.Command {
 	var b bulkFlags
 	var now retryNow
 	cmd := &cobra.Command{
-		Use:   "retry RUN_ID [--version N] [--now]",
+		Use:   "retry RUN_ID [--version N] [--now] [--reason TEXT]",
 		Short: "Create a retry of a failed or paused run, on the workflow's newest version",
 		Long: `Create the run that retries a failed or paused run. It runs the newest stored version
 of the workflow, so a fix stored since (by scripthost run) is what runs; --version pins
@@ -457,14 +457,14 @@ audit trail.`,
 				return usagef("--version %d: want a stored version number (0: the newest)", version)
 			}
 			if now.now {
-				return retryAndDrive(cmd.Context(), g, args[0], version, now, by)
+				return retryAndDrive(cmd.Context(), g, args[0], version, now, by, reason)
 			}
 			if now.set(cmd) {
 				return usagef("--tools, --workspace and --timeout go with --now")
 			}
 			return withStore(cmd.Context(), g, func(store ledger.Store) error {
 				ctx := cmd.Context()
-				src, r, err := recordRetry(ctx, store, args[0], version, by)
+				src, r, err := recordRetry(ctx, store, args[0], version, by, reason)
 				if err != nil {
 					return err
 				}
@@ -480,16 +480,19 @@ audit trail.`,
 	cmd.Flags().StringVar(&now.tools, "tools", "", "with --now: HTTP tools declared in a JSON or YAML file")
 	cmd.Flags().StringVar(&now.workspace, "workspace", "", "with --now: directory the Files.* tools are confined to (default: the workflow's directory)")
 	cmd.Flags().DurationVar(&now.timeout, "timeout", 0, "with --now: wall-clock limit of one handler invocation (default 5s)")
-	cmd.Flags().StringVar(&reason, "reason", "", "with a filter: why, for the audit trail")
+	cmd.Flags().StringVar(&reason, "reason", "", "why the run is retried, for the audit trail")
 	cmd.Flags().StringVar(&status, "status", "", "with a filter: every run in this status")
 	b.add(cmd, "failed or paused run")
 	return cmd
 }
 
 // recordRetry creates the retry of run id (view.Retry) as an operator action recorded in
-// the audit trail, as serve's POST /api/v1/runs/{id}/retry is.
-func recordRetry(ctx context.Context, store ledger.Store, id string, version int, by string) (src, retry scripthost.Run, err error) {
+// the audit trail with the operator's reason, as serve's POST /api/v1/runs/{id}/retry is.
+func recordRetry(ctx context.Context, store ledger.Store, id string, version int, by, reason string) (src, retry scripthost.Run, err error) {
 	req := map[string]any{"version": version}
+	if reason != "" {
+		req["reason"] = reason
+	}
 	_, err = recordCLI(ctx, store, "retry", id, by, req, func(ctx context.Context) (any, error) {
 		var rerr error
 		src, retry, rerr = view.Retry(ctx, store, id, version)

@@ -131,9 +131,9 @@ func TestPlanRunAuthorization(t *testing.T) {
 		want int
 		msg  string
 	}{
-		{"no approval", []string{tidyPlan}, 1, plan.CodeNotApproved},
-		{"denied", []string{tidyPlan, "--authorization", denied}, 1, plan.CodeNotApproved},
-		{"changed plan", []string{changed, "--authorization", auth}, 1, plan.CodeHashMismatch},
+		{"no approval", []string{tidyPlan}, 1, plan.CodeE002NotApproved},
+		{"denied", []string{tidyPlan, "--authorization", denied}, 1, plan.CodeE002NotApproved},
+		{"changed plan", []string{changed, "--authorization", auth}, 1, plan.CodeE003HashMismatch},
 		{"both flags", []string{tidyPlan, "--authorization", auth, "--approve"}, 2, "not both"},
 		{"missing plan file", []string{filepath.Join(dir, "nope.json"), "--approve"}, 2, "no such file"},
 		{"approved", []string{tidyPlan, "--authorization", auth, "--jsonl"}, 0, ""},

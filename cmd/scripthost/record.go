@@ -327,35 +327,18 @@ func replayWorkflow(ctx context.Context, g *globals, f testFlags, path string) e
 		return err
 	}
 	defer done()
-	name := f.replay.workflow
-	if name == "" {
-		if name, err = fixture.RecordedName(ctx, st, path); err != nil {
-			return err
-		}
-	}
-	recs, err := fixture.Recordings(ctx, st, fixture.RecordFilter{Workflow: name, Since: since})
-	if err != nil {
-		return err
-	}
-	if len(recs) == 0 {
-		what := "no finished runs of workflow " + name
-		if !since.IsZero() {
-			what += " since " + since.UTC().Format(time.RFC3339)
-		}
-		return usagef("%s in %s", what, f.replay.ledger)
-	}
 	r, err := newFixtureRunner(f, replayTimeout)
 	if err != nil {
 		return err
 	}
 	defer r.Close(context.WithoutCancel(ctx))
-	results := make([]*fixture.Replayed, 0, len(recs))
-	for _, rec := range recs {
-		res, err := r.Replay(ctx, path, rec)
-		if err != nil {
-			return fmt.Errorf("replay of run %s: %w", rec.Run.ID, err)
-		}
-		results = append(results, res)
+	name, results, err := r.ReplayRecorded(ctx, st, path, fixture.RecordFilter{Workflow: f.replay.workflow, Since: since})
+	var none *fixture.NoRecordingsError
+	if errors.As(err, &none) {
+		return usagef("%v in %s", none, f.replay.ledger)
+	}
+	if err != nil {
+		return err
 	}
 	if diverged := fixture.ReportReplay(g.Stdout, name, results); diverged > 0 {
 		return replayDiverged{diverged: diverged, total: len(results)}

@@ -34,7 +34,7 @@ func (n retryNow) set(cmd *cobra.Command) bool {
 
 // retryAndDrive creates the retry of runID and drives it at once, as a run pass would,
 // to its commit or its next pause.
-func retryAndDrive(ctx context.Context, g *globals, runID string, version int, n retryNow, by string) error {
+func retryAndDrive(ctx context.Context, g *globals, runID string, version int, n retryNow, by, reason string) error {
 	ws := n.workspace
 	if ws == "" {
 		// The workflow's directory, as run defaults to: read it before the host
@@ -62,7 +62,7 @@ func retryAndDrive(ctx context.Context, g *globals, runID string, version int, n
 	}
 	defer store.Close()
 	defer h.Close(context.WithoutCancel(ctx))
-	src, r, err := recordRetry(ctx, store, runID, version, by)
+	src, r, err := recordRetry(ctx, store, runID, version, by, reason)
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,16 @@ func openStore(ctx context.Context, path string, clock func() time.Time, newID f
 	return sqlite.Open(ctx, path, sqlite.Options{Clock: clock, NewID: newID})
 }
 
+// newRunner is the fixture runner of opts, on SQLite ledgers.
+func newRunner(opts Options) (*fixture.Runner, error) {
+	return fixture.NewRunner(fixture.Options{
+		OpenStore:    openStore,
+		Tools:        opts.Tools,
+		Limits:       opts.Limits,
+		WasmCacheDir: opts.WasmCacheDir,
+	})
+}
+
 // Check runs the workflow at path against the fixture file or every fixture file
 // under the directory fixtures, and returns the results and the report that
 // `scripthost test` would print.
@@ -55,12 +65,7 @@ func Check(ctx context.Context, path, fixtures string, opts Options) ([]*fixture
 	if err != nil {
 		return nil, "", err
 	}
-	r, err := fixture.NewRunner(fixture.Options{
-		OpenStore:    openStore,
-		Tools:        opts.Tools,
-		Limits:       opts.Limits,
-		WasmCacheDir: opts.WasmCacheDir,
-	})
+	r, err := newRunner(opts)
 	if err != nil {
 		return nil, "", err
 	}

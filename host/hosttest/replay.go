@@ -3,6 +3,7 @@ package hosttest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -37,36 +38,18 @@ func CheckReplay(ctx context.Context, path, ledgerPath string, opts ReplayOption
 		return nil, "", err
 	}
 	defer st.Close()
-	name := opts.Workflow
-	if name == "" {
-		if name, err = fixture.RecordedName(ctx, st, path); err != nil {
-			return nil, "", err
-		}
-	}
-	recs, err := fixture.Recordings(ctx, st, fixture.RecordFilter{Workflow: name, Since: opts.Since})
-	if err != nil {
-		return nil, "", err
-	}
-	if len(recs) == 0 {
-		return nil, "", fmt.Errorf("hosttest: no finished runs of workflow %s in %s", name, ledgerPath)
-	}
-	r, err := fixture.NewRunner(fixture.Options{
-		OpenStore:    openStore,
-		Tools:        opts.Tools,
-		Limits:       opts.Limits,
-		WasmCacheDir: opts.WasmCacheDir,
-	})
+	r, err := newRunner(opts.Options)
 	if err != nil {
 		return nil, "", err
 	}
 	defer r.Close(context.WithoutCancel(ctx))
-	results := make([]*fixture.Replayed, 0, len(recs))
-	for _, rec := range recs {
-		res, err := r.Replay(ctx, path, rec)
-		if err != nil {
-			return nil, "", fmt.Errorf("hosttest: replay of run %s: %w", rec.Run.ID, err)
-		}
-		results = append(results, res)
+	name, results, err := r.ReplayRecorded(ctx, st, path, fixture.RecordFilter{Workflow: opts.Workflow, Since: opts.Since})
+	var none *fixture.NoRecordingsError
+	if errors.As(err, &none) {
+		return nil, "", fmt.Errorf("hosttest: %v in %s", none, ledgerPath)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("hosttest: %w", err)
 	}
 	var b bytes.Buffer
 	fixture.ReportReplay(&b, name, results)
