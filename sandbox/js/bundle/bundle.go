@@ -68,6 +68,13 @@ func (r Result) Single() bool { return len(r.Manifest) == 1 }
 // of reading the file (the file need not exist then, as long as the entry imports
 // nothing relative to a missing directory).
 func Build(entry string, source []byte) (Result, error) {
+	r, err := esbuildBundle(entry, source)
+	r.Code = lighten(r.Code)
+	return r, err
+}
+
+// esbuildBundle is Build with esbuild's own interop helpers.
+func esbuildBundle(entry string, source []byte) (Result, error) {
 	abs, err := filepath.Abs(entry)
 	if err != nil {
 		return Result{}, fmt.Errorf("bundle: %s: %w", entry, err)

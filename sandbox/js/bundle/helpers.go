@@ -1,0 +1,148 @@
+package bundle
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+)
+
+// esbuild joins CommonJS modules to ES modules with small helper functions it prints
+// at the top of the bundle (its runtime). Every phase evaluates the bundle in a fresh
+// goja runtime, so the helpers run in every phase, and a fresh runtime builds each
+// built-in a script touches the first time it is touched. esbuild's __copyProps loops
+// with for-of, which builds the array iterator and its prototypes (about 70
+// allocations per phase); its __toESM copies through __copyProps, reaching
+// Object.create and Object.prototype.hasOwnProperty.call, which it needs only for
+// what __copyProps does for its other callers. lighten replaces the two with
+// equivalents that do the same things in the same order without those costs:
+//
+//   - __copyProps walks the names getOwnPropertyNames returned by index, not with an
+//     iterator (the only difference: a script that replaced Array.prototype's
+//     iterator before a CommonJS module was imported would not see it called).
+//   - __toESM builds the namespace itself: an object whose prototype is the module's
+//     ({__proto__: p} makes the same object as Object.create(p)), with "default" the
+//     module when the importer is in Node mode or the module has no __esModule mark,
+//     then a getter for each other own name of the module, enumerable as the
+//     module's property is. The target has no own name but "default" while names
+//     are copied, so the hasOwnProperty test esbuild makes is "default" alone.
+//
+// The replacements take exactly as many lines as esbuild's text: the helpers carry
+// no source map mappings, and every line after them keeps its number. A helper
+// whose text is not esbuild's as printed by the version this package was written
+// against is left as it is, as are all of them when the bundle already uses the
+// replacement's helper name for something else. Declarations of helpers that
+// nothing reads after the replacement (Object.create's and hasOwnProperty's
+// aliases, __copyProps when only __toESM used it) are blanked, so that the runtime
+// does not build the built-ins they read.
+func lighten(code []byte) []byte {
+	// The helpers come before the first module's "// path" comment.
+	end := bytes.Index(code, []byte("\n// "))
+	if end < 0 || bytes.Contains(code, []byte(getterName)) {
+		return code
+	}
+	head, rest := string(code[:end]), code[end:]
+	for n, r := range replacements {
+		i := strings.Index(head, r.old)
+		if i < 0 || (i > 0 && head[i-1] != '\n') {
+			if n == 0 {
+				// The others read the helper the first one adds.
+				return code
+			}
+			continue
+		}
+		head = head[:i] + pad(r.new, strings.Count(r.old, "\n")) + head[i+len(r.old):]
+	}
+	out, end := append([]byte(head), rest...), len(head)
+	for _, d := range droppable {
+		out, end = dropUnused(out, end, d)
+	}
+	return out
+}
+
+// getterName is the helper the replacements add: the descriptor of a getter reading
+// from[key], enumerable as from's own property key is (esbuild's, made in a function of
+// its own so that the getter closes over one key without a per-iteration scope).
+const getterName = "__getterDesc"
+
+type replacement struct{ old, new string }
+
+// replacements are esbuild's helpers (v0.28, ES module output, not minified) and
+// what replaces each.
+var replacements = []replacement{{
+	old: `var __copyProps = (to, from, except, desc) => {
+  if (from && typeof from === "object" || typeof from === "function") {
+    for (let key of __getOwnPropNames(from))
+      if (!__hasOwnProp.call(to, key) && key !== except)
+        __defProp(to, key, { get: () => from[key], enumerable: !(desc = __getOwnPropDesc(from, key)) || desc.enumerable });
+  }
+  return to;
+};
+`,
+	new: copyProps + getterDecl,
+}, {
+	old: `var __toESM = (mod, isNodeMode, target) => (target = mod != null ? __create(__getProtoOf(mod)) : {}, __copyProps(
+  // If the importer is in node compatibility mode or this is not an ESM
+  // file that has been converted to a CommonJS file using a Babel-
+  // compatible transform (i.e. "__esModule" has not been set), then set
+  // "default" to the CommonJS "module.exports" for node compatibility.
+  isNodeMode || !mod || !mod.__esModule ? __defProp(target, "default", { value: mod, enumerable: true }) : target,
+  mod
+));
+`,
+	new: `var __toESM = (mod, isNodeMode, target, dflt) => {
+  target = mod != null ? { __proto__: __getProtoOf(mod) } : {};
+  if (dflt = isNodeMode || !mod || !mod.__esModule) __defProp(target, "default", { value: mod, enumerable: true });
+  if (mod && typeof mod === "object" || typeof mod === "function")
+    for (var keys = __getOwnPropNames(mod), i = 0, key; i < keys.length; i++)
+      if ((key = keys[i]) !== "default" || !dflt) __defProp(target, key, ` + getterName + `(mod, key));
+  return target;
+};
+`,
+}}
+
+const (
+	copyProps = `var __copyProps = (to, from, except) => {
+  if (from && typeof from === "object" || typeof from === "function")
+    for (var keys = __getOwnPropNames(from), i = 0, key; i < keys.length; i++)
+      if (!__hasOwnProp.call(to, key = keys[i]) && key !== except)
+        __defProp(to, key, ` + getterName + `(from, key));
+  return to;
+};
+`
+	getterDecl = "var " + getterName + ` = (from, key, desc) => ({ get: () => from[key], enumerable: !(desc = __getOwnPropDesc(from, key)) || desc.enumerable });
+`
+)
+
+// droppable are helper declarations (each one whole line or more, as esbuild prints
+// them) that lighten blanks when nothing else names the helper.
+var droppable = []struct{ name, decl string }{
+	{"__copyProps", copyProps},
+	{getterName, getterDecl},
+	{"__create", "var __create = Object.create;\n"},
+	{"__hasOwnProp", "var __hasOwnProp = Object.prototype.hasOwnProperty;\n"},
+}
+
+// dropUnused blanks the declaration d in the helpers, code[:end] (keeping its line
+// breaks), when its name appears nowhere else in code. It returns the code and where
+// its helpers end.
+func dropUnused(code []byte, end int, d struct{ name, decl string }) ([]byte, int) {
+	i := bytes.Index(code[:end], []byte(d.decl))
+	if i < 0 || (i > 0 && code[i-1] != '\n') {
+		return code, end
+	}
+	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(d.name) + `\b`)
+	if len(re.FindAllIndex(code, 2)) != 1 {
+		return code, end
+	}
+	blank := strings.Repeat("\n", strings.Count(d.decl, "\n"))
+	out := append(code[:i:i], blank...)
+	return append(out, code[i+len(d.decl):]...), end - len(d.decl) + len(blank)
+}
+
+// pad ends s with line breaks up to lines of them.
+func pad(s string, lines int) string {
+	if n := strings.Count(s, "\n"); n < lines {
+		s += strings.Repeat("\n", lines-n)
+	}
+	return s
+}
