@@ -59,9 +59,12 @@ func lighten(code []byte) []byte {
 	return out
 }
 
-// getterName is the helper the replacements add: the descriptor of a getter reading
-// from[key], enumerable as from's own property key is (esbuild's, made in a function of
-// its own so that the getter closes over one key without a per-iteration scope).
+// getterName is the helper the replacements add: it makes d the descriptor esbuild
+// writes as a literal, a getter named "get" reading from[key], enumerable as from's own
+// property key is. The getter is made in a function of its own, so that it closes over
+// one key without a scope per iteration; the descriptor object is reused across keys
+// (defineProperty reads it and keeps nothing of it), made as a literal with both
+// properties so that assigning them never reaches a setter on Object.prototype.
 const getterName = "__getterDesc"
 
 type replacement struct{ old, new string }
@@ -93,8 +96,8 @@ var replacements = []replacement{{
   target = mod != null ? { __proto__: __getProtoOf(mod) } : {};
   if (dflt = isNodeMode || !mod || !mod.__esModule) __defProp(target, "default", { value: mod, enumerable: true });
   if (mod && typeof mod === "object" || typeof mod === "function")
-    for (var keys = __getOwnPropNames(mod), i = 0, key; i < keys.length; i++)
-      if ((key = keys[i]) !== "default" || !dflt) __defProp(target, key, ` + getterName + `(mod, key));
+    for (var keys = __getOwnPropNames(mod), i = 0, key, d = { get: void 0, enumerable: false }; i < keys.length; i++)
+      if ((key = keys[i]) !== "default" || !dflt) __defProp(target, key, ` + getterName + `(mod, key, d));
   return target;
 };
 `,
@@ -103,13 +106,13 @@ var replacements = []replacement{{
 const (
 	copyProps = `var __copyProps = (to, from, except) => {
   if (from && typeof from === "object" || typeof from === "function")
-    for (var keys = __getOwnPropNames(from), i = 0, key; i < keys.length; i++)
+    for (var keys = __getOwnPropNames(from), i = 0, key, d = { get: void 0, enumerable: false }; i < keys.length; i++)
       if (!__hasOwnProp.call(to, key = keys[i]) && key !== except)
-        __defProp(to, key, ` + getterName + `(from, key));
+        __defProp(to, key, ` + getterName + `(from, key, d));
   return to;
 };
 `
-	getterDecl = "var " + getterName + ` = (from, key, desc) => ({ get: () => from[key], enumerable: !(desc = __getOwnPropDesc(from, key)) || desc.enumerable });
+	getterDecl = "var " + getterName + ` = (from, key, d, desc) => { var get = () => from[key]; d.get = get; d.enumerable = !(desc = __getOwnPropDesc(from, key)) || desc.enumerable; return d; };
 `
 )
 
