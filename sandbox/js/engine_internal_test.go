@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/dop251/goja"
+
+	"github.com/scripthost/scripthost/sandbox"
 )
 
 // TestBuiltinPropertiesNotEnumerable: no string-keyed property of a built-in object
@@ -410,6 +412,30 @@ func TestParseJSONFrozenBehaves(t *testing.T) {
 			if got[2] != got[1] {
 				t.Errorf("%s (strict %v):\nRuntime.Freeze: %s\nObject.freeze: %s", body, strict, got[2], got[1])
 			}
+		}
+	}
+}
+
+// TestRequireArgumentWhenNamed: a module's function gets the require argument when
+// its code names require, not when require is only part of longer names (a bundle's
+// require_lib and __require), where building the function was wasted.
+func TestRequireArgumentWhenNamed(t *testing.T) {
+	tests := []struct {
+		code string
+		want bool
+	}{
+		{"var require_lib = () => 1;\nvar __require = 2;\nexport default { f() { return require_lib() + __require } };\n", false},
+		{"export default { f() { return require('x') } };\n", true},
+		{"export default { f() { return typeof require } };\n", true},
+		{"const r = require;\nexport default { f() { return r } };\n", true},
+	}
+	for _, tt := range tests {
+		c, err := New(Options{}).compile(sandbox.Source{Name: "m.js", Code: []byte(tt.code)})
+		if err != nil {
+			t.Fatalf("%q: %v", tt.code, err)
+		}
+		if c.require != tt.want {
+			t.Errorf("%q: require argument %v, want %v", tt.code, c.require, tt.want)
 		}
 	}
 }
