@@ -40,23 +40,87 @@ func lighten(code []byte) []byte {
 	if end < 0 || bytes.Contains(code, []byte(getterName)) {
 		return code
 	}
-	head, rest := string(code[:end]), code[end:]
-	for n, r := range replacements {
-		i := strings.Index(head, r.old)
-		if i < 0 || (i > 0 && head[i-1] != '\n') {
-			if n == 0 {
-				// The others read the helper the first one adds.
-				return code
-			}
-			continue
+	head := string(code[:end])
+	if i := helperAt(head, commonJS.old); i >= 0 {
+		if keyed, ok := keyCommonJS(code); ok {
+			code, head = keyed, head[:i]+commonJS.new+head[i+len(commonJS.old):]
 		}
-		head = head[:i] + pad(r.new, strings.Count(r.old, "\n")) + head[i+len(r.old):]
 	}
-	out, end := append([]byte(head), rest...), len(head)
+	if helperAt(head, replacements[0].old) >= 0 {
+		// The others read the helper the first one adds.
+		for _, r := range replacements {
+			if i := helperAt(head, r.old); i >= 0 {
+				head = head[:i] + pad(r.new, strings.Count(r.old, "\n")) + head[i+len(r.old):]
+			}
+		}
+	}
+	out, end := append([]byte(head), code[end:]...), len(head)
 	for _, d := range droppable {
 		out, end = dropUnused(out, end, d)
 	}
 	return out
+}
+
+// helperAt is where the declaration decl starts a line of head, or -1.
+func helperAt(head, decl string) int {
+	i := strings.Index(head, decl)
+	if i < 0 || (i > 0 && head[i-1] != '\n') {
+		return -1
+	}
+	return i
+}
+
+// commonJS is esbuild's __commonJS, which finds the module's function as the one
+// property of the object it is given, through Object.getOwnPropertyNames (an array
+// per module, in every phase), and its replacement, which is given the property's
+// name. keyCommonJS passes the name at every call.
+var commonJS = replacement{
+	old: `var __commonJS = (cb, mod) => function __require() {
+  try {
+    return mod || (0, cb[__getOwnPropNames(cb)[0]])((mod = { exports: {} }).exports, mod), mod.exports;
+  } catch (e) {
+    throw mod = 0, e;
+  }
+};
+`,
+	new: `var __commonJS = (key, cb, mod) => function __require() {
+  try {
+    return mod || (0, cb[key])((mod = { exports: {} }).exports, mod), mod.exports;
+  } catch (e) {
+    throw mod = 0, e;
+  }
+};
+`,
+}
+
+// commonJSCall is a call of __commonJS as esbuild prints one: after the module's
+// "// path" comment, a variable set to __commonJS of an object literal whose one
+// property, the module's function, is named by the path.
+var commonJSCall = regexp.MustCompile(`(?m)^// ([^\n]*)\nvar [\w$]+ = __commonJS\(\{\n  "([^"\\\n]*)"\(`)
+
+// keyCommonJS passes every __commonJS call the name of its object's property, written
+// before the object on the call's line (the line's one source map mapping is at its
+// start). It changes nothing, and says so, unless every call is as esbuild prints one.
+func keyCommonJS(code []byte) ([]byte, bool) {
+	calls := commonJSCall.FindAllSubmatchIndex(code, -1)
+	if len(calls) == 0 || len(calls) != bytes.Count(code, []byte("__commonJS(")) {
+		return code, false
+	}
+	out := make([]byte, 0, len(code)+len(calls)*64)
+	last := 0
+	for _, m := range calls {
+		path, key := code[m[2]:m[3]], code[m[4]:m[5]]
+		if !bytes.Equal(path, key) {
+			return code, false
+		}
+		at := m[0] + bytes.Index(code[m[0]:m[1]], []byte("__commonJS(")) + len("__commonJS(")
+		out = append(out, code[last:at]...)
+		out = append(out, '"')
+		out = append(out, key...)
+		out = append(out, `", `...)
+		last = at
+	}
+	return append(out, code[last:]...), true
 }
 
 // getterName is the helper the replacements add: it makes d the descriptor esbuild
@@ -123,6 +187,7 @@ var droppable = []struct{ name, decl string }{
 	{getterName, getterDecl},
 	{"__create", "var __create = Object.create;\n"},
 	{"__hasOwnProp", "var __hasOwnProp = Object.prototype.hasOwnProperty;\n"},
+	{"__getOwnPropNames", "var __getOwnPropNames = Object.getOwnPropertyNames;\n"},
 }
 
 // dropUnused blanks the declaration d in the helpers, code[:end] (keeping its line
