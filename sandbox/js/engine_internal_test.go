@@ -439,3 +439,37 @@ func TestRequireArgumentWhenNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestFunctionNameAndLength: a function's length and name are own properties, length
+// before name (an ordinary function lists its prototype first), non-writable,
+// non-enumerable and configurable, for script functions and built-ins alike, and can
+// be redefined and deleted (the engine holds both records in the function object).
+func TestFunctionNameAndLength(t *testing.T) {
+	vm := goja.New()
+	v, err := vm.RunString(`
+	  const out = [];
+	  for (const f of [function named(a, b) {}, (x) => x, { m(a) {} }.m, Object.defineProperty, class K { constructor(a) {} }]) {
+	    const n = Object.getOwnPropertyDescriptor(f, 'name'), l = Object.getOwnPropertyDescriptor(f, 'length');
+	    out.push([Object.getOwnPropertyNames(f).slice(0, 2).join(' '), n.value, n.writable, n.enumerable, n.configurable,
+	      l.value, l.writable, l.enumerable, l.configurable].join(' '));
+	  }
+	  const g = function g() {};
+	  Object.defineProperty(g, 'name', { value: 'h' });
+	  const renamed = g.name;
+	  delete g.name;
+	  out.push(renamed + ' ' + JSON.stringify(g.name) + ' ' + Object.getOwnPropertyNames(g).join(' '));
+	  out.join('; ');
+	`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "prototype length named false false true 2 false false true; " +
+		"length name  false false true 1 false false true; " +
+		"length name m false false true 1 false false true; " +
+		"length name defineProperty false false true 3 false false true; " +
+		"length name K false false true 1 false false true; " +
+		`h "" prototype length`
+	if got := v.String(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
