@@ -13,8 +13,10 @@ import (
 // with for-of, which builds the array iterator and its prototypes (about 70
 // allocations per phase); its __toESM copies through __copyProps, reaching
 // Object.create and Object.prototype.hasOwnProperty.call, which it needs only for
-// what __copyProps does for its other callers. lighten replaces the two with
-// equivalents that do the same things in the same order without those costs:
+// what __copyProps does for its other callers; its __commonJS lists the properties
+// of the object it is given (an array per CommonJS file) to find the one function the
+// object holds. lighten replaces the three with equivalents that do the same things
+// in the same order without those costs:
 //
 //   - __copyProps walks the names getOwnPropertyNames returned by index, not with an
 //     iterator (the only difference: a script that replaced Array.prototype's
@@ -25,15 +27,17 @@ import (
 //     then a getter for each other own name of the module, enumerable as the
 //     module's property is. The target has no own name but "default" while names
 //     are copied, so the hasOwnProperty test esbuild makes is "default" alone.
+//   - __commonJS is given the function's name, which esbuild prints as the object's
+//     one key on the line after the call (keyCommonJS).
 //
 // The replacements take exactly as many lines as esbuild's text: the helpers carry
 // no source map mappings, and every line after them keeps its number. A helper
 // whose text is not esbuild's as printed by the version this package was written
 // against is left as it is, as are all of them when the bundle already uses the
 // replacement's helper name for something else. Declarations of helpers that
-// nothing reads after the replacement (Object.create's and hasOwnProperty's
-// aliases, __copyProps when only __toESM used it) are blanked, so that the runtime
-// does not build the built-ins they read.
+// nothing reads after the replacement (the aliases of Object.create,
+// hasOwnProperty and getOwnPropertyNames, __copyProps when only __toESM used it) are
+// blanked, so that the runtime does not build the built-ins they read.
 func lighten(code []byte) []byte {
 	// The helpers come before the first module's "// path" comment.
 	end := bytes.Index(code, []byte("\n// "))
