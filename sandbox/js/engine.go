@@ -96,7 +96,9 @@ type compiled struct {
 	returns bool
 	// commonJS and require say whether the module's function may read its module and
 	// exports arguments, or its require argument: a name that appears nowhere in the
-	// code (dynamic code is disabled) cannot be read, and is passed undefined.
+	// code (dynamic code is disabled) cannot be read, and is passed undefined. The code
+	// is esbuild's output, whose identifiers carry no escapes: require is read only
+	// where the word stands alone, not in a bundle's require_lib or __require.
 	commonJS, require bool
 
 	// sources are the file names of the module's frames: its name and, for a bundle,
@@ -162,7 +164,7 @@ func (e *Engine) compile(src sandbox.Source) (*compiled, error) {
 	body := strings.TrimPrefix(t.code, wrapHead)
 	c = &compiled{name: src.Name, prg: prg, returns: t.returns,
 		commonJS: !t.returns || strings.Contains(body, "module") || strings.Contains(body, "exports"),
-		require:  strings.Contains(body, "require"),
+		require:  requireWord.MatchString(body),
 		sources:  sourceNames(src.Name, t.code)}
 
 	e.mu.Lock()
@@ -177,6 +179,11 @@ func (e *Engine) compile(src sandbox.Source) (*compiled, error) {
 	}
 	return c, nil
 }
+
+// requireWord matches the name require not run into a longer ASCII identifier (a
+// character outside ASCII next to it counts as a boundary: a false match only passes
+// the argument).
+var requireWord = regexp.MustCompile(`(^|[^\w$])require($|[^\w$])`)
 
 // maxSourceNesting bounds how deeply brackets may nest in a module's source.
 const maxSourceNesting = 2000

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/dop251/goja"
+
+	"github.com/scripthost/scripthost/sandbox"
 )
 
 // TestBuiltinPropertiesNotEnumerable: no string-keyed property of a built-in object
@@ -411,5 +413,63 @@ func TestParseJSONFrozenBehaves(t *testing.T) {
 				t.Errorf("%s (strict %v):\nRuntime.Freeze: %s\nObject.freeze: %s", body, strict, got[2], got[1])
 			}
 		}
+	}
+}
+
+// TestRequireArgumentWhenNamed: a module's function gets the require argument when
+// its code names require, not when require is only part of longer names (a bundle's
+// require_lib and __require), where building the function was wasted.
+func TestRequireArgumentWhenNamed(t *testing.T) {
+	tests := []struct {
+		code string
+		want bool
+	}{
+		{"var require_lib = () => 1;\nvar __require = 2;\nexport default { f() { return require_lib() + __require } };\n", false},
+		{"export default { f() { return require('x') } };\n", true},
+		{"export default { f() { return typeof require } };\n", true},
+		{"const r = require;\nexport default { f() { return r } };\n", true},
+	}
+	for _, tt := range tests {
+		c, err := New(Options{}).compile(sandbox.Source{Name: "m.js", Code: []byte(tt.code)})
+		if err != nil {
+			t.Fatalf("%q: %v", tt.code, err)
+		}
+		if c.require != tt.want {
+			t.Errorf("%q: require argument %v, want %v", tt.code, c.require, tt.want)
+		}
+	}
+}
+
+// TestFunctionNameAndLength: a function's length and name are own properties, length
+// before name (an ordinary function lists its prototype first), non-writable,
+// non-enumerable and configurable, for script functions and built-ins alike, and can
+// be redefined and deleted (the engine holds both records in the function object).
+func TestFunctionNameAndLength(t *testing.T) {
+	vm := goja.New()
+	v, err := vm.RunString(`
+	  const out = [];
+	  for (const f of [function named(a, b) {}, (x) => x, { m(a) {} }.m, Object.defineProperty, class K { constructor(a) {} }]) {
+	    const n = Object.getOwnPropertyDescriptor(f, 'name'), l = Object.getOwnPropertyDescriptor(f, 'length');
+	    out.push([Object.getOwnPropertyNames(f).slice(0, 2).join(' '), n.value, n.writable, n.enumerable, n.configurable,
+	      l.value, l.writable, l.enumerable, l.configurable].join(' '));
+	  }
+	  const g = function g() {};
+	  Object.defineProperty(g, 'name', { value: 'h' });
+	  const renamed = g.name;
+	  delete g.name;
+	  out.push(renamed + ' ' + JSON.stringify(g.name) + ' ' + Object.getOwnPropertyNames(g).join(' '));
+	  out.join('; ');
+	`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "prototype length named false false true 2 false false true; " +
+		"length name  false false true 1 false false true; " +
+		"length name m false false true 1 false false true; " +
+		"length name defineProperty false false true 3 false false true; " +
+		"length name K false false true 1 false false true; " +
+		`h "" prototype length`
+	if got := v.String(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }

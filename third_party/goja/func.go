@@ -60,6 +60,8 @@ type baseFuncObject struct {
 	baseObject
 
 	lenProp valueProperty
+	// nameProp holds the name property as lenProp holds length. scripthost patch
+	nameProp valueProperty
 }
 
 type baseJsFuncObject struct {
@@ -512,12 +514,15 @@ func (f *arrowFuncObject) export(*objectExportCtx) interface{} {
 
 func (f *baseFuncObject) init(name unistring.String, length Value) {
 	f.baseObject.init()
+	f.propNames = make([]unistring.String, 0, 2) // scripthost patch: room for length and name
 
 	f.lenProp.configurable = true
 	f.lenProp.value = length
 	f._put("length", &f.lenProp)
 
-	f._putProp("name", stringValueFromRaw(name), false, false, true)
+	f.nameProp.configurable = true // scripthost patch
+	f.nameProp.value = stringValueFromRaw(name)
+	f._put("name", &f.nameProp)
 }
 
 func hasInstance(val *Object, v Value) bool {

@@ -55,9 +55,9 @@ func BenchmarkBundleLoad(b *testing.B) {
 }
 
 // BenchmarkBundledPhase: one prepare phase of the bundled project, against the same
-// phase of the project written as one file: with its CommonJS package (esbuild's
-// interop helpers run when the module is evaluated, in every fresh runtime) and with
-// ES modules alone.
+// phase of the project written as one file: with its CommonJS package (the module
+// wrappers and the interop helpers run when the module is evaluated, in every fresh
+// runtime) and with ES modules alone.
 func BenchmarkBundledPhase(b *testing.B) {
 	single, err := os.ReadFile(benchSingle)
 	if err != nil {

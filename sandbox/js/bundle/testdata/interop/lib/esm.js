@@ -1,0 +1,2 @@
+export const value = 'v';
+export default 'dd';

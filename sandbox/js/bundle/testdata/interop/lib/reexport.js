@@ -1,0 +1,2 @@
+export * from 'plain';
+export const own = 'o';
