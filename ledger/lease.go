@@ -29,8 +29,9 @@ type Lease struct {
 	// RenewedAt is when the holder last claimed or renewed the lease (zero when the
 	// store does not keep it).
 	RenewedAt time.Time `json:"renewed_at,omitzero"`
-	// Wanted, on a lease RenewLease returns, says that another host asked for the
-	// lease since it was claimed (a host with no lease of its own waits for it).
+	// Wanted, on a lease RenewLease or Leases returns, says that another host asked
+	// for the held lease since it was claimed (a host with no lease of its own waits
+	// for it).
 	Wanted bool `json:"wanted,omitempty"`
 }
 

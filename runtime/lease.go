@@ -243,17 +243,36 @@ func (rt *Runtime) releaseAll(ctx context.Context) {
 // handOver decides, after a pass that did work under h, whether the host gives the
 // lease back anyway, and for how long it then leaves the workflow to the other hosts
 // (0: it keeps the lease). It does when another host with no lease of its own asked
-// for it (seen at the last renewal, so after the host held it for a renewal period at
-// least), and when the host holds more than its share of the leases held
+// for it (seen at the last renewal or in the host's view of the leases, at most
+// leaseViewAge old), and when the host holds more than its share of the leases held
 // (leaseShare).
 func (rt *Runtime) handOver(ctx context.Context, h *heldLease) time.Duration {
-	if h.current().Wanted {
+	if rt.wanted(ctx, h.current()) {
 		return leaseYield
 	}
 	if rt.heldCount() > rt.leaseShare(ctx) {
 		return rt.shareYield()
 	}
 	return 0
+}
+
+// wanted reports whether another host asked for the held lease l: at its last
+// renewal, or in the host's view of the leases (leaseView).
+func (rt *Runtime) wanted(ctx context.Context, l ledger.Lease) bool {
+	v, ok := rt.leaseView(ctx)[l.Workflow]
+	return l.Wanted || ok && v.Wanted && v.Token == l.Token
+}
+
+// leaseWanted reports whether another host asked for the workflow's lease this host
+// holds (false without a Leaser, or when the host does not hold it).
+func (rt *Runtime) leaseWanted(ctx context.Context, workflow string) bool {
+	if rt.leaser == nil {
+		return false
+	}
+	rt.mu.Lock()
+	h, ok := rt.held[workflow]
+	rt.mu.Unlock()
+	return ok && rt.wanted(ctx, h.current())
 }
 
 // shareYield is how long a host that gave a lease back for being over its share leaves

@@ -187,7 +187,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 				settled = settled && res.run.Status.Settled()
 			}
 		}
-		if !ran || !settled || producersRan || round >= maxRounds {
+		if !ran || !settled || producersRan || round >= maxRounds || rt.leaseWanted(ctx, workflow) {
 			return did, nil
 		}
 		if now = rt.now(); !nextProducer.IsZero() && !nextProducer.After(now) {
@@ -198,8 +198,8 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 
 // maxRounds bounds the consumer rounds of one scheduling pass. Hosts sharing a ledger
 // take the same bound: a host keeps a workflow's lease across passes while it has
-// work and hands it over between passes (see handOver), so that a pass's rounds only
-// delay a hand-over by the length of a pass.
+// work and hands it over between passes (see handOver); a pass whose lease another
+// host asked for ends after its round (leaseWanted).
 const maxRounds = 16
 
 // tickConsumer starts a run of consumer c if it has pending events newer than what it

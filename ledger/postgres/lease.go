@@ -19,7 +19,7 @@ type leaseRow struct {
 	RenewedAt time.Time `db:"renewed_at"`
 	// PrevRenewed is when the former holder last renewed a lease taken over.
 	PrevRenewed time.Time `db:"prev_renewed"`
-	// Wanted: another host asked for the lease since it was claimed (RenewLease).
+	// Wanted: another host asked for the lease since it was claimed (RenewLease, Leases).
 	Wanted bool `db:"wanted"`
 }
 
@@ -171,7 +171,8 @@ func (s *Store) ReleaseLease(ctx context.Context, l ledger.Lease) (bool, error) 
 // Leases lists every workflow's lease by workflow name.
 func (s *Store) Leases(ctx context.Context) ([]ledger.Lease, error) {
 	var rows []leaseRow
-	if err := s.r.SelectContext(ctx, &rows, `SELECT workflow, owner, claims, expires_at, renewed_at FROM leases ORDER BY workflow`); err != nil {
+	if err := s.r.SelectContext(ctx, &rows, `SELECT workflow, owner, claims, expires_at, renewed_at,
+		owner <> '' AND wanted_at > claimed_at AS wanted FROM leases ORDER BY workflow`); err != nil {
 		return nil, s.dbErr("list leases", err)
 	}
 	out := make([]ledger.Lease, 0, len(rows))
