@@ -186,6 +186,9 @@ func (rt *Runtime) letGo(ctx context.Context, workflow string, h *heldLease, rel
 	drop := (release || lost) && h.users == 0 && rt.held[workflow] == h
 	if drop {
 		delete(rt.held, workflow)
+		if len(rt.held) == 0 {
+			rt.leaseless = time.Now()
+		}
 	}
 	rt.mu.Unlock()
 	if !drop {
@@ -282,6 +285,14 @@ func (rt *Runtime) shareYield() time.Duration {
 	return min(time.Second, max(rt.cfg.Lease.TTL/4, time.Millisecond))
 }
 
+// leaselessSince is when this host last held no lease: its start, or when it gave its
+// last one back.
+func (rt *Runtime) leaselessSince() time.Time {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.leaseless
+}
+
 // heldCount is the number of leases this host holds and has not lost.
 func (rt *Runtime) heldCount() int {
 	rt.mu.Lock()
@@ -316,11 +327,13 @@ func (rt *Runtime) leaseShare(ctx context.Context) int {
 
 // leftToOthers reports whether this host leaves the workflow alone for now without
 // asking the ledger: another host held its lease, unexpired, when the host last looked
-// at the leases, and this host has work of its own (holds a lease). A host without any
-// lease asks for it (ClaimLease marks it wanted), and a lease past its expiry is
-// claimed, which is how a dead host's workflows are taken over.
+// at the leases, and this host has work of its own (holds a lease) or has had none for
+// less than shareYield (it started, or gave its last lease back, a moment ago: free
+// leases go to it first). A host without any lease for longer asks for it (ClaimLease
+// marks it wanted), and a lease past its expiry is claimed, which is how a dead host's
+// workflows are taken over.
 func (rt *Runtime) leftToOthers(ctx context.Context, workflow string) bool {
-	if rt.heldCount() == 0 {
+	if rt.heldCount() == 0 && time.Since(rt.leaselessSince()) >= rt.shareYield() {
 		return false
 	}
 	l, ok := rt.leaseView(ctx)[workflow]

@@ -82,6 +82,7 @@ type Runtime struct {
 	// serialise the host's claims of each.
 	held       map[string]*heldLease
 	claimLocks map[string]*sync.Mutex
+	leaseless  time.Time // when the host last held no lease (leaselessSince)
 	// view is the ledger's leases as read at viewAt (leaseView).
 	viewMu sync.Mutex
 	view   map[string]ledger.Lease
@@ -134,6 +135,7 @@ func New(cfg Config) (*Runtime, error) {
 		yieldUntil: map[string]time.Time{},
 		held:       map[string]*heldLease{},
 		claimLocks: map[string]*sync.Mutex{},
+		leaseless:  time.Now(),
 	}, nil
 }
 
