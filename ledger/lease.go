@@ -29,6 +29,10 @@ type Lease struct {
 	// RenewedAt is when the holder last claimed or renewed the lease (zero when the
 	// store does not keep it).
 	RenewedAt time.Time `json:"renewed_at,omitzero"`
+	// Wanted, on a lease RenewLease or Leases returns, says that another host asked
+	// for the held lease since it was claimed (a host with no lease of its own waits
+	// for it). A hint between hosts, not part of the API's lease listings.
+	Wanted bool `json:"-"`
 }
 
 // LeaseHost is a host that held a lease of the ledger.

@@ -48,13 +48,15 @@ func (rt *Runtime) Recover(ctx context.Context) error {
 // shared by several hosts, Tick runs only on the host holding the workflow's lease
 // (elsewhere it does nothing).
 func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
-	did, _, err := rt.leasedTick(ctx, workflow)
+	did, _, err := rt.leasedTick(ctx, workflow, false)
 	return did, err
 }
 
-// leasedTick is Tick that also reports whether this host held the lease.
-func (rt *Runtime) leasedTick(ctx context.Context, workflow string) (did, held bool, err error) {
-	return rt.withLease(ctx, workflow, func(ctx context.Context) (bool, error) {
+// leasedTick is Tick that also reports whether this host held the lease; with keep
+// (the loops of Run and RunOnce) the lease is kept for the next pass while the
+// workflow has work (see withLease).
+func (rt *Runtime) leasedTick(ctx context.Context, workflow string, keep bool) (did, held bool, err error) {
+	return rt.withLease(ctx, workflow, keep, func(ctx context.Context) (bool, error) {
 		stranded, err := rt.reconcileStranded(ctx, workflow)
 		if err != nil {
 			return stranded, err
@@ -186,7 +188,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 				settled = settled && res.run.Status.Settled()
 			}
 		}
-		if !ran || !settled || producersRan || round >= rt.maxRounds() {
+		if !ran || !settled || producersRan || round >= maxRounds || rt.leaseWanted(ctx, workflow) {
 			return did, nil
 		}
 		if now = rt.now(); !nextProducer.IsZero() && !nextProducer.After(now) {
@@ -195,19 +197,11 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 	}
 }
 
-// maxRounds bounds the consumer rounds of one scheduling pass.
+// maxRounds bounds the consumer rounds of one scheduling pass. Hosts sharing a ledger
+// take the same bound: a host keeps a workflow's lease across passes while it has
+// work and hands it over between passes (see handOver); a pass whose lease another
+// host asked for ends after its round (leaseWanted).
 const maxRounds = 16
-
-// maxRounds is the bound on one pass's consumer rounds for this runtime: one when hosts
-// share the ledger, where a pass holds the workflow's lease and the hosts take turns
-// with it pass by pass, so that more rounds per pass would spread the work over fewer
-// of them.
-func (rt *Runtime) maxRounds() int {
-	if rt.leaser != nil {
-		return 1
-	}
-	return maxRounds
-}
 
 // tickConsumer starts a run of consumer c if it has pending events newer than what it
 // last ignored, or a due wake-up, and reports whether it did. last is the handler's
@@ -677,13 +671,14 @@ func (rt *Runtime) RunOnceUntil(ctx context.Context, stop <-chan struct{}, workf
 	return rt.each(workflows, func(wf string) error {
 		wake, unsubscribe := rt.wakeups(wf)
 		defer unsubscribe()
+		defer rt.releaseHeld(ctx, wf)
 		for {
 			select {
 			case <-stop:
 				return nil
 			default:
 			}
-			did, held, err := rt.leasedTick(ctx, wf)
+			did, held, err := rt.leasedTick(ctx, wf, true)
 			if err != nil {
 				return fmt.Errorf("runtime: workflow %s: %w", wf, err)
 			}
@@ -734,6 +729,7 @@ func (rt *Runtime) RunUntil(ctx context.Context, stop <-chan struct{}, workflows
 		wake := rt.wakeChan(wf)
 		shared, unsubscribe := rt.wakeups(wf)
 		defer unsubscribe()
+		defer rt.releaseHeld(ctx, wf)
 		failures := 0
 		for {
 			select {
@@ -758,7 +754,7 @@ func (rt *Runtime) RunUntil(ctx context.Context, stop <-chan struct{}, workflows
 				}
 				t.Stop()
 			}
-			did, err := rt.Tick(ctx, wf)
+			did, _, err := rt.leasedTick(ctx, wf, true)
 			switch {
 			case ctx.Err() != nil:
 				return nil

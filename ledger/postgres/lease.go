@@ -19,10 +19,12 @@ type leaseRow struct {
 	RenewedAt time.Time `db:"renewed_at"`
 	// PrevRenewed is when the former holder last renewed a lease taken over.
 	PrevRenewed time.Time `db:"prev_renewed"`
+	// Wanted: another host asked for the lease since it was claimed (RenewLease, Leases).
+	Wanted bool `db:"wanted"`
 }
 
 func (r leaseRow) lease() ledger.Lease {
-	l := ledger.Lease{Workflow: r.Workflow, Owner: r.Owner, Token: r.Token, ExpiresAt: r.ExpiresAt.UTC(), TakenFrom: r.TakenFrom}
+	l := ledger.Lease{Workflow: r.Workflow, Owner: r.Owner, Token: r.Token, ExpiresAt: r.ExpiresAt.UTC(), TakenFrom: r.TakenFrom, Wanted: r.Wanted}
 	if !r.RenewedAt.IsZero() && r.RenewedAt.Unix() > 0 {
 		l.RenewedAt = r.RenewedAt.UTC()
 	}
@@ -117,14 +119,16 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 	return row.lease(), true, nil
 }
 
-// RenewLease extends a lease its owner still holds.
+// RenewLease extends a lease its owner still holds, and says whether another host
+// asked for it since it was claimed (Lease.Wanted).
 func (s *Store) RenewLease(ctx context.Context, l ledger.Lease, ttl time.Duration) (ledger.Lease, error) {
 	var row leaseRow
 	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
 		err := tx.GetContext(ctx, &row, `UPDATE leases SET expires_at = clock_timestamp() + ? * interval '1 millisecond',
 				renewed_at = clock_timestamp()
 			WHERE workflow = ? AND owner = ? AND claims = ? AND expires_at >= clock_timestamp()
-			RETURNING workflow, owner, claims, expires_at, renewed_at`, millis(ttl), l.Workflow, l.Owner, l.Token)
+			RETURNING workflow, owner, claims, expires_at, renewed_at, wanted_at > claimed_at AS wanted`,
+			millis(ttl), l.Workflow, l.Owner, l.Token)
 		if err != nil {
 			return err
 		}
@@ -167,7 +171,8 @@ func (s *Store) ReleaseLease(ctx context.Context, l ledger.Lease) (bool, error) 
 // Leases lists every workflow's lease by workflow name.
 func (s *Store) Leases(ctx context.Context) ([]ledger.Lease, error) {
 	var rows []leaseRow
-	if err := s.r.SelectContext(ctx, &rows, `SELECT workflow, owner, claims, expires_at, renewed_at FROM leases ORDER BY workflow`); err != nil {
+	if err := s.r.SelectContext(ctx, &rows, `SELECT workflow, owner, claims, expires_at, renewed_at,
+		owner <> '' AND wanted_at > claimed_at AS wanted FROM leases ORDER BY workflow`); err != nil {
 		return nil, s.dbErr("list leases", err)
 	}
 	out := make([]ledger.Lease, 0, len(rows))

@@ -25,11 +25,14 @@ func TestLeases(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("claim by a: got ok=%v err=%v, want the lease", ok, err)
 	}
+	if la, err = a.RenewLease(ctx, la, time.Minute); err != nil || la.Wanted {
+		t.Fatalf("renew by a before anyone asked: got wanted=%v err=%v, want not wanted", la.Wanted, err)
+	}
 	if _, ok, err := b.ClaimLease(ctx, "wf", "host-b", time.Minute); err != nil || ok {
 		t.Fatalf("claim by b while a holds it: got ok=%v err=%v, want refused", ok, err)
 	}
-	if la, err = a.RenewLease(ctx, la, time.Minute); err != nil {
-		t.Fatalf("renew by a: %v", err)
+	if la, err = a.RenewLease(ctx, la, time.Minute); err != nil || !la.Wanted {
+		t.Fatalf("renew by a: got wanted=%v err=%v, want wanted (b asked for it)", la.Wanted, err)
 	}
 	wanted, err := a.ReleaseLease(ctx, la)
 	if err != nil || !wanted {
