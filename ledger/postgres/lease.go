@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/scripthost/scripthost/ledger"
@@ -40,17 +41,21 @@ func millis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 // A lease held by another host is told apart with a read, so that hosts waiting for
 // one cost the database no commit; the claim itself, and the mark that a host waits
 // for the lease, lock the row with SKIP LOCKED, so a host never waits for another
-// host's claim.
+// host's claim. A claim of a lease that nobody else held (free, or owner's) by a host
+// whose lease history was written less than hostNoteEvery ago is one statement, its
+// own transaction (claimFree); the others (the first claim of a workflow, a takeover,
+// a host's claim once a second) write the lease history beside it in a transaction.
 func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time.Duration) (ledger.Lease, bool, error) {
 	if workflow == "" || owner == "" {
 		return ledger.Lease{}, false, errors.New("postgres: claim lease: workflow and owner are required")
 	}
 	var cur struct {
 		Free   bool `db:"free"`
+		Clean  bool `db:"clean"`
 		Wanted bool `db:"wanted"`
 	}
 	err := s.r.GetContext(ctx, &cur, `SELECT owner = '' OR owner = ? OR expires_at < clock_timestamp() AS free,
-		wanted_at > claimed_at AS wanted FROM leases WHERE workflow = ?`, owner, workflow)
+		owner = '' OR owner = ? AS clean, wanted_at > claimed_at AS wanted FROM leases WHERE workflow = ?`, owner, owner, workflow)
 	missing := errors.Is(err, sql.ErrNoRows)
 	switch {
 	case missing:
@@ -60,29 +65,17 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 	}
 	if !cur.Free {
 		if !cur.Wanted {
-			// Say that this host is waiting for it. The mark only hurries a hand-over,
-			// so it need not survive a crash: no flush to disk for it.
-			err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
-				if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
-					return s.dbErr("claim lease", err)
-				}
-				// A row another host is claiming or releasing is skipped, not waited for:
-				// the mark is a hint, and the next claim that finds the lease held sets it.
-				_, err := tx.ExecContext(ctx, `UPDATE leases SET wanted_at = clock_timestamp() WHERE workflow =
-					(SELECT workflow FROM leases WHERE workflow = ? AND owner <> ? FOR UPDATE SKIP LOCKED)`,
-					workflow, owner)
-				return s.dbErr("claim lease", err)
-			})
-			if err != nil {
-				return ledger.Lease{}, false, err
-			}
+			return ledger.Lease{}, false, s.markWanted(ctx, workflow, owner)
 		}
 		return ledger.Lease{}, false, nil
 	}
+	if !missing && cur.Clean && s.notes.recent(owner) {
+		return s.claimFree(ctx, workflow, owner, ttl)
+	}
 	var row leaseRow
-	found := false
+	found, noted := false, false
 	err = s.write(ctx, func(ctx context.Context, tx *wtx) error {
-		found = false
+		found, noted = false, false
 		// The row is made once, by the first claim: an INSERT … ON CONFLICT of a row
 		// another host's claim or release holds waits for that host's commit.
 		if missing {
@@ -107,7 +100,7 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 		if err != nil {
 			return s.dbErr("claim lease", err)
 		}
-		if err := s.noteClaim(ctx, tx, row); err != nil {
+		if noted, err = s.noteClaim(ctx, tx, row); err != nil {
 			return err
 		}
 		found = true
@@ -116,7 +109,64 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 	if err != nil || !found {
 		return ledger.Lease{}, false, err
 	}
+	if noted {
+		s.notes.noted(owner)
+	}
 	return row.lease(), true, nil
+}
+
+// claimFree claims a lease that nobody else holds (free, or owner's) in one statement,
+// its own transaction: no BEGIN and COMMIT round trips and no write of the lease
+// history, which the host's claim less than hostNoteEvery ago wrote. The lease is not
+// claimed when another host claimed it meanwhile, or when it is no longer free.
+func (s *Store) claimFree(ctx context.Context, workflow, owner string, ttl time.Duration) (ledger.Lease, bool, error) {
+	if err := s.writable(); err != nil {
+		return ledger.Lease{}, false, err
+	}
+	var row leaseRow
+	err := s.r.GetContext(ctx, &row, `WITH free AS (
+			SELECT workflow FROM leases WHERE workflow = ? AND (owner = '' OR owner = ?) FOR UPDATE SKIP LOCKED)
+		UPDATE leases l SET owner = ?, claims = l.claims + 1, claimed_at = clock_timestamp(), wanted_at = 'epoch',
+			renewed_at = clock_timestamp(), expires_at = clock_timestamp() + ? * interval '1 millisecond'
+		FROM free WHERE l.workflow = free.workflow
+		RETURNING l.workflow, l.owner, l.claims, l.expires_at, l.renewed_at`, workflow, owner, owner, millis(ttl))
+	if errors.Is(err, sql.ErrNoRows) {
+		return ledger.Lease{}, false, nil
+	}
+	if err != nil {
+		return ledger.Lease{}, false, s.dbErr("claim lease", err)
+	}
+	return row.lease(), true, nil
+}
+
+// markWanted says that owner is waiting for the workflow's lease, which another host
+// holds. The mark only hurries a hand-over, so it need not survive a crash: no flush
+// to disk for it.
+func (s *Store) markWanted(ctx context.Context, workflow, owner string) error {
+	return s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+			return s.dbErr("claim lease", err)
+		}
+		// A row another host is claiming or releasing is skipped, not waited for:
+		// the mark is a hint, and the next claim that finds the lease held sets it.
+		_, err := tx.ExecContext(ctx, `UPDATE leases SET wanted_at = clock_timestamp() WHERE workflow =
+			(SELECT workflow FROM leases WHERE workflow = ? AND owner <> ? FOR UPDATE SKIP LOCKED)`,
+			workflow, owner)
+		return s.dbErr("claim lease", err)
+	})
+}
+
+// writable returns why the store refuses writes (closed, or the ledger outdated), or
+// nil, for the writes sent outside Store.write.
+func (s *Store) writable() error {
+	select {
+	case <-s.closed:
+		return errClosed
+	case <-s.outdatedCh:
+		return s.OutdatedErr()
+	default:
+		return nil
+	}
 }
 
 // RenewLease extends a lease its owner still holds, and says whether another host
@@ -144,28 +194,27 @@ func (s *Store) RenewLease(ctx context.Context, l ledger.Lease, ttl time.Duratio
 }
 
 // ReleaseLease frees a held lease and, when another host asked for it meanwhile, wakes
-// the hosts waiting for the workflow. A release nobody waits for sends nothing: the
-// holder itself listens too, and a wake-up after each of its passes would make an idle
-// host run pass after pass instead of once per poll interval.
+// the hosts waiting for the workflow; one statement, its own transaction. A release
+// nobody waits for sends nothing: the holder itself listens too, and a wake-up after
+// each of its passes would make an idle host run pass after pass instead of once per
+// poll interval.
 func (s *Store) ReleaseLease(ctx context.Context, l ledger.Lease) (bool, error) {
-	wanted := false
-	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
-		wanted = false
-		err := tx.GetContext(ctx, &wanted, `UPDATE leases SET owner = '', expires_at = 'epoch'
-			WHERE workflow = ? AND owner = ? AND claims = ?
-			RETURNING wanted_at > claimed_at`, l.Workflow, l.Owner, l.Token)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil // lost already
-		}
-		if err != nil {
-			return s.dbErr("release lease", err)
-		}
-		if !wanted {
-			return nil
-		}
-		return s.dbErr("release lease", notify(ctx, tx, l.Workflow))
-	})
-	return wanted, err
+	if err := s.writable(); err != nil {
+		return false, err
+	}
+	var wanted bool
+	err := s.r.GetContext(ctx, &wanted, `WITH r AS (
+			UPDATE leases SET owner = '', expires_at = 'epoch' WHERE workflow = ? AND owner = ? AND claims = ?
+			RETURNING wanted_at > claimed_at AS wanted)
+		SELECT wanted FROM r, LATERAL (SELECT pg_notify('scripthost:' || current_schema(), ?) WHERE wanted) n`,
+		l.Workflow, l.Owner, l.Token, l.Workflow)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil // lost already, or nobody asked for it
+	}
+	if err != nil {
+		return false, s.dbErr("release lease", err)
+	}
+	return wanted, nil
 }
 
 // Leases lists every workflow's lease by workflow name.
@@ -199,36 +248,42 @@ const (
 
 // noteClaim records in the lease history a claim just made in tx, at the claim's time: the host's renewal
 // (a host seen for the first time drops the hosts silent for hostsKept) and, when the
-// claim took the lease over, the takeover (keeping the newest takeoversKept).
-func (s *Store) noteClaim(ctx context.Context, tx *wtx, row leaseRow) error {
+// claim took the lease over, the takeover (keeping the newest takeoversKept). Like
+// noteRenewal, it writes the host's renewal at most once every hostNoteEvery, a
+// takeover aside: the host's claims of several workflows at once would otherwise
+// queue on its one row.
+func (s *Store) noteClaim(ctx context.Context, tx *wtx, row leaseRow) (noted bool, err error) {
+	if row.TakenFrom == "" && s.notes.recent(row.Owner) {
+		return false, nil
+	}
 	var inserted bool
-	err := tx.GetContext(ctx, &inserted, `INSERT INTO lease_hosts (owner, first_seen, renewed_at)
+	err = tx.GetContext(ctx, &inserted, `INSERT INTO lease_hosts (owner, first_seen, renewed_at)
 		VALUES (?, ?, ?)
 		ON CONFLICT (owner) DO UPDATE SET renewed_at = excluded.renewed_at
 		RETURNING xmax = 0`, row.Owner, row.RenewedAt, row.RenewedAt)
 	if err != nil {
-		return s.dbErr("claim lease: note host", err)
+		return false, s.dbErr("claim lease: note host", err)
 	}
 	if inserted {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM lease_hosts
 			WHERE renewed_at < clock_timestamp() - ? * interval '1 millisecond'
 			AND owner NOT IN (SELECT owner FROM leases)`, hostsKept.Milliseconds()); err != nil {
-			return s.dbErr("claim lease: drop silent hosts", err)
+			return false, s.dbErr("claim lease: drop silent hosts", err)
 		}
 	}
 	if row.TakenFrom == "" {
-		return nil
+		return true, nil
 	}
 	var id int64
 	if err := tx.GetContext(ctx, &id, `INSERT INTO lease_takeovers (workflow, from_owner, to_owner, taken_at, renewed_at, claims)
 		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
 		row.Workflow, row.TakenFrom, row.Owner, row.RenewedAt, row.PrevRenewed, row.Token); err != nil {
-		return s.dbErr("claim lease: note takeover", err)
+		return false, s.dbErr("claim lease: note takeover", err)
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM lease_takeovers WHERE id <= ?`, id-takeoversKept); err != nil {
-		return s.dbErr("claim lease: drop old takeovers", err)
+		return false, s.dbErr("claim lease: drop old takeovers", err)
 	}
-	return nil
+	return true, nil
 }
 
 // noteRenewal moves the host's last renewal in the lease history to now. It writes at
@@ -285,4 +340,33 @@ func (s *Store) Takeovers(ctx context.Context, limit int) ([]ledger.Takeover, er
 			RenewedAt: r.RenewedAt.UTC(), Token: r.Token})
 	}
 	return out, nil
+}
+
+// hostNoteEvery is how often at most a host's claims write its last renewal in the
+// lease history (lease_hosts); its renewals write it at most once a second too.
+const hostNoteEvery = time.Second
+
+// hostNotes remembers when this store last wrote each host's renewal in the lease
+// history at a claim.
+type hostNotes struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+// recent reports whether owner's renewal was written less than hostNoteEvery ago.
+func (n *hostNotes) recent(owner string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	at, ok := n.at[owner]
+	return ok && time.Since(at) < hostNoteEvery
+}
+
+// noted records that owner's renewal was written now, by a claim that committed.
+func (n *hostNotes) noted(owner string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.at == nil {
+		n.at = map[string]time.Time{}
+	}
+	n.at[owner] = time.Now()
 }
