@@ -41,10 +41,11 @@ func millis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 // A lease held by another host is told apart with a read, so that hosts waiting for
 // one cost the database no commit; the claim itself, and the mark that a host waits
 // for the lease, lock the row with SKIP LOCKED, so a host never waits for another
-// host's claim. A claim of a lease that nobody else held (free, or owner's) by a host
-// whose lease history was written less than hostNoteEvery ago is one statement, its
-// own transaction (claimFree); the others (the first claim of a workflow, a takeover,
-// a host's claim once a second) write the lease history beside it in a transaction.
+// host's claim. A claim of a lease that nobody else held (free, or owner's) is one
+// statement, its own transaction (claimFree), unless it is the host's claim that
+// writes the host's renewal in the lease history (one at a time, at most once every
+// hostNoteEvery); that claim, the first claim of a workflow and a takeover write the
+// lease history beside the claim in a transaction.
 func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time.Duration) (ledger.Lease, bool, error) {
 	if workflow == "" || owner == "" {
 		return ledger.Lease{}, false, errors.New("postgres: claim lease: workflow and owner are required")
@@ -69,11 +70,13 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 		}
 		return ledger.Lease{}, false, nil
 	}
-	if !missing && cur.Clean && s.notes.recent(owner) {
+	note := s.notes.take(owner)
+	if !missing && cur.Clean && !note {
 		return s.claimFree(ctx, workflow, owner, ttl)
 	}
 	var row leaseRow
 	found, noted := false, false
+	defer func() { s.notes.done(owner, note, noted) }()
 	err = s.write(ctx, func(ctx context.Context, tx *wtx) error {
 		found, noted = false, false
 		// The row is made once, by the first claim: an INSERT … ON CONFLICT of a row
@@ -100,17 +103,15 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 		if err != nil {
 			return s.dbErr("claim lease", err)
 		}
-		if noted, err = s.noteClaim(ctx, tx, row); err != nil {
+		if noted, err = s.noteClaim(ctx, tx, row, note); err != nil {
 			return err
 		}
 		found = true
 		return nil
 	})
 	if err != nil || !found {
+		noted = false
 		return ledger.Lease{}, false, err
-	}
-	if noted {
-		s.notes.noted(owner)
 	}
 	return row.lease(), true, nil
 }
@@ -248,12 +249,12 @@ const (
 
 // noteClaim records in the lease history a claim just made in tx, at the claim's time: the host's renewal
 // (a host seen for the first time drops the hosts silent for hostsKept) and, when the
-// claim took the lease over, the takeover (keeping the newest takeoversKept). Like
-// noteRenewal, it writes the host's renewal at most once every hostNoteEvery, a
-// takeover aside: the host's claims of several workflows at once would otherwise
-// queue on its one row.
-func (s *Store) noteClaim(ctx context.Context, tx *wtx, row leaseRow) (noted bool, err error) {
-	if row.TakenFrom == "" && s.notes.recent(row.Owner) {
+// claim took the lease over, the takeover (keeping the newest takeoversKept). It
+// writes the host's renewal only when note (see hostNotes.take) or at a takeover, and
+// reports whether it did: the host's claims of several workflows at once would
+// otherwise queue on its one row.
+func (s *Store) noteClaim(ctx context.Context, tx *wtx, row leaseRow, note bool) (noted bool, err error) {
+	if row.TakenFrom == "" && !note {
 		return false, nil
 	}
 	var inserted bool
@@ -347,26 +348,40 @@ func (s *Store) Takeovers(ctx context.Context, limit int) ([]ledger.Takeover, er
 const hostNoteEvery = time.Second
 
 // hostNotes remembers when this store last wrote each host's renewal in the lease
-// history at a claim.
+// history at a claim, and whether a claim is writing it.
 type hostNotes struct {
-	mu sync.Mutex
-	at map[string]time.Time
+	mu      sync.Mutex
+	at      map[string]time.Time
+	writing map[string]bool
 }
 
-// recent reports whether owner's renewal was written less than hostNoteEvery ago.
-func (n *hostNotes) recent(owner string) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	at, ok := n.at[owner]
-	return ok && time.Since(at) < hostNoteEvery
-}
-
-// noted records that owner's renewal was written now, by a claim that committed.
-func (n *hostNotes) noted(owner string) {
+// take reports whether a claim of owner's is to write owner's renewal: none did for
+// hostNoteEvery and none is writing it. One that is then writes it until done.
+func (n *hostNotes) take(owner string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.at == nil {
-		n.at = map[string]time.Time{}
+		n.at, n.writing = map[string]time.Time{}, map[string]bool{}
 	}
-	n.at[owner] = time.Now()
+	if at, ok := n.at[owner]; n.writing[owner] || ok && time.Since(at) < hostNoteEvery {
+		return false
+	}
+	n.writing[owner] = true
+	return true
+}
+
+// done ends a claim of owner's that took the note (took), recording that it wrote
+// owner's renewal (wrote).
+func (n *hostNotes) done(owner string, took, wrote bool) {
+	if !took && !wrote {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if took {
+		delete(n.writing, owner)
+	}
+	if wrote {
+		n.at[owner] = time.Now()
+	}
 }
