@@ -33,6 +33,11 @@ type Lease struct {
 	// for the held lease since it was claimed (a host with no lease of its own waits
 	// for it). A hint between hosts, not part of the API's lease listings.
 	Wanted bool `json:"-"`
+	// Idle, on a lease given to ReleaseLease, says that the holder's last pass under
+	// it found nothing to do; on a lease Leases returns, that the lease is free and
+	// was last given back so, under the claim Token. A hint between hosts, not part of
+	// the API's lease listings.
+	Idle bool `json:"-"`
 }
 
 // LeaseHost is a host that held a lease of the ledger.
@@ -79,7 +84,8 @@ type Leaser interface {
 	RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
 	// ReleaseLease gives a held lease up at once and wakes the other hosts; releasing a
 	// lease already lost is not an error. wanted reports whether another host tried to
-	// claim it while it was held, so that the holder can let it go to that host.
+	// claim it while it was held, so that the holder can let it go to that host. The
+	// store keeps l.Idle for Leases to report until the lease is claimed again.
 	ReleaseLease(ctx context.Context, l Lease) (wanted bool, err error)
 	// Leases lists every workflow's lease, held or not.
 	Leases(ctx context.Context) ([]Lease, error)

@@ -74,6 +74,8 @@ type heldLease struct {
 
 	mu    sync.Mutex
 	lease ledger.Lease // as last claimed or renewed
+	// idle: the last pass under the lease to end found nothing to do (rt.mu).
+	idle bool
 }
 
 func (h *heldLease) current() ledger.Lease {
@@ -110,6 +112,9 @@ func (rt *Runtime) withLease(ctx context.Context, workflow string, keep bool, pa
 		rt.letGo(ctx, workflow, h, false, 0)
 		return did, true, nil
 	}
+	rt.mu.Lock()
+	h.idle = err == nil && !did
+	rt.mu.Unlock()
 	switch {
 	case !keep:
 		rt.letGo(ctx, workflow, h, claimed, 0)
@@ -184,6 +189,7 @@ func (rt *Runtime) letGo(ctx context.Context, workflow string, h *heldLease, rel
 	h.users--
 	lost := h.ctx.Err() != nil
 	drop := (release || lost) && h.users == 0 && rt.held[workflow] == h
+	idle := h.idle
 	if drop {
 		delete(rt.held, workflow)
 		if len(rt.held) == 0 {
@@ -202,7 +208,9 @@ func (rt *Runtime) letGo(ctx context.Context, workflow string, h *heldLease, rel
 	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.Lease.TTL)
 	defer rcancel()
-	wanted, err := rt.leaser.ReleaseLease(rctx, h.current())
+	l := h.current()
+	l.Idle = idle
+	wanted, err := rt.leaser.ReleaseLease(rctx, l)
 	if err != nil {
 		// It expires on its own; the next pass of any host takes it then.
 		rt.cfg.Logger.Warn("lease not released", "workflow", workflow, "err", rt.redact(err.Error()))
@@ -362,6 +370,45 @@ func (rt *Runtime) leaseView(ctx context.Context) map[string]ledger.Lease {
 		rt.view[l.Workflow] = l
 	}
 	return rt.view
+}
+
+// leaseTokens reads the ledger's leases afresh and returns each workflow's claim count
+// (its token), for idleElsewhere to tell the claims made after this moment; nil
+// without a Leaser or when the leases cannot be read. The read becomes the host's
+// view of the leases.
+func (rt *Runtime) leaseTokens(ctx context.Context) map[string]int64 {
+	if rt.leaser == nil {
+		return nil
+	}
+	ls, err := rt.leaser.Leases(ctx)
+	if err != nil {
+		return nil
+	}
+	tokens, view := make(map[string]int64, len(ls)), make(map[string]ledger.Lease, len(ls))
+	for _, l := range ls {
+		tokens[l.Workflow], view[l.Workflow] = l.Token, l
+	}
+	rt.viewMu.Lock()
+	rt.view, rt.viewAt = view, time.Now()
+	rt.viewMu.Unlock()
+	return tokens
+}
+
+// idleElsewhere reports whether the workflow's lease, in the host's view of the
+// leases, was given back by a pass that found nothing to do under a claim made after
+// tokens were read (leaseTokens), and no live call of another host is left in it: a
+// pass that began after that moment found the workflow idle, as this host's own
+// would, so its run-once loop ends without claiming the lease for one more pass.
+func (rt *Runtime) idleElsewhere(ctx context.Context, workflow string, tokens map[string]int64) (bool, error) {
+	if tokens == nil {
+		return false, nil
+	}
+	l, ok := rt.leaseView(ctx)[workflow]
+	if !ok || !l.Idle || l.Token <= tokens[workflow] {
+		return false, nil
+	}
+	waiting, err := rt.liveCallsLeft(ctx, workflow)
+	return !waiting, err
 }
 
 // leaseYield is how long a host that released a lease another host asked for waits

@@ -143,3 +143,73 @@ func TestLeaseHandedToHostWithoutWork(t *testing.T) {
 		t.Errorf("host-b took the lease over from %q, want it handed over (released), not expired", got.TakenFrom)
 	}
 }
+
+// TestRunOnceEndsOnAnotherHostsIdlePass: a host's RunOnce ends for a workflow without
+// claiming its lease when another host gave the lease back after a pass that found
+// nothing to do, under a claim made after the RunOnce began; a lease given back
+// otherwise, or idle under a claim older than the RunOnce, is claimed for a pass of
+// its own.
+func TestRunOnceEndsOnAnotherHostsIdlePass(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound, not a measure
+	defer cancel()
+	url := pgtest.URL(t)
+	var counted atomic.Int64
+	st, rt := leaseHost(t, url, "host-a", time.Minute, &counted)
+	other, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	claimB := func() ledger.Lease {
+		t.Helper()
+		l, ok, err := other.ClaimLease(ctx, "w", "host-b", time.Minute)
+		if err != nil || !ok {
+			t.Fatalf("claim by host-b: ok=%v err=%v", ok, err)
+		}
+		return l
+	}
+	// runOnce runs host-a's RunOnce while host-b holds the lease, and, once host-a
+	// asked for it (its loop has begun), lets host-b claim it again and give it back,
+	// idle or not. It returns the lease's claims when the RunOnce has ended.
+	runOnce := func(idle bool) int64 {
+		t.Helper()
+		claimB()
+		done := make(chan error, 1)
+		go func() { done <- rt.RunOnce(ctx, []string{"w"}) }()
+		for !leaseOf(t, st, "w").Wanted {
+			if ctx.Err() != nil {
+				t.Fatal("host-a never asked for the lease")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		l := claimB()
+		l.Idle = idle
+		if _, err := other.ReleaseLease(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		return leaseOf(t, st, "w").Token
+	}
+	if got := runOnce(true); got != 2 {
+		t.Errorf("after host-b's idle pass: lease claimed %d times, want 2 (host-b's), host-a's RunOnce ending without a claim", got)
+	}
+	if got := runOnce(false); got != 5 {
+		t.Errorf("after host-b gave the lease back not idle: lease claimed %d times, want 5 (host-a's pass after host-b's two claims)", got)
+	}
+	idle := leaseOf(t, st, "w")
+	if !idle.Idle || idle.Owner != "" {
+		t.Fatalf("lease after host-a's idle pass: got %+v, want free and idle", idle)
+	}
+	// Idle under a claim made before the RunOnce began: host-a claims it for a pass.
+	if err := rt.RunOnce(ctx, []string{"w"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := leaseOf(t, st, "w").Token; got != idle.Token+1 {
+		t.Errorf("RunOnce after an idle pass older than it: lease claimed %d times, want %d (a pass of its own)", got, idle.Token+1)
+	}
+	if counted.Load() != 0 {
+		t.Errorf("%d runs of a workflow without events", counted.Load())
+	}
+}

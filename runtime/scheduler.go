@@ -656,7 +656,9 @@ func (rt *Runtime) workflowLock(name string) *sync.Mutex {
 }
 
 // RunOnce recovers, then runs every named workflow (each in its own goroutine) until a
-// pass finds no work left.
+// pass finds no work left. On a shared ledger the pass may be another host's: one
+// under a lease claimed after RunOnce began that found the workflow idle
+// (idleElsewhere).
 func (rt *Runtime) RunOnce(ctx context.Context, workflows []string) error {
 	return rt.RunOnceUntil(ctx, nil, workflows)
 }
@@ -668,6 +670,7 @@ func (rt *Runtime) RunOnceUntil(ctx context.Context, stop <-chan struct{}, workf
 	if err := rt.Recover(ctx); err != nil {
 		return err
 	}
+	tokens := rt.leaseTokens(ctx)
 	return rt.each(workflows, func(wf string) error {
 		wake, unsubscribe := rt.wakeups(wf)
 		defer unsubscribe()
@@ -677,6 +680,9 @@ func (rt *Runtime) RunOnceUntil(ctx context.Context, stop <-chan struct{}, workf
 			case <-stop:
 				return nil
 			default:
+			}
+			if idle, err := rt.idleElsewhere(ctx, wf, tokens); err != nil || idle {
+				return err
 			}
 			did, held, err := rt.leasedTick(ctx, wf, true)
 			if err != nil {

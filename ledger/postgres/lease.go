@@ -22,10 +22,12 @@ type leaseRow struct {
 	PrevRenewed time.Time `db:"prev_renewed"`
 	// Wanted: another host asked for the lease since it was claimed (RenewLease, Leases).
 	Wanted bool `db:"wanted"`
+	// Idle: the lease is free, last given back by a pass that found nothing (Leases).
+	Idle bool `db:"idle"`
 }
 
 func (r leaseRow) lease() ledger.Lease {
-	l := ledger.Lease{Workflow: r.Workflow, Owner: r.Owner, Token: r.Token, ExpiresAt: r.ExpiresAt.UTC(), TakenFrom: r.TakenFrom, Wanted: r.Wanted}
+	l := ledger.Lease{Workflow: r.Workflow, Owner: r.Owner, Token: r.Token, ExpiresAt: r.ExpiresAt.UTC(), TakenFrom: r.TakenFrom, Wanted: r.Wanted, Idle: r.Idle}
 	if !r.RenewedAt.IsZero() && r.RenewedAt.Unix() > 0 {
 		l.RenewedAt = r.RenewedAt.UTC()
 	}
@@ -205,10 +207,11 @@ func (s *Store) ReleaseLease(ctx context.Context, l ledger.Lease) (bool, error) 
 	}
 	var wanted bool
 	err := s.r.GetContext(ctx, &wanted, `WITH r AS (
-			UPDATE leases SET owner = '', expires_at = 'epoch' WHERE workflow = ? AND owner = ? AND claims = ?
+			UPDATE leases SET owner = '', expires_at = 'epoch', idle_claims = CASE WHEN ? THEN claims ELSE 0 END
+			WHERE workflow = ? AND owner = ? AND claims = ?
 			RETURNING wanted_at > claimed_at AS wanted)
 		SELECT wanted FROM r, LATERAL (SELECT pg_notify('scripthost:' || current_schema(), ?) WHERE wanted) n`,
-		l.Workflow, l.Owner, l.Token, l.Workflow)
+		l.Idle, l.Workflow, l.Owner, l.Token, l.Workflow)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil // lost already, or nobody asked for it
 	}
@@ -222,7 +225,8 @@ func (s *Store) ReleaseLease(ctx context.Context, l ledger.Lease) (bool, error) 
 func (s *Store) Leases(ctx context.Context) ([]ledger.Lease, error) {
 	var rows []leaseRow
 	if err := s.r.SelectContext(ctx, &rows, `SELECT workflow, owner, claims, expires_at, renewed_at,
-		owner <> '' AND wanted_at > claimed_at AS wanted FROM leases ORDER BY workflow`); err != nil {
+		owner <> '' AND wanted_at > claimed_at AS wanted, owner = '' AND claims > 0 AND idle_claims = claims AS idle
+		FROM leases ORDER BY workflow`); err != nil {
 		return nil, s.dbErr("list leases", err)
 	}
 	out := make([]ledger.Lease, 0, len(rows))
