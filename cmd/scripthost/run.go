@@ -205,6 +205,15 @@ func untilSignal(ctx context.Context, g *globals, grace time.Duration,
 }
 
 func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (err error) {
+	started := false
+	defer func(signalled context.Context) {
+		if err != nil && !started && signalled.Err() != nil {
+			// Stopped (SIGINT, SIGTERM) while starting: nothing ran, and what the start
+			// left undone the next start does. Not a failure.
+			g.logger(slog.LevelInfo).Info("stopped while starting", "err", err)
+			err = nil
+		}
+	}(ctx)
 	if f.name != "" && len(paths) > 1 {
 		return usagef("--name names one workflow, got %d files", len(paths))
 	}
@@ -281,6 +290,7 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 			return err
 		}
 		reportOutstanding(g, out)
+		started = true
 		_, err = untilSignal(ctx, g, f.grace, func(ctx context.Context, stop <-chan struct{}) error {
 			return h.RunUntil(ctx, stop, f.poll)
 		})
@@ -289,7 +299,8 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 	if f.wait < 0 {
 		return usagef("--wait %v: want a positive duration", f.wait)
 	}
-	started := time.Now()
+	since := time.Now()
+	started = true
 	for {
 		stopped, err := untilSignal(ctx, g, f.grace, h.RunOnceUntil)
 		if stopped || err != nil {
@@ -317,7 +328,7 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 			}
 			continue
 		}
-		if err := summarize(ctx, g, store, h.Workflows(), started); err != nil {
+		if err := summarize(ctx, g, store, h.Workflows(), since); err != nil {
 			return err
 		}
 		reportOutstanding(g, out)
