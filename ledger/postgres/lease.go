@@ -143,20 +143,19 @@ func (s *Store) claimFree(ctx context.Context, workflow, owner string, ttl time.
 }
 
 // markWanted says that owner is waiting for the workflow's lease, which another host
-// holds. The mark only hurries a hand-over, so it need not survive a crash: no flush
-// to disk for it.
+// holds: one statement, its own transaction. The mark only hurries a hand-over, so it
+// need not survive a crash: no flush to disk for it (synchronous_commit off for its
+// transaction). A row another host is claiming or releasing is skipped, not waited
+// for: the next claim that finds the lease held sets the mark.
 func (s *Store) markWanted(ctx context.Context, workflow, owner string) error {
-	return s.write(ctx, func(ctx context.Context, tx *wtx) error {
-		if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
-			return s.dbErr("claim lease", err)
-		}
-		// A row another host is claiming or releasing is skipped, not waited for:
-		// the mark is a hint, and the next claim that finds the lease held sets it.
-		_, err := tx.ExecContext(ctx, `UPDATE leases SET wanted_at = clock_timestamp() WHERE workflow =
+	if err := s.writable(); err != nil {
+		return err
+	}
+	_, err := s.r.ExecContext(ctx, `WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
+		UPDATE leases SET wanted_at = clock_timestamp() FROM async WHERE workflow =
 			(SELECT workflow FROM leases WHERE workflow = ? AND owner <> ? FOR UPDATE SKIP LOCKED)`,
-			workflow, owner)
-		return s.dbErr("claim lease", err)
-	})
+		workflow, owner)
+	return s.dbErr("claim lease", err)
 }
 
 // writable returns why the store refuses writes (closed, or the ledger outdated), or
