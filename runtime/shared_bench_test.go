@@ -32,7 +32,8 @@ func TestMain(m *testing.M) { pgtest.Main(m, benchrun.RemoveWorkspaces) }
 // server counted (statements, write transactions and server CPU per run, lock waits,
 // row lock waits, deadlocks, serialisation failures: pgtest.Meter), the hosts'
 // transactions run again by reason, and the hosts' CPU per run; and it checks that each
-// event was run once (benchrun.CheckRuns).
+// event was run once (benchrun.CheckRuns). postgres/hosts=1,x4 is one host with the
+// workflows, runs at once (Concurrency) and connections of four.
 func BenchmarkHosts(b *testing.B) {
 	b.Run("sqlite/hosts=1", func(b *testing.B) {
 		benchHosts(b, 1, "", func(b *testing.B, _ func(string)) ledger.Store {
@@ -45,20 +46,33 @@ func BenchmarkHosts(b *testing.B) {
 	})
 	for _, hosts := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("postgres/hosts=%d", hosts), func(b *testing.B) {
-			url := pgtest.URL(b)
-			benchHosts(b, hosts, url, func(b *testing.B, onRetry func(string)) ledger.Store {
-				st, err := postgres.Open(context.Background(), url, postgres.Options{MaxConns: 20, OnRetry: onRetry})
-				if err != nil {
-					b.Fatal(err)
-				}
-				return st
-			})
+			benchPostgresHosts(b, hosts, 1)
 		})
 	}
+	// The reference for four hosts: one host with their workflows, runs at once and
+	// connections, to tell what more hosts cost from what more runs at once cost.
+	b.Run("postgres/hosts=1,x4", func(b *testing.B) { benchPostgresHosts(b, 1, 4) })
+}
+
+// benchPostgresHosts runs benchHosts on a PostgreSQL ledger, each host with scale
+// times the workflows, runs at once and connections of the others.
+func benchPostgresHosts(b *testing.B, hosts, scale int) {
+	url := pgtest.URL(b)
+	benchHostsScaled(b, hosts, scale, url, func(b *testing.B, onRetry func(string)) ledger.Store {
+		st, err := postgres.Open(context.Background(), url, postgres.Options{MaxConns: 20 * scale, OnRetry: onRetry})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st
+	})
 }
 
 func benchHosts(b *testing.B, hosts int, pgURL string, open func(*testing.B, func(string)) ledger.Store) {
-	const perHost = 16
+	benchHostsScaled(b, hosts, 1, pgURL, open)
+}
+
+func benchHostsScaled(b *testing.B, hosts, scale int, pgURL string, open func(*testing.B, func(string)) ledger.Store) {
+	perHost := 16 * scale
 	ctx := context.Background()
 	var mu sync.Mutex
 	retries := map[string]int{}
@@ -78,7 +92,7 @@ func benchHosts(b *testing.B, hosts int, pgURL string, open func(*testing.B, fun
 			b.Fatal(err)
 		}
 		rt, err := runtime.New(runtime.Config{Store: st, Engines: map[string]sandbox.Engine{"js": js.New(js.Options{})}, Tools: reg,
-			Lease: runtime.LeaseOptions{Owner: fmt.Sprintf("host-%d", h)}})
+			Concurrency: runtime.DefaultConcurrency() * scale, Lease: runtime.LeaseOptions{Owner: fmt.Sprintf("host-%d", h)}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -172,20 +172,30 @@ func (s *Store) writable() error {
 }
 
 // RenewLease extends a lease its owner still holds, and says whether another host
-// asked for it since it was claimed (Lease.Wanted).
+// asked for it since it was claimed (Lease.Wanted). It is one statement, its own
+// transaction, unless it is the host's renewal that writes the host's last renewal in
+// the lease history (one claim or renewal at a time, at most once every
+// hostNoteEvery: see hostNotes), which writes both in a transaction.
 func (s *Store) RenewLease(ctx context.Context, l ledger.Lease, ttl time.Duration) (ledger.Lease, error) {
+	const renew = `UPDATE leases SET expires_at = clock_timestamp() + ? * interval '1 millisecond',
+			renewed_at = clock_timestamp()
+		WHERE workflow = ? AND owner = ? AND claims = ? AND expires_at >= clock_timestamp()
+		RETURNING workflow, owner, claims, expires_at, renewed_at, wanted_at > claimed_at AS wanted`
+	args := []any{millis(ttl), l.Workflow, l.Owner, l.Token}
 	var row leaseRow
-	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
-		err := tx.GetContext(ctx, &row, `UPDATE leases SET expires_at = clock_timestamp() + ? * interval '1 millisecond',
-				renewed_at = clock_timestamp()
-			WHERE workflow = ? AND owner = ? AND claims = ? AND expires_at >= clock_timestamp()
-			RETURNING workflow, owner, claims, expires_at, renewed_at, wanted_at > claimed_at AS wanted`,
-			millis(ttl), l.Workflow, l.Owner, l.Token)
-		if err != nil {
-			return err
-		}
-		return s.noteRenewal(ctx, tx, l.Owner)
-	})
+	note := s.notes.take(l.Owner)
+	var err error
+	if note {
+		err = s.write(ctx, func(ctx context.Context, tx *wtx) error {
+			if err := tx.GetContext(ctx, &row, renew, args...); err != nil {
+				return err
+			}
+			return s.noteRenewal(ctx, tx, l.Owner)
+		})
+	} else if err = s.writable(); err == nil {
+		err = s.r.GetContext(ctx, &row, renew, args...)
+	}
+	s.notes.done(l.Owner, note, note && err == nil)
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, fmt.Errorf("%w: workflow %s (owner %s, token %d)", ledger.ErrLeaseLost, l.Workflow, l.Owner, l.Token)
 	}
@@ -290,9 +300,9 @@ func (s *Store) noteClaim(ctx context.Context, tx *wtx, row leaseRow, note bool)
 	return true, nil
 }
 
-// noteRenewal moves the host's last renewal in the lease history to now. It writes at
-// most once a second per host, so that a host renewing many leases does not queue its
-// renewals on one row.
+// noteRenewal moves the host's last renewal in the lease history to now, unless a
+// claim or renewal of the host's moved it there less than a second ago (another
+// process's, this store's being told apart by hostNotes).
 func (s *Store) noteRenewal(ctx context.Context, tx *wtx, owner string) error {
 	_, err := tx.ExecContext(ctx, `UPDATE lease_hosts SET renewed_at = clock_timestamp()
 		WHERE owner = ? AND renewed_at < clock_timestamp() - interval '1 second'`, owner)
@@ -351,15 +361,16 @@ func (s *Store) Takeovers(ctx context.Context, limit int) ([]ledger.Takeover, er
 const hostNoteEvery = time.Second
 
 // hostNotes remembers when this store last wrote each host's renewal in the lease
-// history at a claim, and whether a claim is writing it.
+// history at a claim or renewal, and whether one is writing it.
 type hostNotes struct {
 	mu      sync.Mutex
 	at      map[string]time.Time
 	writing map[string]bool
 }
 
-// take reports whether a claim of owner's is to write owner's renewal: none did for
-// hostNoteEvery and none is writing it. One that is then writes it until done.
+// take reports whether a claim or renewal of owner's is to write owner's renewal:
+// none did for hostNoteEvery and none is writing it. One that is then writes it until
+// done.
 func (n *hostNotes) take(owner string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -373,8 +384,8 @@ func (n *hostNotes) take(owner string) bool {
 	return true
 }
 
-// done ends a claim of owner's that took the note (took), recording that it wrote
-// owner's renewal (wrote).
+// done ends a claim or renewal of owner's that took the note (took), recording that
+// it wrote owner's renewal (wrote).
 func (n *hostNotes) done(owner string, took, wrote bool) {
 	if !took && !wrote {
 		return
