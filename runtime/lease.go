@@ -334,18 +334,46 @@ func (rt *Runtime) leaseShare(ctx context.Context) int {
 }
 
 // leftToOthers reports whether this host leaves the workflow alone for now without
-// asking the ledger: another host held its lease, unexpired, when the host last looked
-// at the leases, and this host has work of its own (holds a lease) or has had none for
-// less than shareYield (it started, or gave its last lease back, a moment ago: free
-// leases go to it first). A host without any lease for longer asks for it (ClaimLease
-// marks it wanted), and a lease past its expiry is claimed, which is how a dead host's
-// workflows are taken over.
+// asking the ledger: another host held its lease, unexpired, when this host last
+// looked at the leases, and this host has work of its own (holds a lease), or has had
+// none for less than shareYield (it started, or gave its last lease back, a moment
+// ago: free leases go to it first), or is asking for another workflow's lease (ask).
+// Otherwise it asks for this one (ClaimLease marks it wanted). A lease past its
+// expiry is claimed, which is how a dead host's workflows are taken over.
 func (rt *Runtime) leftToOthers(ctx context.Context, workflow string) bool {
-	if rt.heldCount() == 0 && time.Since(rt.leaselessSince()) >= rt.shareYield() {
+	l, ok := rt.leaseView(ctx)[workflow]
+	if !ok || l.Owner == "" || l.Owner == rt.cfg.Lease.Owner || !time.Now().Before(l.ExpiresAt) {
 		return false
 	}
-	l, ok := rt.leaseView(ctx)[workflow]
-	return ok && l.Owner != "" && l.Owner != rt.cfg.Lease.Owner && time.Now().Before(l.ExpiresAt)
+	if rt.heldCount() > 0 || time.Since(rt.leaselessSince()) < rt.shareYield() {
+		return true
+	}
+	return !rt.ask(workflow)
+}
+
+// ask reports whether this host, holding no lease, asks for the workflow's lease,
+// which another host holds. It asks for one at a time: the holder hands the workflow
+// over after its round, and the host, holding a lease again, asks for no other; all at
+// once would take every busy workflow from its host, for each to be handed on again
+// (leaseShare). It asks for another when askEvery has passed since it asked for the
+// last, which its holder has then seen at its renewal at the latest.
+func (rt *Runtime) ask(workflow string) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	now := time.Now()
+	if rt.asked != workflow && rt.asked != "" && now.Sub(rt.askedAt) < rt.askEvery() {
+		return false
+	}
+	if rt.asked != workflow {
+		rt.asked, rt.askedAt = workflow, now
+	}
+	return true
+}
+
+// askEvery is how long a host holding no lease asks for the same workflow's lease
+// before it asks for another's (ask): the interval at which the holder renews it.
+func (rt *Runtime) askEvery() time.Duration {
+	return max(rt.cfg.Lease.TTL/4, time.Millisecond)
 }
 
 // leaseViewAge bounds how old the host's view of the leases may be: about the interval

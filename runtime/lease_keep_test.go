@@ -213,3 +213,57 @@ func TestRunOnceEndsOnAnotherHostsIdlePass(t *testing.T) {
 		t.Errorf("%d runs of a workflow without events", counted.Load())
 	}
 }
+
+// TestLeaselessHostAsksForOneLease: a host holding no lease asks for one workflow's
+// lease held elsewhere at a time, not for all of them at once: each lease asked for
+// is handed over after its holder's round, so asking for all would take every busy
+// workflow from its host.
+func TestLeaselessHostAsksForOneLease(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound, not a measure
+	defer cancel()
+	url := pgtest.URL(t)
+	var counted atomic.Int64
+	st, rt := leaseHost(t, url, "host-a", time.Minute, &counted)
+	if _, err := rt.LoadWorkflow(ctx, "w2", "w2.js", benchrun.Source(benchrun.Count)); err != nil {
+		t.Fatal(err)
+	}
+	other, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, wf := range []string{"w", "w2"} {
+		if _, ok, err := other.ClaimLease(ctx, wf, "host-b", time.Minute); err != nil || !ok {
+			t.Fatalf("claim of %s by host-b: ok=%v err=%v", wf, ok, err)
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- rt.RunUntil(ctx, stop, []string{"w", "w2"}, 10*time.Millisecond) }()
+	wanted := func() int {
+		n := 0
+		for _, wf := range []string{"w", "w2"} {
+			if leaseOf(t, st, wf).Wanted {
+				n++
+			}
+		}
+		return n
+	}
+	for wanted() == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("host-a never asked for a lease")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Many polls of both workflows later, still one asked for.
+	for range 30 {
+		if n := wanted(); n != 1 {
+			t.Fatalf("host-a asked for %d leases at once, want 1", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -83,6 +83,10 @@ type Runtime struct {
 	held       map[string]*heldLease
 	claimLocks map[string]*sync.Mutex
 	leaseless  time.Time // when the host last held no lease (leaselessSince)
+	// asked is the workflow whose lease held elsewhere this host, holding none, last
+	// asked for, at askedAt (see ask).
+	asked   string
+	askedAt time.Time
 	// view is the ledger's leases as read at viewAt (leaseView).
 	viewMu sync.Mutex
 	view   map[string]ledger.Lease
