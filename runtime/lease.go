@@ -128,7 +128,8 @@ func (rt *Runtime) withLease(ctx context.Context, workflow string, keep bool, pa
 
 // hold returns the workflow's lease this host holds, one more pass counted under it,
 // or claims it (claimed) unless another live host holds it and this host has work of
-// its own (leftToOthers); nil when it did not get it.
+// its own (leftToOthers); nil when it did not get it, having asked for it when this
+// host has no work of its own (asking).
 func (rt *Runtime) hold(ctx context.Context, workflow string) (h *heldLease, claimed bool, err error) {
 	lock := rt.claimLock(workflow)
 	lock.Lock()
@@ -148,7 +149,13 @@ func (rt *Runtime) hold(ctx context.Context, workflow string) (h *heldLease, cla
 	}
 	opts := rt.cfg.Lease
 	lease, ok, err := rt.leaser.ClaimLease(ctx, workflow, opts.Owner, opts.TTL)
-	if err != nil || !ok {
+	if err != nil {
+		return nil, false, err
+	}
+	if !ok {
+		if rt.asking(workflow) {
+			err = rt.leaser.AskLease(ctx, workflow, opts.Owner)
+		}
 		return nil, false, err
 	}
 	if lease.TakenFrom != "" {
@@ -335,20 +342,22 @@ func (rt *Runtime) leaseShare(ctx context.Context) int {
 
 // leftToOthers reports whether this host leaves the workflow alone for now without
 // asking the ledger: another host held its lease, unexpired, when this host last
-// looked at the leases, and this host has work of its own (holds a lease), or has had
-// none for less than shareYield (it started, or gave its last lease back, a moment
-// ago: free leases go to it first), or is asking for another workflow's lease (ask).
-// Otherwise it asks for this one (ClaimLease marks it wanted). A lease past its
+// looked at the leases, and this host does not ask for it (asking). A lease past its
 // expiry is claimed, which is how a dead host's workflows are taken over.
 func (rt *Runtime) leftToOthers(ctx context.Context, workflow string) bool {
 	l, ok := rt.leaseView(ctx)[workflow]
 	if !ok || l.Owner == "" || l.Owner == rt.cfg.Lease.Owner || !time.Now().Before(l.ExpiresAt) {
 		return false
 	}
-	if rt.heldCount() > 0 || time.Since(rt.leaselessSince()) < rt.shareYield() {
-		return true
-	}
-	return !rt.ask(workflow)
+	return !rt.asking(workflow)
+}
+
+// asking reports whether this host asks for the workflow's lease when another host
+// holds it: it holds no lease, has held none for shareYield (it started, or gave its
+// last lease back, longer ago: free leases went to it first), and asks for this
+// workflow's (ask).
+func (rt *Runtime) asking(workflow string) bool {
+	return rt.heldCount() == 0 && time.Since(rt.leaselessSince()) >= rt.shareYield() && rt.ask(workflow)
 }
 
 // ask reports whether this host, holding no lease, asks for the workflow's lease,

@@ -127,6 +127,9 @@ func TestLeaseHandedToHostWithoutWork(t *testing.T) {
 			got = l
 			break
 		}
+		if err := other.AskLease(ctx, "w", "host-b"); err != nil {
+			t.Fatal(err)
+		}
 		if ctx.Err() != nil {
 			t.Fatal("host-b never got the lease of a workflow host-a kept busy")
 		}

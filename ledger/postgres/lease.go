@@ -41,9 +41,8 @@ func millis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 
 // ClaimLease takes the workflow's lease when it is free, expired or already owner's.
 // A lease held by another host is told apart with a read, so that hosts waiting for
-// one cost the database no commit; the claim itself, and the mark that a host waits
-// for the lease, lock the row with SKIP LOCKED, so a host never waits for another
-// host's claim. A claim of a lease that nobody else held (free, or owner's) is one
+// one cost the database no commit; the claim itself locks the row with SKIP LOCKED,
+// so a host never waits for another host's claim. A claim of a lease that nobody else held (free, or owner's) is one
 // statement, its own transaction (claimFree), unless it is the host's claim that
 // writes the host's renewal in the lease history (one at a time, at most once every
 // hostNoteEvery); that claim, the first claim of a workflow and a takeover write the
@@ -53,12 +52,11 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 		return ledger.Lease{}, false, errors.New("postgres: claim lease: workflow and owner are required")
 	}
 	var cur struct {
-		Free   bool `db:"free"`
-		Clean  bool `db:"clean"`
-		Wanted bool `db:"wanted"`
+		Free  bool `db:"free"`
+		Clean bool `db:"clean"`
 	}
 	err := s.r.GetContext(ctx, &cur, `SELECT owner = '' OR owner = ? OR expires_at < clock_timestamp() AS free,
-		owner = '' OR owner = ? AS clean, wanted_at > claimed_at AS wanted FROM leases WHERE workflow = ?`, owner, owner, workflow)
+		owner = '' OR owner = ? AS clean FROM leases WHERE workflow = ?`, owner, owner, workflow)
 	missing := errors.Is(err, sql.ErrNoRows)
 	switch {
 	case missing:
@@ -67,9 +65,6 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 		return ledger.Lease{}, false, s.dbErr("claim lease", err)
 	}
 	if !cur.Free {
-		if !cur.Wanted {
-			return ledger.Lease{}, false, s.markWanted(ctx, workflow, owner)
-		}
 		return ledger.Lease{}, false, nil
 	}
 	note := s.notes.take(owner)
@@ -142,20 +137,25 @@ func (s *Store) claimFree(ctx context.Context, workflow, owner string, ttl time.
 	return row.lease(), true, nil
 }
 
-// markWanted says that owner is waiting for the workflow's lease, which another host
-// holds: one statement, its own transaction. The mark only hurries a hand-over, so it
-// need not survive a crash: no flush to disk for it (synchronous_commit off for its
-// transaction). A row another host is claiming or releasing is skipped, not waited
-// for: the next claim that finds the lease held sets the mark.
-func (s *Store) markWanted(ctx context.Context, workflow, owner string) error {
+// AskLease marks the workflow's lease, which another host holds, wanted by owner: one
+// statement, its own transaction, and only when the lease was not asked for since it
+// was claimed. The mark only hurries a hand-over, so it need not survive a crash: no
+// flush to disk for it (synchronous_commit off for its transaction). A row another
+// host is claiming or releasing is skipped, not waited for: the host asks again at
+// its next try.
+func (s *Store) AskLease(ctx context.Context, workflow, owner string) error {
+	if workflow == "" || owner == "" {
+		return errors.New("postgres: ask for lease: workflow and owner are required")
+	}
 	if err := s.writable(); err != nil {
 		return err
 	}
 	_, err := s.r.ExecContext(ctx, `WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
 		UPDATE leases SET wanted_at = clock_timestamp() FROM async WHERE workflow =
-			(SELECT workflow FROM leases WHERE workflow = ? AND owner <> ? FOR UPDATE SKIP LOCKED)`,
+			(SELECT workflow FROM leases WHERE workflow = ? AND owner <> '' AND owner <> ? AND wanted_at <= claimed_at
+			FOR UPDATE SKIP LOCKED)`,
 		workflow, owner)
-	return s.dbErr("claim lease", err)
+	return s.dbErr("ask for lease", err)
 }
 
 // writable returns why the store refuses writes (closed, or the ledger outdated), or
