@@ -204,16 +204,21 @@ func untilSignal(ctx context.Context, g *globals, grace time.Duration,
 	return true, nil
 }
 
+// stoppedWhileStarting returns err, the result of a host command (run, serve), or nil
+// when it failed while starting (before its loop started) because a signal
+// (SIGINT, SIGTERM) cancelled signalled: nothing ran, and what the start left undone
+// the next start does, so a host stopped then ends as one stopped while running.
+func stoppedWhileStarting(signalled context.Context, g *globals, started bool, err error) error {
+	if err == nil || started || signalled.Err() == nil {
+		return err
+	}
+	g.logger(slog.LevelInfo).Info("stopped while starting", "err", err)
+	return nil
+}
+
 func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (err error) {
 	started := false
-	defer func(signalled context.Context) {
-		if err != nil && !started && signalled.Err() != nil {
-			// Stopped (SIGINT, SIGTERM) while starting: nothing ran, and what the start
-			// left undone the next start does. Not a failure.
-			g.logger(slog.LevelInfo).Info("stopped while starting", "err", err)
-			err = nil
-		}
-	}(ctx)
+	defer func(signalled context.Context) { err = stoppedWhileStarting(signalled, g, started, err) }(ctx)
 	if f.name != "" && len(paths) > 1 {
 		return usagef("--name names one workflow, got %d files", len(paths))
 	}
