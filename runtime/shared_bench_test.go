@@ -32,8 +32,9 @@ func TestMain(m *testing.M) { pgtest.Main(m, benchrun.RemoveWorkspaces) }
 // server counted (statements, write transactions and server CPU per run, lock waits,
 // row lock waits, deadlocks, serialisation failures: pgtest.Meter), the hosts'
 // transactions run again by reason, and the hosts' CPU per run; and it checks that each
-// event was run once (benchrun.CheckRuns). postgres/hosts=1,x4 is one host with the
-// workflows, runs at once (Concurrency) and connections of four.
+// event was run once (benchrun.CheckRuns). postgres/hosts=1,at-once=64 is one host with
+// the workflows, runs at once (Concurrency) and connections of four;
+// postgres/hosts=4,at-once=16 four hosts with those of one between them.
 func BenchmarkHosts(b *testing.B) {
 	b.Run("sqlite/hosts=1", func(b *testing.B) {
 		benchHosts(b, 1, "", func(b *testing.B, _ func(string)) ledger.Store {
@@ -46,20 +47,22 @@ func BenchmarkHosts(b *testing.B) {
 	})
 	for _, hosts := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("postgres/hosts=%d", hosts), func(b *testing.B) {
-			benchPostgresHosts(b, hosts, 1)
+			benchPostgresHosts(b, hosts, 16)
 		})
 	}
-	// The reference for four hosts: one host with their workflows, runs at once and
-	// connections, to tell what more hosts cost from what more runs at once cost.
-	b.Run("postgres/hosts=1,x4", func(b *testing.B) { benchPostgresHosts(b, 1, 4) })
+	// What more hosts cost apart from what more runs at once cost: one host with the
+	// workflows, runs at once and connections of four hosts, and four hosts sharing
+	// the workflows, runs at once and connections of one.
+	b.Run("postgres/hosts=1,at-once=64", func(b *testing.B) { benchPostgresHosts(b, 1, 64) })
+	b.Run("postgres/hosts=4,at-once=16", func(b *testing.B) { benchPostgresHosts(b, 4, 4) })
 }
 
-// benchPostgresHosts runs benchHosts on a PostgreSQL ledger, each host with scale
-// times the workflows, runs at once and connections of the others.
-func benchPostgresHosts(b *testing.B, hosts, scale int) {
+// benchPostgresHosts runs benchHosts on a PostgreSQL ledger, each host with perHost
+// workflows and as many runs at once (Concurrency), and perHost·5/4 connections.
+func benchPostgresHosts(b *testing.B, hosts, perHost int) {
 	url := pgtest.URL(b)
-	benchHostsScaled(b, hosts, scale, url, func(b *testing.B, onRetry func(string)) ledger.Store {
-		st, err := postgres.Open(context.Background(), url, postgres.Options{MaxConns: 20 * scale, OnRetry: onRetry})
+	benchHostsOf(b, hosts, perHost, url, func(b *testing.B, onRetry func(string)) ledger.Store {
+		st, err := postgres.Open(context.Background(), url, postgres.Options{MaxConns: perHost * 5 / 4, OnRetry: onRetry})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -68,11 +71,10 @@ func benchPostgresHosts(b *testing.B, hosts, scale int) {
 }
 
 func benchHosts(b *testing.B, hosts int, pgURL string, open func(*testing.B, func(string)) ledger.Store) {
-	benchHostsScaled(b, hosts, 1, pgURL, open)
+	benchHostsOf(b, hosts, 16, pgURL, open)
 }
 
-func benchHostsScaled(b *testing.B, hosts, scale int, pgURL string, open func(*testing.B, func(string)) ledger.Store) {
-	perHost := 16 * scale
+func benchHostsOf(b *testing.B, hosts, perHost int, pgURL string, open func(*testing.B, func(string)) ledger.Store) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	retries := map[string]int{}
@@ -92,7 +94,7 @@ func benchHostsScaled(b *testing.B, hosts, scale int, pgURL string, open func(*t
 			b.Fatal(err)
 		}
 		rt, err := runtime.New(runtime.Config{Store: st, Engines: map[string]sandbox.Engine{"js": js.New(js.Options{})}, Tools: reg,
-			Concurrency: runtime.DefaultConcurrency() * scale, Lease: runtime.LeaseOptions{Owner: fmt.Sprintf("host-%d", h)}})
+			Concurrency: perHost, Lease: runtime.LeaseOptions{Owner: fmt.Sprintf("host-%d", h)}})
 		if err != nil {
 			b.Fatal(err)
 		}
