@@ -29,6 +29,15 @@ type Lease struct {
 	// RenewedAt is when the holder last claimed or renewed the lease (zero when the
 	// store does not keep it).
 	RenewedAt time.Time `json:"renewed_at,omitzero"`
+	// Wanted, on a lease RenewLease or Leases returns, says that another host asked
+	// for the held lease since it was claimed (AskLease: a host with no lease of its
+	// own waits for it). A hint between hosts, not part of the API's lease listings.
+	Wanted bool `json:"-"`
+	// Idle, on a lease given to ReleaseLease, says that the holder's last pass under
+	// it found nothing to do; on a lease Leases returns, that the lease is free and
+	// was last given back so, under the claim Token. A hint between hosts, not part of
+	// the API's lease listings.
+	Idle bool `json:"-"`
 }
 
 // LeaseHost is a host that held a lease of the ledger.
@@ -71,11 +80,18 @@ type Leaser interface {
 	// it (never claimed, released, or expired). It never waits for another host: ok
 	// is false when the lease is held by another owner or being claimed right now.
 	ClaimLease(ctx context.Context, workflow, owner string, ttl time.Duration) (l Lease, ok bool, err error)
+	// AskLease tells the host holding the workflow's lease that owner waits for it:
+	// the holder sees Lease.Wanted at its next renewal and in Leases, and
+	// ReleaseLease reports it. Nothing is written when the lease is free, owner's, or
+	// already asked for since it was claimed. It never waits for another host.
+	AskLease(ctx context.Context, workflow, owner string) error
 	// RenewLease extends a held lease by ttl from now, or returns ErrLeaseLost.
 	RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
 	// ReleaseLease gives a held lease up at once and wakes the other hosts; releasing a
-	// lease already lost is not an error. wanted reports whether another host tried to
-	// claim it while it was held, so that the holder can let it go to that host.
+	// lease already lost is not an error. wanted reports whether another host asked
+	// for it while it was held (AskLease), so that the holder can let it go to that
+	// host. The
+	// store keeps l.Idle for Leases to report until the lease is claimed again.
 	ReleaseLease(ctx context.Context, l Lease) (wanted bool, err error)
 	// Leases lists every workflow's lease, held or not.
 	Leases(ctx context.Context) ([]Lease, error)

@@ -87,6 +87,8 @@ type LifecycleEvent struct {
 // LifecycleFilter selects lifecycle events. Zero fields match everything.
 type LifecycleFilter struct {
 	RunID string
+	// Type selects the events of one type (all when empty).
+	Type EventType
 	// AfterSeq selects events with a larger Seq: a reader that remembers the last Seq
 	// it saw follows the log without missing or repeating an entry.
 	AfterSeq int64

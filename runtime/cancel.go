@@ -19,7 +19,7 @@ func (rt *Runtime) honourCancel(ctx context.Context, run scripthost.Run) (script
 	if run.Outcome == nil || run.Outcome.Status == scripthost.OutcomeNone {
 		return run, false, nil
 	}
-	evs, err := rt.cfg.Store.LifecycleEvents(ctx, ledger.LifecycleFilter{RunID: run.ID})
+	evs, err := rt.cfg.Store.LifecycleEvents(ctx, ledger.LifecycleFilter{RunID: run.ID, Type: ledger.EventCancelRequested})
 	if err != nil {
 		return run, false, err
 	}

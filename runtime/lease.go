@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,57 +61,391 @@ func (rt *Runtime) Owner() string {
 // errLeaseExpiring cancels the work of a holder that could not renew in time.
 var errLeaseExpiring = errors.New("runtime: lease not renewed before it expired")
 
-// withLease runs pass while holding the workflow's lease, renewing it meanwhile, and
-// releases it afterwards so that the next pass may go to another host. Without a
-// Leaser the pass just runs. When another host holds the lease the pass is not run
-// and nothing happened. When the lease is lost during the pass, its context is
+// heldLease is a workflow's lease this host holds. The loops of Run and RunOnce keep
+// it across passes while the workflow has work (see handOver), its heartbeat renewing
+// it meanwhile, and give it back when the workflow is idle or the loop stops.
+type heldLease struct {
+	// ctx is cancelled, with the cause, when the lease is lost or given back.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   chan struct{} // closed to end the heartbeat
+	done   chan struct{} // closed when the heartbeat has ended
+	users  int           // passes under way under the lease (rt.mu)
+
+	mu    sync.Mutex
+	lease ledger.Lease // as last claimed or renewed
+	// idle: the last pass under the lease to end found nothing to do (rt.mu).
+	idle bool
+}
+
+func (h *heldLease) current() ledger.Lease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lease
+}
+
+// withLease runs pass while holding the workflow's lease. Without a Leaser the pass
+// just runs. When another host holds the lease the pass is not run and nothing
+// happened (held is false). When the lease is lost during the pass, its context is
 // cancelled: the pass stops where it is (every run is where the ledger says) and the
-// new holder carries on.
-// held reports whether the pass ran (false: another host holds the lease).
-func (rt *Runtime) withLease(ctx context.Context, workflow string, pass func(context.Context) (bool, error)) (did, held bool, err error) {
+// new holder carries on. With keep (the loops of Run and RunOnce) a lease is kept for
+// the next pass while the workflow has work (handOver); otherwise a lease this call
+// claimed is given back after the pass, and one the host already held is left to its
+// loop.
+func (rt *Runtime) withLease(ctx context.Context, workflow string, keep bool, pass func(context.Context) (bool, error)) (did, held bool, err error) {
 	if rt.leaser == nil {
 		did, err := pass(ctx)
 		return did, true, err
 	}
-	opts := rt.cfg.Lease
-	if rt.yielding(workflow) {
-		return false, false, nil
-	}
-	lease, ok, err := rt.leaser.ClaimLease(ctx, workflow, opts.Owner, opts.TTL)
-	if err != nil || !ok {
+	h, claimed, err := rt.hold(ctx, workflow)
+	if err != nil || h == nil {
 		return false, false, err
+	}
+	pctx, cancel := context.WithCancelCause(ctx)
+	stopLost := context.AfterFunc(h.ctx, func() { cancel(context.Cause(h.ctx)) })
+	did, err = pass(pctx)
+	stopLost()
+	cancel(nil)
+	if h.ctx.Err() != nil && ctx.Err() == nil {
+		rt.cfg.Logger.Warn("lease lost: stopped driving the workflow", "workflow", workflow, "owner", rt.cfg.Lease.Owner,
+			"err", context.Cause(h.ctx))
+		rt.letGo(ctx, workflow, h, false, 0)
+		return did, true, nil
+	}
+	rt.mu.Lock()
+	h.idle = err == nil && !did
+	rt.mu.Unlock()
+	switch {
+	case !keep:
+		rt.letGo(ctx, workflow, h, claimed, 0)
+	case err != nil || !did:
+		rt.letGo(ctx, workflow, h, true, 0)
+	default:
+		rt.letGo(ctx, workflow, h, false, rt.handOver(ctx, h))
+	}
+	return did, true, err
+}
+
+// hold returns the workflow's lease this host holds, one more pass counted under it,
+// or claims it (claimed) unless another live host holds it and this host has work of
+// its own (leftToOthers); nil when it did not get it, having asked for it when this
+// host has no work of its own (asking).
+func (rt *Runtime) hold(ctx context.Context, workflow string) (h *heldLease, claimed bool, err error) {
+	lock := rt.claimLock(workflow)
+	lock.Lock()
+	defer lock.Unlock()
+	rt.mu.Lock()
+	if h, ok := rt.held[workflow]; ok {
+		if h.ctx.Err() == nil {
+			h.users++
+			rt.mu.Unlock()
+			return h, false, nil
+		}
+		delete(rt.held, workflow) // lost between passes: its heartbeat has ended
+	}
+	rt.mu.Unlock()
+	if rt.yielding(workflow) || rt.leftToOthers(ctx, workflow) {
+		return nil, false, nil
+	}
+	opts := rt.cfg.Lease
+	lease, ok, err := rt.leaser.ClaimLease(ctx, workflow, opts.Owner, opts.TTL)
+	if err != nil {
+		return nil, false, err
+	}
+	if !ok {
+		if rt.asking(workflow) {
+			err = rt.leaser.AskLease(ctx, workflow, opts.Owner)
+		}
+		return nil, false, err
 	}
 	if lease.TakenFrom != "" {
 		rt.cfg.Logger.Warn("lease taken over: its holder stopped renewing it", "workflow", workflow, "from", lease.TakenFrom,
 			"owner", opts.Owner, "token", lease.Token)
 	}
-	pctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Go(func() { rt.heartbeat(pctx, lease, stop, cancel) })
-	did, err = pass(pctx)
-	close(stop)
-	wg.Wait()
-	if cause := context.Cause(pctx); ctx.Err() == nil && cause != nil && cause != context.Canceled {
-		rt.cfg.Logger.Warn("lease lost: stopped driving the workflow", "workflow", workflow, "owner", opts.Owner, "err", cause)
-		return did, true, nil
+	hctx, cancel := context.WithCancelCause(context.Background())
+	h = &heldLease{ctx: hctx, cancel: cancel, stop: make(chan struct{}), done: make(chan struct{}), users: 1, lease: lease}
+	go func() {
+		defer close(h.done)
+		rt.heartbeat(h)
+	}()
+	rt.mu.Lock()
+	rt.held[workflow] = h
+	rt.mu.Unlock()
+	return h, true, nil
+}
+
+// claimLock serialises this host's claims of one workflow's lease, so that two passes
+// of the host do not claim it twice (the second claim would void the first's token).
+func (rt *Runtime) claimLock(workflow string) *sync.Mutex {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	l, ok := rt.claimLocks[workflow]
+	if !ok {
+		l = &sync.Mutex{}
+		rt.claimLocks[workflow] = l
 	}
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), opts.TTL)
+	return l
+}
+
+// letGo ends a pass under h. The lease is given back when release (or dropped when it
+// was lost) once no other pass of the host runs under it; a lease given back leaves the
+// workflow to other hosts for yield.
+func (rt *Runtime) letGo(ctx context.Context, workflow string, h *heldLease, release bool, yield time.Duration) {
+	release = release || yield > 0
+	rt.mu.Lock()
+	h.users--
+	lost := h.ctx.Err() != nil
+	drop := (release || lost) && h.users == 0 && rt.held[workflow] == h
+	idle := h.idle
+	if drop {
+		delete(rt.held, workflow)
+		if len(rt.held) == 0 {
+			rt.leaseless = time.Now()
+		}
+	}
+	rt.mu.Unlock()
+	if !drop {
+		return
+	}
+	close(h.stop)
+	<-h.done
+	h.cancel(nil)
+	if lost {
+		return
+	}
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.Lease.TTL)
 	defer rcancel()
-	wanted, rerr := rt.leaser.ReleaseLease(rctx, lease)
-	if rerr != nil {
+	l := h.current()
+	l.Idle = idle
+	wanted, err := rt.leaser.ReleaseLease(rctx, l)
+	if err != nil {
 		// It expires on its own; the next pass of any host takes it then.
-		rt.cfg.Logger.Warn("lease not released", "workflow", workflow, "err", rt.redact(rerr.Error()))
+		rt.cfg.Logger.Warn("lease not released", "workflow", workflow, "err", rt.redact(err.Error()))
 	}
 	if wanted {
 		// Another host is waiting for this workflow: let it have the next pass
 		// instead of claiming the lease straight back.
+		yield = max(yield, leaseYield)
+	}
+	if yield > 0 {
 		rt.mu.Lock()
-		rt.yieldUntil[workflow] = time.Now().Add(leaseYield)
+		rt.yieldUntil[workflow] = time.Now().Add(yield)
 		rt.mu.Unlock()
 	}
-	return did, true, err
+}
+
+// releaseHeld gives back the workflow's lease when the host holds it between passes:
+// its loop stops.
+func (rt *Runtime) releaseHeld(ctx context.Context, workflow string) {
+	rt.mu.Lock()
+	h, ok := rt.held[workflow]
+	if ok {
+		h.users++
+	}
+	rt.mu.Unlock()
+	if ok {
+		rt.letGo(ctx, workflow, h, true, 0)
+	}
+}
+
+// releaseAll gives back every lease the host holds between passes (Close).
+func (rt *Runtime) releaseAll(ctx context.Context) {
+	rt.mu.Lock()
+	workflows := slices.Collect(maps.Keys(rt.held))
+	rt.mu.Unlock()
+	for _, wf := range workflows {
+		rt.releaseHeld(ctx, wf)
+	}
+}
+
+// handOver decides, after a pass that did work under h, whether the host gives the
+// lease back anyway, and for how long it then leaves the workflow to the other hosts
+// (0: it keeps the lease). It does when another host with no lease of its own asked
+// for it (seen at the last renewal or in the host's view of the leases, at most
+// leaseViewAge old), and when the host holds more than its share of the leases held
+// (leaseShare).
+func (rt *Runtime) handOver(ctx context.Context, h *heldLease) time.Duration {
+	if rt.wanted(ctx, h.current()) {
+		return leaseYield
+	}
+	if rt.heldCount() > rt.leaseShare(ctx) {
+		return rt.shareYield()
+	}
+	return 0
+}
+
+// wanted reports whether another host asked for the held lease l: at its last
+// renewal, or in the host's view of the leases (leaseView).
+func (rt *Runtime) wanted(ctx context.Context, l ledger.Lease) bool {
+	v, ok := rt.leaseView(ctx)[l.Workflow]
+	return l.Wanted || ok && v.Wanted && v.Token == l.Token
+}
+
+// leaseWanted reports whether another host asked for the workflow's lease this host
+// holds (false without a Leaser, or when the host does not hold it).
+func (rt *Runtime) leaseWanted(ctx context.Context, workflow string) bool {
+	if rt.leaser == nil {
+		return false
+	}
+	rt.mu.Lock()
+	h, ok := rt.held[workflow]
+	rt.mu.Unlock()
+	return ok && rt.wanted(ctx, h.current())
+}
+
+// shareYield is how long a host that gave a lease back for being over its share leaves
+// the workflow to hosts below theirs before claiming it again: long enough for their
+// loops to find it free, short enough that a workflow no other host runs waits little.
+func (rt *Runtime) shareYield() time.Duration {
+	return min(time.Second, max(rt.cfg.Lease.TTL/4, time.Millisecond))
+}
+
+// leaselessSince is when this host last held no lease: its start, or when it gave its
+// last one back.
+func (rt *Runtime) leaselessSince() time.Time {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.leaseless
+}
+
+// heldCount is the number of leases this host holds and has not lost.
+func (rt *Runtime) heldCount() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	n := 0
+	for _, h := range rt.held {
+		if h.ctx.Err() == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// leaseShare is this host's share of the leases held: the leases held by live hosts
+// (unexpired) divided by the number of those hosts, this one included, rounded up.
+// Workflows without work have their leases given back, so the leases held are the
+// workflows with work, and each host drives about as many of them.
+func (rt *Runtime) leaseShare(ctx context.Context) int {
+	v := rt.leaseView(ctx)
+	now := time.Now()
+	owner := rt.cfg.Lease.Owner
+	busy := rt.heldCount()
+	hosts := map[string]bool{owner: true}
+	for _, l := range v {
+		if l.Owner != "" && l.Owner != owner && now.Before(l.ExpiresAt) {
+			busy++
+			hosts[l.Owner] = true
+		}
+	}
+	return (busy + len(hosts) - 1) / len(hosts)
+}
+
+// leftToOthers reports whether this host leaves the workflow alone for now without
+// asking the ledger: another host held its lease, unexpired, when this host last
+// looked at the leases, and this host does not ask for it (asking). A lease past its
+// expiry is claimed, which is how a dead host's workflows are taken over.
+func (rt *Runtime) leftToOthers(ctx context.Context, workflow string) bool {
+	l, ok := rt.leaseView(ctx)[workflow]
+	if !ok || l.Owner == "" || l.Owner == rt.cfg.Lease.Owner || !time.Now().Before(l.ExpiresAt) {
+		return false
+	}
+	return !rt.asking(workflow)
+}
+
+// asking reports whether this host asks for the workflow's lease when another host
+// holds it: it holds no lease, has held none for shareYield (it started, or gave its
+// last lease back, longer ago: free leases went to it first), and asks for this
+// workflow's (ask).
+func (rt *Runtime) asking(workflow string) bool {
+	return rt.heldCount() == 0 && time.Since(rt.leaselessSince()) >= rt.shareYield() && rt.ask(workflow)
+}
+
+// ask reports whether this host, holding no lease, asks for the workflow's lease,
+// which another host holds. It asks for one at a time: the holder hands the workflow
+// over after its round, and the host, holding a lease again, asks for no other; all at
+// once would take every busy workflow from its host, for each to be handed on again
+// (leaseShare). It asks for another when askEvery has passed since it asked for the
+// last, which its holder has then seen at its renewal at the latest.
+func (rt *Runtime) ask(workflow string) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	now := time.Now()
+	if rt.asked != workflow && rt.asked != "" && now.Sub(rt.askedAt) < rt.askEvery() {
+		return false
+	}
+	if rt.asked != workflow {
+		rt.asked, rt.askedAt = workflow, now
+	}
+	return true
+}
+
+// askEvery is how long a host holding no lease asks for the same workflow's lease
+// before it asks for another's (ask): the interval at which the holder renews it.
+func (rt *Runtime) askEvery() time.Duration {
+	return max(rt.cfg.Lease.TTL/4, time.Millisecond)
+}
+
+// leaseViewAge bounds how old the host's view of the leases may be: about the interval
+// at which a host without a workflow's lease looks for it again.
+const leaseViewAge = 4 * leaseYield
+
+// leaseView returns the ledger's leases by workflow, as read at most leaseViewAge ago
+// (one read of the leases for all of the host's workflows). When they cannot be read
+// the view is empty, and the host claims as it would without one.
+func (rt *Runtime) leaseView(ctx context.Context) map[string]ledger.Lease {
+	rt.viewMu.Lock()
+	defer rt.viewMu.Unlock()
+	if rt.view != nil && time.Since(rt.viewAt) < min(leaseViewAge, max(rt.cfg.Lease.TTL/4, time.Millisecond)) {
+		return rt.view
+	}
+	ls, err := rt.leaser.Leases(ctx)
+	if err != nil {
+		return map[string]ledger.Lease{}
+	}
+	rt.view, rt.viewAt = make(map[string]ledger.Lease, len(ls)), time.Now()
+	for _, l := range ls {
+		rt.view[l.Workflow] = l
+	}
+	return rt.view
+}
+
+// leaseTokens reads the ledger's leases afresh and returns each workflow's claim count
+// (its token), for idleElsewhere to tell the claims made after this moment; nil
+// without a Leaser or when the leases cannot be read. The read becomes the host's
+// view of the leases.
+func (rt *Runtime) leaseTokens(ctx context.Context) map[string]int64 {
+	if rt.leaser == nil {
+		return nil
+	}
+	ls, err := rt.leaser.Leases(ctx)
+	if err != nil {
+		return nil
+	}
+	tokens, view := make(map[string]int64, len(ls)), make(map[string]ledger.Lease, len(ls))
+	for _, l := range ls {
+		tokens[l.Workflow], view[l.Workflow] = l.Token, l
+	}
+	rt.viewMu.Lock()
+	rt.view, rt.viewAt = view, time.Now()
+	rt.viewMu.Unlock()
+	return tokens
+}
+
+// idleElsewhere reports whether the workflow's lease, in the host's view of the
+// leases, was given back by a pass that found nothing to do under a claim made after
+// tokens were read (leaseTokens), and no live call of another host is left in it: a
+// pass that began after that moment found the workflow idle, as this host's own
+// would, so its run-once loop ends without claiming the lease for one more pass.
+func (rt *Runtime) idleElsewhere(ctx context.Context, workflow string, tokens map[string]int64) (bool, error) {
+	if tokens == nil {
+		return false, nil
+	}
+	l, ok := rt.leaseView(ctx)[workflow]
+	if !ok || !l.Idle || l.Token <= tokens[workflow] {
+		return false, nil
+	}
+	waiting, err := rt.liveCallsLeft(ctx, workflow)
+	return !waiting, err
 }
 
 // leaseYield is how long a host that released a lease another host asked for waits
@@ -129,34 +465,34 @@ func (rt *Runtime) yielding(workflow string) bool {
 	return ok
 }
 
-// heartbeat renews the lease every TTL/4 until stop; it cancels the pass when the
+// heartbeat renews h's lease every TTL/4 until h.stop; it cancels h.ctx when the
 // lease is lost, or when it could not be renewed for half the TTL by this host's
 // clock, well before the database lets another host take it.
-func (rt *Runtime) heartbeat(ctx context.Context, lease ledger.Lease, stop <-chan struct{}, cancel context.CancelCauseFunc) {
+func (rt *Runtime) heartbeat(h *heldLease) {
 	ttl := rt.cfg.Lease.TTL
 	deadline := time.Now().Add(ttl)
 	t := time.NewTicker(max(ttl/4, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
-		case <-stop:
-			return
-		case <-ctx.Done():
+		case <-h.stop:
 			return
 		case <-t.C:
 		}
-		rctx, rcancel := context.WithTimeout(ctx, max(ttl/4, time.Millisecond))
+		rctx, rcancel := context.WithTimeout(h.ctx, max(ttl/4, time.Millisecond))
 		sent := time.Now()
-		l, err := rt.leaser.RenewLease(rctx, lease, ttl)
+		l, err := rt.leaser.RenewLease(rctx, h.current(), ttl)
 		rcancel()
 		switch {
 		case errors.Is(err, ledger.ErrLeaseLost):
-			cancel(err)
+			h.cancel(err)
 			return
 		case err == nil:
-			lease, deadline = l, sent.Add(ttl)
+			h.mu.Lock()
+			h.lease, deadline = l, sent.Add(ttl)
+			h.mu.Unlock()
 		case time.Now().After(deadline.Add(-ttl / 2)):
-			cancel(fmt.Errorf("%w: %v", errLeaseExpiring, err))
+			h.cancel(fmt.Errorf("%w: %v", errLeaseExpiring, err))
 			return
 		}
 	}

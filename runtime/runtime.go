@@ -78,6 +78,19 @@ type Runtime struct {
 	slots    chan struct{}            // one token per run being driven (Concurrency)
 	// yieldUntil: workflow → until when this host leaves its lease to another host.
 	yieldUntil map[string]time.Time
+	// held: workflow → the lease this host holds (see heldLease); claimLocks
+	// serialise the host's claims of each.
+	held       map[string]*heldLease
+	claimLocks map[string]*sync.Mutex
+	leaseless  time.Time // when the host last held no lease (leaselessSince)
+	// asked is the workflow whose lease held elsewhere this host, holding none, last
+	// asked for, at askedAt (see ask).
+	asked   string
+	askedAt time.Time
+	// view is the ledger's leases as read at viewAt (leaseView).
+	viewMu sync.Mutex
+	view   map[string]ledger.Lease
+	viewAt time.Time
 }
 
 type loaded struct {
@@ -124,6 +137,9 @@ func New(cfg Config) (*Runtime, error) {
 		slots:    make(chan struct{}, cfg.Concurrency),
 
 		yieldUntil: map[string]time.Time{},
+		held:       map[string]*heldLease{},
+		claimLocks: map[string]*sync.Mutex{},
+		leaseless:  time.Now(),
 	}, nil
 }
 
@@ -370,8 +386,12 @@ func (rt *Runtime) Definition(ctx context.Context, workflow string) (*Definition
 	return l.def, wf.LatestVersion, nil
 }
 
-// Close releases the loaded programs.
+// Close gives back the leases the host holds between passes and releases the loaded
+// programs.
 func (rt *Runtime) Close(ctx context.Context) error {
+	if rt.leaser != nil {
+		rt.releaseAll(ctx)
+	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	var errs []error

@@ -48,13 +48,15 @@ func (rt *Runtime) Recover(ctx context.Context) error {
 // shared by several hosts, Tick runs only on the host holding the workflow's lease
 // (elsewhere it does nothing).
 func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
-	did, _, err := rt.leasedTick(ctx, workflow)
+	did, _, err := rt.leasedTick(ctx, workflow, false)
 	return did, err
 }
 
-// leasedTick is Tick that also reports whether this host held the lease.
-func (rt *Runtime) leasedTick(ctx context.Context, workflow string) (did, held bool, err error) {
-	return rt.withLease(ctx, workflow, func(ctx context.Context) (bool, error) {
+// leasedTick is Tick that also reports whether this host held the lease; with keep
+// (the loops of Run and RunOnce) the lease is kept for the next pass while the
+// workflow has work (see withLease).
+func (rt *Runtime) leasedTick(ctx context.Context, workflow string, keep bool) (did, held bool, err error) {
+	return rt.withLease(ctx, workflow, keep, func(ctx context.Context) (bool, error) {
 		stranded, err := rt.reconcileStranded(ctx, workflow)
 		if err != nil {
 			return stranded, err
@@ -186,7 +188,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 				settled = settled && res.run.Status.Settled()
 			}
 		}
-		if !ran || !settled || producersRan || round >= rt.maxRounds() {
+		if !ran || !settled || producersRan || round >= maxRounds || rt.leaseWanted(ctx, workflow) {
 			return did, nil
 		}
 		if now = rt.now(); !nextProducer.IsZero() && !nextProducer.After(now) {
@@ -195,19 +197,11 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 	}
 }
 
-// maxRounds bounds the consumer rounds of one scheduling pass.
+// maxRounds bounds the consumer rounds of one scheduling pass. Hosts sharing a ledger
+// take the same bound: a host keeps a workflow's lease across passes while it has
+// work and hands it over between passes (see handOver); a pass whose lease another
+// host asked for ends after its round (leaseWanted).
 const maxRounds = 16
-
-// maxRounds is the bound on one pass's consumer rounds for this runtime: one when hosts
-// share the ledger, where a pass holds the workflow's lease and the hosts take turns
-// with it pass by pass, so that more rounds per pass would spread the work over fewer
-// of them.
-func (rt *Runtime) maxRounds() int {
-	if rt.leaser != nil {
-		return 1
-	}
-	return maxRounds
-}
 
 // tickConsumer starts a run of consumer name of r if it has pending events newer than
 // what it last ignored, or a due wake-up, and reports whether it did. states holds the
@@ -455,7 +449,9 @@ func (rt *Runtime) workflowLock(name string) *sync.Mutex {
 }
 
 // RunOnce recovers, then runs every named workflow (each in its own goroutine) until a
-// pass finds no work left.
+// pass finds no work left. On a shared ledger the pass may be another host's: one
+// under a lease claimed after RunOnce began that found the workflow idle
+// (idleElsewhere).
 func (rt *Runtime) RunOnce(ctx context.Context, workflows []string) error {
 	return rt.RunOnceUntil(ctx, nil, workflows)
 }
@@ -467,16 +463,21 @@ func (rt *Runtime) RunOnceUntil(ctx context.Context, stop <-chan struct{}, workf
 	if err := rt.Recover(ctx); err != nil {
 		return err
 	}
+	tokens := rt.leaseTokens(ctx)
 	return rt.each(workflows, func(wf string) error {
 		wake, unsubscribe := rt.wakeups(wf)
 		defer unsubscribe()
+		defer rt.releaseHeld(ctx, wf)
 		for {
 			select {
 			case <-stop:
 				return nil
 			default:
 			}
-			did, held, err := rt.leasedTick(ctx, wf)
+			if idle, err := rt.idleElsewhere(ctx, wf, tokens); err != nil || idle {
+				return err
+			}
+			did, held, err := rt.leasedTick(ctx, wf, true)
 			if err != nil {
 				return fmt.Errorf("runtime: workflow %s: %w", wf, err)
 			}
@@ -527,6 +528,7 @@ func (rt *Runtime) RunUntil(ctx context.Context, stop <-chan struct{}, workflows
 		wake := rt.wakeChan(wf)
 		shared, unsubscribe := rt.wakeups(wf)
 		defer unsubscribe()
+		defer rt.releaseHeld(ctx, wf)
 		failures := 0
 		for {
 			select {
@@ -551,7 +553,7 @@ func (rt *Runtime) RunUntil(ctx context.Context, stop <-chan struct{}, workflows
 				}
 				t.Stop()
 			}
-			did, err := rt.Tick(ctx, wf)
+			did, _, err := rt.leasedTick(ctx, wf, true)
 			switch {
 			case ctx.Err() != nil:
 				return nil

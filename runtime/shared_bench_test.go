@@ -32,7 +32,9 @@ func TestMain(m *testing.M) { pgtest.Main(m, benchrun.RemoveWorkspaces) }
 // server counted (statements, write transactions and server CPU per run, lock waits,
 // row lock waits, deadlocks, serialisation failures: pgtest.Meter), the hosts'
 // transactions run again by reason, and the hosts' CPU per run; and it checks that each
-// event was run once (benchrun.CheckRuns).
+// event was run once (benchrun.CheckRuns). postgres/hosts=1,at-once=64 is one host with
+// the workflows, runs at once (Concurrency) and connections of four;
+// postgres/hosts=4,at-once=16 four hosts with those of one between them.
 func BenchmarkHosts(b *testing.B) {
 	b.Run("sqlite/hosts=1", func(b *testing.B) {
 		benchHosts(b, 1, "", func(b *testing.B, _ func(string)) ledger.Store {
@@ -45,20 +47,34 @@ func BenchmarkHosts(b *testing.B) {
 	})
 	for _, hosts := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("postgres/hosts=%d", hosts), func(b *testing.B) {
-			url := pgtest.URL(b)
-			benchHosts(b, hosts, url, func(b *testing.B, onRetry func(string)) ledger.Store {
-				st, err := postgres.Open(context.Background(), url, postgres.Options{MaxConns: 20, OnRetry: onRetry})
-				if err != nil {
-					b.Fatal(err)
-				}
-				return st
-			})
+			benchPostgresHosts(b, hosts, 16)
 		})
 	}
+	// What more hosts cost apart from what more runs at once cost: one host with the
+	// workflows, runs at once and connections of four hosts, and four hosts sharing
+	// the workflows, runs at once and connections of one.
+	b.Run("postgres/hosts=1,at-once=64", func(b *testing.B) { benchPostgresHosts(b, 1, 64) })
+	b.Run("postgres/hosts=4,at-once=16", func(b *testing.B) { benchPostgresHosts(b, 4, 4) })
+}
+
+// benchPostgresHosts runs benchHosts on a PostgreSQL ledger, each host with perHost
+// workflows and as many runs at once (Concurrency), and perHost·5/4 connections.
+func benchPostgresHosts(b *testing.B, hosts, perHost int) {
+	url := pgtest.URL(b)
+	benchHostsOf(b, hosts, perHost, url, func(b *testing.B, onRetry func(string)) ledger.Store {
+		st, err := postgres.Open(context.Background(), url, postgres.Options{MaxConns: perHost * 5 / 4, OnRetry: onRetry})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st
+	})
 }
 
 func benchHosts(b *testing.B, hosts int, pgURL string, open func(*testing.B, func(string)) ledger.Store) {
-	const perHost = 16
+	benchHostsOf(b, hosts, 16, pgURL, open)
+}
+
+func benchHostsOf(b *testing.B, hosts, perHost int, pgURL string, open func(*testing.B, func(string)) ledger.Store) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	retries := map[string]int{}
@@ -78,7 +94,7 @@ func benchHosts(b *testing.B, hosts int, pgURL string, open func(*testing.B, fun
 			b.Fatal(err)
 		}
 		rt, err := runtime.New(runtime.Config{Store: st, Engines: map[string]sandbox.Engine{"js": js.New(js.Options{})}, Tools: reg,
-			Lease: runtime.LeaseOptions{Owner: fmt.Sprintf("host-%d", h)}})
+			Concurrency: perHost, Lease: runtime.LeaseOptions{Owner: fmt.Sprintf("host-%d", h)}})
 		if err != nil {
 			b.Fatal(err)
 		}

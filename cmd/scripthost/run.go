@@ -204,7 +204,21 @@ func untilSignal(ctx context.Context, g *globals, grace time.Duration,
 	return true, nil
 }
 
+// stoppedWhileStarting returns err, the result of a host command (run, serve), or nil
+// when it failed while starting (before its loop started) because a signal
+// (SIGINT, SIGTERM) cancelled signalled: nothing ran, and what the start left undone
+// the next start does, so a host stopped then ends as one stopped while running.
+func stoppedWhileStarting(signalled context.Context, g *globals, started bool, err error) error {
+	if err == nil || started || signalled.Err() == nil {
+		return err
+	}
+	g.logger(slog.LevelInfo).Info("stopped while starting", "err", err)
+	return nil
+}
+
 func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (err error) {
+	started := false
+	defer func(signalled context.Context) { err = stoppedWhileStarting(signalled, g, started, err) }(ctx)
 	if f.name != "" && len(paths) > 1 {
 		return usagef("--name names one workflow, got %d files", len(paths))
 	}
@@ -281,6 +295,7 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 			return err
 		}
 		reportOutstanding(g, out)
+		started = true
 		_, err = untilSignal(ctx, g, f.grace, func(ctx context.Context, stop <-chan struct{}) error {
 			return h.RunUntil(ctx, stop, f.poll)
 		})
@@ -289,7 +304,8 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 	if f.wait < 0 {
 		return usagef("--wait %v: want a positive duration", f.wait)
 	}
-	started := time.Now()
+	since := time.Now()
+	started = true
 	for {
 		stopped, err := untilSignal(ctx, g, f.grace, h.RunOnceUntil)
 		if stopped || err != nil {
@@ -317,7 +333,7 @@ func runWorkflows(ctx context.Context, g *globals, f runFlags, paths []string) (
 			}
 			continue
 		}
-		if err := summarize(ctx, g, store, h.Workflows(), started); err != nil {
+		if err := summarize(ctx, g, store, h.Workflows(), since); err != nil {
 			return err
 		}
 		reportOutstanding(g, out)

@@ -101,7 +101,9 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set.`,
 	return cmd
 }
 
-func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) error {
+func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) (err error) {
+	started := false
+	defer func(signalled context.Context) { err = stoppedWhileStarting(signalled, g, started, err) }(ctx)
 	tlsOn := f.tlsCert != "" || f.tlsKey != ""
 	if tlsOn && (f.tlsCert == "" || f.tlsKey == "") {
 		return usagef("--tls-cert and --tls-key go together")
@@ -214,6 +216,7 @@ func serveCmd(ctx context.Context, g *globals, f serveFlags, paths []string) err
 		return err
 	}
 	loop.start(func(ctx context.Context, stop <-chan struct{}) error { return h.RunUntil(ctx, stop, f.poll) })
+	started = true
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -145,6 +146,36 @@ func sharedKillCycles() int {
 		return 100
 	}
 	return 6
+}
+
+// TestSharedLedgerStopWhileStarting: a host (run, serve) stopped (SIGTERM) while it
+// is starting — connecting to the shared ledger, loading its workflow — exits 0 like a
+// host stopped while running: nothing ran, and the next start does what this one did
+// not.
+func TestSharedLedgerStopWhileStarting(t *testing.T) {
+	t.Setenv(tokenEnv, e2eToken)
+	t.Setenv(serveTokenEnv, "a-token-of-twenty-chars")
+	svc := fakesvc.New()
+	defer svc.Close()
+	e := newSharedEnv(t, svc, "tools.json", 1, "500ms")
+	for _, cmd := range []string{"run", "serve"} {
+		t.Run(cmd, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // the signal arrived before the host got anywhere
+			args := []string{"--db", e.db, cmd, e.wf, "--tools", e.tools, "--workspace", e.dir, "--host-id", "h"}
+			if cmd == "serve" {
+				args = append(args, "--listen", "127.0.0.1:0")
+			}
+			var out, errOut bytes.Buffer
+			code := execute(ctx, args, strings.NewReader(""), &out, &errOut)
+			if code != 0 {
+				t.Fatalf("exit %d, want 0 for a host stopped while starting; it printed:\n%s%s", code, out.String(), errOut.String())
+			}
+			if !strings.Contains(errOut.String(), "stopped while starting") {
+				t.Errorf("output: got %q, want it to say the host stopped while starting", errOut.String())
+			}
+		})
+	}
 }
 
 // TestSharedLedgerKillOneHost runs two hosts against one PostgreSQL ledger and, cycle

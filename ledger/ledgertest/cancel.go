@@ -76,6 +76,10 @@ func testCancelRun(f *fixture) {
 			if !ledger.CancelRequested(evs) {
 				f.t.Errorf("no cancel_requested in %v", evs)
 			}
+			reqs := must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: b.run.ID, Type: ledger.EventCancelRequested}))(f.t)
+			if len(reqs) != 1 || reqs[0].Type != ledger.EventCancelRequested || len(evs) < 2 {
+				f.t.Errorf("the run's cancel requests: got %v among %d events, want the one", reqs, len(evs))
+			}
 			// The outcome becomes known: now the run is cancelled, keeping the effect.
 			if stage == stInFlight {
 				must(f.s.ApplyMutation(f.ctx, b.mut.ID, nil))(f.t)

@@ -13,7 +13,8 @@ import (
 )
 
 // TestLeases: a lease held by one host is refused to another, which is recorded as
-// waiting for it; the holder learns so when it releases, and the other host then
+// waiting for it once it asks for it (not by the refused claim); the holder learns so
+// when it renews and when it releases, and the other host then
 // claims it; an expired lease is taken over, and its former holder can neither renew
 // nor release the new holder's lease.
 func TestLeases(t *testing.T) {
@@ -25,11 +26,20 @@ func TestLeases(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("claim by a: got ok=%v err=%v, want the lease", ok, err)
 	}
+	if la, err = a.RenewLease(ctx, la, time.Minute); err != nil || la.Wanted {
+		t.Fatalf("renew by a before anyone asked: got wanted=%v err=%v, want not wanted", la.Wanted, err)
+	}
 	if _, ok, err := b.ClaimLease(ctx, "wf", "host-b", time.Minute); err != nil || ok {
 		t.Fatalf("claim by b while a holds it: got ok=%v err=%v, want refused", ok, err)
 	}
-	if la, err = a.RenewLease(ctx, la, time.Minute); err != nil {
-		t.Fatalf("renew by a: %v", err)
+	if la, err = a.RenewLease(ctx, la, time.Minute); err != nil || la.Wanted {
+		t.Fatalf("renew by a after b's refused claim: got wanted=%v err=%v, want not wanted (b did not ask)", la.Wanted, err)
+	}
+	if err := b.AskLease(ctx, "wf", "host-b"); err != nil {
+		t.Fatal(err)
+	}
+	if la, err = a.RenewLease(ctx, la, time.Minute); err != nil || !la.Wanted {
+		t.Fatalf("renew by a: got wanted=%v err=%v, want wanted (b asked for it)", la.Wanted, err)
 	}
 	wanted, err := a.ReleaseLease(ctx, la)
 	if err != nil || !wanted {

@@ -86,6 +86,9 @@ func TestReleaseWakeups(t *testing.T) {
 	if _, ok, err := b.ClaimLease(ctx, "quiet", "host-b", time.Minute); err != nil || ok {
 		t.Fatalf("claim by b while a holds it: ok=%v err=%v, want refused", ok, err)
 	}
+	if err := b.AskLease(ctx, "quiet", "host-b"); err != nil {
+		t.Fatal(err)
+	}
 	if wanted, err := a.ReleaseLease(ctx, l); err != nil || !wanted {
 		t.Fatalf("release: wanted=%v err=%v, want wanted", wanted, err)
 	}

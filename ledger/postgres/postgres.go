@@ -94,6 +94,8 @@ type Store struct {
 
 	// cache keeps the rows the store's writes left (see rowCache).
 	cache *rowCache
+	// notes remembers when the hosts' claims last wrote the lease history.
+	notes hostNotes
 
 	closeOnce sync.Once
 	closed    chan struct{}

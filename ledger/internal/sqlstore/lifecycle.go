@@ -264,6 +264,9 @@ func (s *Store) LifecycleEvents(ctx context.Context, f ledger.LifecycleFilter) (
 	if f.AfterSeq > 0 {
 		where, args = append(where, "seq > ?"), append(args, f.AfterSeq)
 	}
+	if f.Type != "" {
+		where, args = append(where, "type = ?"), append(args, string(f.Type))
+	}
 	if s.d.Embedded { // the log holds the snapshots too (see Snapshots)
 		where = append(where, "type <> '"+snapshotType+"'")
 	}
