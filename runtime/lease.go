@@ -177,14 +177,7 @@ func (rt *Runtime) hold(ctx context.Context, workflow string) (h *heldLease, cla
 // claimLock serialises this host's claims of one workflow's lease, so that two passes
 // of the host do not claim it twice (the second claim would void the first's token).
 func (rt *Runtime) claimLock(workflow string) *sync.Mutex {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	l, ok := rt.claimLocks[workflow]
-	if !ok {
-		l = &sync.Mutex{}
-		rt.claimLocks[workflow] = l
-	}
-	return l
+	return rt.lockIn(rt.claimLocks, workflow)
 }
 
 // letGo ends a pass under h. The lease is given back when release (or dropped when it

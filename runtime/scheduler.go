@@ -437,13 +437,19 @@ func newRun(workflow string, version int, handler string, kind scripthost.Handle
 	return ledger.NewRun{Workflow: workflow, Version: version, Handler: handler, Kind: kind, InputState: hs.State}
 }
 
+// workflowLock serialises this host's passes over one workflow.
 func (rt *Runtime) workflowLock(name string) *sync.Mutex {
+	return rt.lockIn(rt.wfLocks, name)
+}
+
+// lockIn returns the mutex of key in locks (a map rt.mu guards), made on first use.
+func (rt *Runtime) lockIn(locks map[string]*sync.Mutex, key string) *sync.Mutex {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	l, ok := rt.wfLocks[name]
+	l, ok := locks[key]
 	if !ok {
 		l = &sync.Mutex{}
-		rt.wfLocks[name] = l
+		locks[key] = l
 	}
 	return l
 }

@@ -112,12 +112,8 @@ func (s *Store) write(ctx context.Context, fn writeFunc) error {
 	wait := 10 * time.Millisecond
 	noCache, inTx := false, false
 	for attempt := 1; ; attempt++ {
-		select {
-		case <-s.closed:
-			return errClosed
-		case <-s.outdatedCh:
-			return s.OutdatedErr()
-		default:
+		if err := s.writable(); err != nil {
+			return err
 		}
 		err, retry, usedCache := s.runTx(ctx, fn, noCache, inTx)
 		if errors.Is(err, errInTx) && ctx.Err() == nil {
