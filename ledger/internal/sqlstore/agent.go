@@ -73,10 +73,7 @@ func (s *Store) AgentSessions(ctx context.Context, f ledger.AgentSessionFilter) 
 		w, a := searchWhere(f.Search, "id", "task", "status")
 		where, args = append(where, w), append(args, a...)
 	}
-	if f.Page != nil && f.Page.After != nil {
-		w, a := afterWhere("created_at", "id", *f.Page.After)
-		where, args = append(where, w), append(args, a...)
-	}
+	where, args, _ = pageBy(f.Page, where, args) // newest first, paged or not
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}

@@ -37,6 +37,20 @@ func afterWhere(timeCol, idCol string, k ledger.PageKey) (string, []any) {
 	return fmt.Sprintf("(%s < ? OR (%s = ? AND %s < ?))", timeCol, timeCol, idCol), []any{at, at, k.ID}
 }
 
+// pageBy adds to where and args the condition of page p of a listing ordered newest
+// first by (created_at, id), and returns that order; without a page it adds nothing
+// and the order is empty (the listing's own).
+func pageBy(p *ledger.Page, where []string, args []any) ([]string, []any, string) {
+	if p == nil {
+		return where, args, ""
+	}
+	if p.After != nil {
+		w, a := afterWhere("created_at", "id", *p.After)
+		where, args = append(where, w), append(args, a...)
+	}
+	return where, args, "created_at DESC, id DESC"
+}
+
 // seqAfter reads the sequence number an event page key carries.
 func seqAfter(k ledger.PageKey) (int64, error) {
 	n, err := strconv.ParseInt(k.ID, 10, 64)

@@ -95,14 +95,7 @@ func (s *Store) Mutations(ctx context.Context, f ledger.MutationFilter) ([]scrip
 			"idempotency_key", "error")
 		where, args = append(where, w), append(args, a...)
 	}
-	order := ""
-	if f.Page != nil {
-		if f.Page.After != nil {
-			w, a := afterWhere("created_at", "id", *f.Page.After)
-			where, args = append(where, w), append(args, a...)
-		}
-		order = "created_at DESC, id DESC"
-	}
+	where, args, order := pageBy(f.Page, where, args)
 	return s.listMutations(ctx, where, args, f.Limit, order)
 }
 

@@ -503,14 +503,7 @@ func (s *Store) Runs(ctx context.Context, f ledger.RunFilter) ([]scripthost.Run,
 		w = w[:len(w)-1] + ` OR id IN (SELECT run_id FROM mutations WHERE LOWER(namespace || '.' || method) LIKE ? ESCAPE '\'))`
 		where, args = append(where, w), append(append(args, a...), pat)
 	}
-	order := ""
-	if f.Page != nil {
-		if f.Page.After != nil {
-			w, a := afterWhere("created_at", "id", *f.Page.After)
-			where, args = append(where, w), append(args, a...)
-		}
-		order = "created_at DESC, id DESC"
-	}
+	where, args, order := pageBy(f.Page, where, args)
 	return s.listRuns(ctx, where, args, f.Limit, f.Newest, order)
 }
 
