@@ -18,7 +18,7 @@ func (w *ToolWrapper) noteRead(ctx context.Context, t *Tool, phase scripthost.Ph
 		return
 	}
 	d := map[string]any{"phase": phase.String(), "tool": t.Name()}
-	in, cerr := storedParams(t, value, secrets, w.redactor)
+	in, cerr := storedParams(t, value, secrets, w.redactor, callRedactor(secrets))
 	if cerr != nil {
 		return
 	}

@@ -72,12 +72,13 @@ func StoredParams(t *Tool, canonical []byte, secrets []string, red *Redactor) (j
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("hostfuncs: stored params: %w", err)
 	}
-	return storedParams(t, v, secrets, red)
+	return storedParams(t, v, secrets, red, callRedactor(secrets))
 }
 
 // storedParams is StoredParams of a value decoded as encoding/json decodes with
-// UseNumber, which it changes in place.
-func storedParams(t *Tool, v any, secrets []string, red *Redactor) (json.RawMessage, error) {
+// UseNumber, which it changes in place; call is callRedactor(secrets), which the
+// wrapper has already made for the call.
+func storedParams(t *Tool, v any, secrets []string, red, call *Redactor) (json.RawMessage, error) {
 	if red != nil {
 		v = red.redactValue(v, t.SecretFields)
 	}
@@ -93,7 +94,7 @@ func storedParams(t *Tool, v any, secrets []string, red *Redactor) (json.RawMess
 	}
 	// A short one only where it is a whole value: inside other text it cannot be told
 	// from that text.
-	return callRedactor(secrets).RedactSecrets(stored), nil
+	return call.RedactSecrets(stored), nil
 }
 
 // storedResult is the one recipe for the result stored with an applied mutation: the

@@ -28,7 +28,8 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 	if err != nil {
 		return end(scripthost.Errorf(scripthost.ClassLogic, scripthost.CodeInvalidInput, "%v", err))
 	}
-	stored, err := StoredParams(t, canonical, secrets, w.redactor)
+	// The value is the input validation decoded; from here it is redacted in place.
+	stored, err := storedParams(t, value, secrets, w.redactor, call)
 	if err != nil {
 		return end(scripthost.Errorf(scripthost.ClassInternal, "", "redacting params: %v", err))
 	}
