@@ -42,6 +42,9 @@ type Counts struct {
 	// RowLockWaits are the LockWaits for a row: for a transaction (that holds a row
 	// the waiter wants) or a tuple, rather than for the extension of a table's file.
 	RowLockWaits int64
+	// WALBytes and WALFullPages are the write-ahead log the database's statements
+	// wrote: its bytes, and the full-page images among them (pg_stat_statements).
+	WALBytes, WALFullPages int64
 	// ServerCPU is the CPU time (user and system) of the server's processes; -1 when
 	// the server was not started here.
 	ServerCPU time.Duration
@@ -56,8 +59,10 @@ type Counts struct {
 type StatementCount struct {
 	Calls int64
 	// Time is the server's time running them (planning and execution).
-	Time  time.Duration
-	Query string
+	Time time.Duration
+	// WALBytes is the write-ahead log they wrote.
+	WALBytes int64
+	Query    string
 }
 
 // Meter counts what one database does from Start to Stop (see Counts).
@@ -136,7 +141,7 @@ func (m *Meter) Stop(t testing.TB) Counts {
 	}
 	out.WriteTx = xid - m.xid0
 	if m.stmts {
-		rows, err := c.Query(ctx, `SELECT calls, total_plan_time + total_exec_time, query FROM pg_stat_statements
+		rows, err := c.Query(ctx, `SELECT calls, total_plan_time + total_exec_time, wal_bytes::bigint, wal_fpi, query FROM pg_stat_statements
 			WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY calls DESC, query`, m.dbname)
 		if err != nil {
 			t.Fatalf("pgtest: meter: %v", err)
@@ -145,11 +150,14 @@ func (m *Meter) Stop(t testing.TB) Counts {
 		for rows.Next() {
 			var sc StatementCount
 			var ms float64
-			if err := rows.Scan(&sc.Calls, &ms, &sc.Query); err != nil {
+			var fpi int64
+			if err := rows.Scan(&sc.Calls, &ms, &sc.WALBytes, &fpi, &sc.Query); err != nil {
 				t.Fatalf("pgtest: meter: %v", err)
 			}
 			sc.Time = time.Duration(ms * float64(time.Millisecond))
 			out.Statements += sc.Calls
+			out.WALBytes += sc.WALBytes
+			out.WALFullPages += fpi
 			if q := strings.ToLower(strings.TrimSpace(sc.Query)); strings.HasPrefix(q, "begin") || strings.HasPrefix(q, "start transaction") {
 				out.Begins += sc.Calls
 			}
@@ -213,7 +221,7 @@ func (m *Meter) countLog(out *Counts) error {
 }
 
 // Report reports the counts per unit of work (n units) as benchmark metrics:
-// statements/UNIT, begins/UNIT, write-tx/UNIT, pg-cpu-µs/UNIT, and the totals of
+// statements/UNIT, begins/UNIT, wal-bytes/UNIT and wal-fpi/UNIT (full-page images), write-tx/UNIT, pg-cpu-µs/UNIT, and the totals of
 // lock waits (of which row-lock-waits), deadlocks and serialisation failures. With SCRIPTHOST_BENCH_SQL set to a
 // file, it appends to it the statements by text, per unit, and those that waited for
 // a lock.
@@ -225,6 +233,8 @@ func (c Counts) Report(b *testing.B, n int, unit string) {
 	if c.Statements >= 0 {
 		b.ReportMetric(per(c.Statements), "statements/"+unit)
 		b.ReportMetric(per(c.Begins), "begins/"+unit)
+		b.ReportMetric(per(c.WALBytes), "wal-bytes/"+unit)
+		b.ReportMetric(per(c.WALFullPages), "wal-fpi/"+unit)
 	}
 	b.ReportMetric(per(c.WriteTx), "write-tx/"+unit)
 	if c.ServerCPU >= 0 {
@@ -239,7 +249,7 @@ func (c Counts) Report(b *testing.B, n int, unit string) {
 	if path := os.Getenv("SCRIPTHOST_BENCH_SQL"); path != "" {
 		var sb strings.Builder
 		for _, s := range c.ByStatement {
-			fmt.Fprintf(&sb, "%8.2f %7.0fµs  %s\n", per(s.Calls), float64(s.Time.Microseconds())/float64(n), strings.Join(strings.Fields(s.Query), " "))
+			fmt.Fprintf(&sb, "%8.2f %7.0fµs %7.0fB  %s\n", per(s.Calls), float64(s.Time.Microseconds())/float64(n), per(s.WALBytes), strings.Join(strings.Fields(s.Query), " "))
 		}
 		for q, k := range c.Waited {
 			fmt.Fprintf(&sb, "lock waits: %d  %s\n", k, q)
