@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -31,8 +32,9 @@ func TestMain(m *testing.M) { pgtest.Main(m, benchrun.RemoveWorkspaces) }
 // leases, splitting the workflows between them. On PostgreSQL it reports what the
 // server counted (statements, write transactions and server CPU per run, lock waits,
 // row lock waits, deadlocks, serialisation failures: pgtest.Meter), the hosts'
-// transactions run again by reason, and the hosts' CPU per run; and it checks that each
-// event was run once (benchrun.CheckRuns). postgres/hosts=1,at-once=64 is one host with
+// transactions run again by reason, and the hosts' CPU per run, all of the timed runs,
+// which follow 10 untimed runs per workflow (their rate is cold-runs/s); and it checks
+// that each event was run once (benchrun.CheckRuns). postgres/hosts=1,at-once=64 is one host with
 // the workflows, runs at once (Concurrency) and connections of four;
 // postgres/hosts=4,at-once=16 four hosts with those of one between them.
 func BenchmarkHosts(b *testing.B) {
@@ -109,18 +111,40 @@ func benchHostsOf(b *testing.B, hosts, perHost int, pgURL string, open func(*tes
 			b.Fatal(err)
 		}
 	}
+	publish := func(prefix string, n int) {
+		var evs []ledger.NewEvent
+		for i := range n {
+			evs = append(evs, ledger.NewEvent{Workflow: names[i%len(names)], Topic: "in",
+				MessageID: fmt.Sprintf("%s%d", prefix, i), Payload: json.RawMessage(`{}`)})
+		}
+		if _, err := stores[0].Publish(ctx, evs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runAll := func() error {
+		var wg sync.WaitGroup
+		errs := make([]error, hosts)
+		for h, rt := range rts {
+			wg.Go(func() { errs[h] = rt.RunOnce(ctx, names) })
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	// Untimed runs first, 10 per workflow: every host's pool has opened its
+	// connections and prepared and planned a run's statements, as in hosts that have
+	// been running. Their rate is cold-runs/s.
+	warm := 10 * len(names)
+	publish("warm", warm)
+	coldStart := time.Now()
+	if err := runAll(); err != nil {
+		b.Fatal(err)
+	}
+	cold := float64(warm) / time.Since(coldStart).Seconds()
 	// At least 10 events per workflow: one pass over the workflows claims each one's
 	// lease, which on a slow disk would otherwise be most of what a short run times.
 	// The rate is over the events actually run.
 	events := max(b.N, 10*len(names))
-	var evs []ledger.NewEvent
-	for i := range events {
-		evs = append(evs, ledger.NewEvent{Workflow: names[i%len(names)], Topic: "in",
-			MessageID: fmt.Sprintf("e%d", i), Payload: json.RawMessage(`{}`)})
-	}
-	if _, err := stores[0].Publish(ctx, evs...); err != nil {
-		b.Fatal(err)
-	}
+	publish("e", events)
 	var meter *pgtest.Meter
 	if pgURL != "" {
 		meter = pgtest.StartMeter(b, pgURL)
@@ -128,20 +152,14 @@ func benchHostsOf(b *testing.B, hosts, perHost int, pgURL string, open func(*tes
 	b.ResetTimer()
 	cpu0 := benchcmp.CPUTime()
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make([]error, hosts)
-	for h, rt := range rts {
-		wg.Go(func() { errs[h] = rt.RunOnce(ctx, names) })
-	}
-	wg.Wait()
+	err := runAll()
 	b.StopTimer()
 	wall, cpu := time.Since(start), benchcmp.CPUTime()-cpu0
-	for _, err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
+	if err != nil {
+		b.Fatal(err)
 	}
 	b.ReportMetric(float64(events)/wall.Seconds(), "runs/s")
+	b.ReportMetric(cold, "cold-runs/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(events), "cpu-µs/run")
 	if meter != nil {
 		meter.Stop(b).Report(b, events, "run")
@@ -151,8 +169,8 @@ func benchHostsOf(b *testing.B, hosts, perHost int, pgURL string, open func(*tes
 		}
 		mu.Unlock()
 	}
-	benchrun.CheckRuns(b, stores[0], events)
-	if counted.Load() != int64(events) {
-		b.Fatalf("%d mutations made for %d runs", counted.Load(), events)
+	benchrun.CheckRuns(b, stores[0], warm+events)
+	if counted.Load() != int64(warm+events) {
+		b.Fatalf("%d mutations made for %d runs", counted.Load(), warm+events)
 	}
 }
