@@ -19,6 +19,9 @@ type deferred struct {
 	table    string
 	want     int64
 	mismatch func() error
+	// check marks a SELECT whose rows must number want (see Expect): the statement
+	// fails when they do not, in a transaction or alone.
+	check bool
 }
 
 // Defer queues the write q, an INSERT or UPDATE with ? placeholders and no RETURNING,
@@ -37,6 +40,19 @@ func (t *wtx) Defer(q string, args []any, want int64, mismatch func() error) {
 		}
 	}
 	t.queue = append(t.queue, deferred{q: q, args: args, table: table, want: want, mismatch: mismatch})
+}
+
+// Trusts reports whether the transaction takes a count on trust (see Expect): not
+// when it runs again because a count it trusted, or a row it found in the cache, was
+// wrong.
+func (t *wtx) Trusts() bool { return !t.inTx }
+
+// Expect queues a check that the rows the SELECT q finds number want, sent as a part
+// of the transaction's next write statement: when they do not, the statement fails
+// with nothing of it written, and the transaction runs again in a transaction of its
+// own, where Trusts is false (see errInTx).
+func (t *wtx) Expect(q string, args []any, want int64) {
+	t.queue = append(t.queue, deferred{q: q, args: args, table: q, want: want, check: true})
 }
 
 // AsyncCommit makes the transaction's commit not wait for the WAL flush: set with its
@@ -69,6 +85,10 @@ func (t *wtx) flush() {
 	}
 	counts, err := t.send(queue, false)
 	if err != nil {
+		if wrongCount(err) {
+			t.flushErr = errInTx
+			return
+		}
 		t.flushErr = t.s.dbErr("write", err)
 		return
 	}
@@ -95,8 +115,7 @@ func (t *wtx) flushAlone() {
 		return
 	}
 	if _, err := t.send(queue, true); err != nil {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "22012" {
+		if wrongCount(err) {
 			t.flushErr = errInTx
 			return
 		}
@@ -104,8 +123,16 @@ func (t *wtx) flushAlone() {
 	}
 }
 
+// wrongCount reports whether err is a write statement's failure on a count it did not
+// expect: the division by zero a part's count check makes (see send).
+func wrongCount(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "22012"
+}
+
 // send sends the writes as one statement and returns the rows each changed; alone,
-// on the connection, the statement fails when a count is not the one wanted.
+// on the connection, the statement fails when a count is not the one wanted, and in a
+// transaction too when the count is a check's (see Expect).
 func (t *wtx) send(queue []deferred, alone bool) ([]int64, error) {
 	var sb strings.Builder
 	var args []any
@@ -116,7 +143,11 @@ func (t *wtx) send(queue []deferred, alone bool) ([]int64, error) {
 		} else {
 			sb.WriteString(", ")
 		}
-		fmt.Fprintf(&sb, "w%d AS (%s RETURNING 1)", i, renumber(d.q, &n))
+		if d.check {
+			fmt.Fprintf(&sb, "w%d AS (%s)", i, renumber(d.q, &n))
+		} else {
+			fmt.Fprintf(&sb, "w%d AS (%s RETURNING 1)", i, renumber(d.q, &n))
+		}
 		args = append(args, d.args...)
 	}
 	sb.WriteString(" SELECT ")
@@ -124,7 +155,7 @@ func (t *wtx) send(queue []deferred, alone bool) ([]int64, error) {
 		if i > 0 {
 			sb.WriteString(", ")
 		}
-		if alone && d.want >= 0 {
+		if (alone || d.check) && d.want >= 0 {
 			fmt.Fprintf(&sb, "(SELECT count(*) FROM w%d) / ((SELECT count(*) FROM w%d) = %d)::int", i, i, d.want)
 			continue
 		}

@@ -181,8 +181,9 @@ func (s *Store) BeginMutation(ctx context.Context, nm ledger.NewMutation) (scrip
 		if m.IdempotencyKey == "" {
 			// Counted in the transaction that records the mutation: the key and the
 			// record see one ledger, and the caller reads nothing before the write.
-			// Counted first, so that the writes after go together.
-			n, err := s.failureCount(ctx, tx, nm.InputHash)
+			// Counted first, so that the writes after go together; or taken on trust
+			// and checked by the write (keyFailures).
+			n, err := s.keyFailures(ctx, tx, nm.InputHash)
 			if err != nil {
 				return err
 			}

@@ -144,6 +144,19 @@ func (s *Store) failureCount(ctx context.Context, q sqlx.QueryerContext, inputHa
 	return n, nil
 }
 
+// keyFailures is the failure count of the inputs that a new mutation's key is derived
+// from, in tx. A transaction that takes it on trust (Truster) counts none, almost
+// always so, and checks that with its write instead of reading it first: one round trip
+// fewer; when inputs that failed before run again, the write fails whole and runs again
+// reading the count.
+func (s *Store) keyFailures(ctx context.Context, tx Tx, inputHash string) (int, error) {
+	if t, ok := unwrapped(tx).(Truster); ok && t.Trusts() {
+		t.Expect(`SELECT 1 FROM mutations WHERE input_hash = ? AND status = 'failed'`, []any{inputHash}, 0)
+		return 0, nil
+	}
+	return s.failureCount(ctx, tx, inputHash)
+}
+
 func by(who string) string {
 	if who == "" {
 		return "an operator"

@@ -30,15 +30,29 @@ type Deferrer interface {
 	Defer(q string, args []any, want int64, mismatch func() error)
 }
 
+// Truster is what a write transaction offers that can take a count on trust: Trusts
+// reports whether it may (not when it runs again after a count it trusted was wrong);
+// Expect queues a check that the rows the SELECT q finds number want, made with the
+// transaction's next write statement, which then fails as a whole when they do not,
+// and the transaction runs again reading the count.
+type Truster interface {
+	Trusts() bool
+	Expect(q string, args []any, want int64)
+}
+
+// unwrapped is the backend's transaction under tx, where tx carries lifecycle events.
+func unwrapped(tx Tx) Tx {
+	if et, ok := tx.(*eventTx); ok {
+		return et.Tx
+	}
+	return tx
+}
+
 // execLater runs the write q in tx: queued to go with the next statement where tx is
 // a Deferrer, else at once. want ≥ 0 is the number of rows it must change; when it
 // changes another, mismatch gives the error. what names it in a driver error.
 func (s *Store) execLater(ctx context.Context, tx Tx, what, q string, args []any, want int64, mismatch func() error) error {
-	inner := Tx(tx)
-	if et, ok := tx.(*eventTx); ok {
-		inner = et.Tx
-	}
-	if d, ok := inner.(Deferrer); ok {
+	if d, ok := unwrapped(tx).(Deferrer); ok {
 		d.Defer(q, args, want, mismatch)
 		return nil
 	}
