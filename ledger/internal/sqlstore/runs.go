@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -688,6 +689,11 @@ func (s *Store) snapshotEntries(ctx context.Context, q interface {
 	return rows, nil
 }
 
+// ErrSnapshotCacheWrong: the run's last snapshot as the row cache keeps it is not
+// the stored one it stands for (verifyLastSnapshot), which no other writer can
+// change: a fault of the store, not to be met by running the transaction again.
+var ErrSnapshotCacheWrong = errors.New("the row cache's last snapshot is out of date")
+
 // verifyLastSnapshot checks that last, the run's last snapshot as the row cache keeps
 // it, is the one the stored snapshots rebuild, with this write's own after them: the
 // next snapshot is logged as a change from it. Where snapshots are numbered
@@ -738,7 +744,7 @@ func (s *Store) verifyLastSnapshot(ctx context.Context, tx Tx, last lastSnapshot
 		return err
 	}
 	if !bytes.Equal(whole, want) {
-		return fmt.Errorf("%s: run %s: the row cache's last snapshot is out of date: cached %s, stored %s", s.name, id, want, whole)
+		return fmt.Errorf("%s: run %s: %w: cached %s, stored %s", s.name, id, ErrSnapshotCacheWrong, want, whole)
 	}
 	return nil
 }
