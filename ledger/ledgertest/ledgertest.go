@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"CancelRun", testCancelRun},
 		{"Recover", testRecover},
 		{"Snapshots", testSnapshots},
+		{"SnapshotsWhole", testSnapshotsWhole},
 		{"FoldedTransitions", testFoldedTransitions},
 		{"CreatedPrepared", testCreatedPrepared},
 		{"MutationCreatesRun", testMutationCreatesRun},

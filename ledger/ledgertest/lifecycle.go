@@ -344,6 +344,50 @@ func testSnapshots(f *fixture) {
 	}
 }
 
+// testSnapshotsWhole: each snapshot of a run reads back, byte for byte, as the JSON of
+// the state it was taken of, however the store keeps it (whole, or as what changed
+// since the one before): through every phase, a pause with its error and the resume
+// that clears it, and the states a transition passes through.
+func testSnapshotsWhole(f *fixture) {
+	t := f.t
+	evs := f.publish("in", "whole-a")
+	var want []string
+	add := func(r scripthost.Run, via ...scripthost.RunPhase) {
+		for _, p := range via {
+			v := r
+			v.Phase = p
+			want = append(want, mustJSON(t, v))
+		}
+		want = append(want, mustJSON(t, r))
+	}
+	r := must(f.s.CreateRun(f.ctx, ledger.NewRun{Workflow: wf, Version: 1, Handler: "ship", Kind: scripthost.KindConsumer,
+		InputState: json.RawMessage(`{"n":1,"s":"` + strings.Repeat("x", 500) + `"}`), Start: scripthost.RunPreparing}))(t)
+	add(r, scripthost.RunPending)
+	r = must(f.s.MarkPrepared(f.ctx, r.ID, ledger.PrepareResult{Data: json.RawMessage(`{"order":7}`), Mutate: true,
+		Reservations: []scripthost.Reservation{{Topic: "in", IDs: []string{evs[0].MessageID}}}}))(t)
+	add(r, scripthost.RunPrepared)
+	r = must(f.s.SetRunStatus(f.ctx, r.ID, ledger.StatusChange{Status: scripthost.StatusPausedTransient,
+		Error: "try later", ErrorClass: scripthost.ClassNetwork, NotBefore: f.farFuture()}))(t)
+	add(r)
+	r = must(f.s.SetRunStatus(f.ctx, r.ID, ledger.StatusChange{Status: scripthost.StatusActive}))(t)
+	add(r)
+	m := must(f.s.BeginMutation(f.ctx, ledger.NewMutation{RunID: r.ID, Namespace: "Shop", Method: "ship",
+		Params: json.RawMessage(`{}`), InputHash: "whole", IdempotencyKey: "whole"}))(t)
+	must(f.s.ApplyMutation(f.ctx, m.ID, json.RawMessage(`{"ok":true}`)))(t)
+	add(must(f.s.Run(f.ctx, r.ID))(t), scripthost.RunMutated)
+	r = must(f.s.CommitConsumer(f.ctx, r.ID, ledger.Commit{State: json.RawMessage(`{"n":2}`)}))(t)
+	add(r)
+	snaps := must(f.s.Snapshots(f.ctx, r.ID))(t)
+	if len(snaps) != len(want) {
+		t.Fatalf("got %d snapshots, want %d", len(snaps), len(want))
+	}
+	for i, sn := range snaps {
+		if string(sn.Run) != want[i] || sn.Seq != i+1 {
+			t.Errorf("snapshot %d (seq %d):\n%s\nwant\n%s", i+1, sn.Seq, sn.Run, want[i])
+		}
+	}
+}
+
 // testFoldedTransitions: CreateRun with Start and MarkPrepared with Mutate make two
 // transitions in one transaction, leaving what the two separate transitions leave:
 // the same phases, a snapshot of each state and the events attached.

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -94,6 +95,9 @@ type Store struct {
 
 	// cache keeps the rows the store's writes left (see rowCache).
 	cache *rowCache
+	// verifySnapshots has a cached snapshot checked against the stored ones before a
+	// change from it is logged (sqlstore.VerifyRowCacheEnv: a test setting).
+	verifySnapshots bool
 	// notes remembers when the hosts' claims last wrote the lease history.
 	notes hostNotes
 
@@ -148,7 +152,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		cfg.RuntimeParams["search_path"] = opts.Schema
 	}
-	s := &Store{dsn: redactURL(dsn), opts: opts, cfg: cfg, closed: make(chan struct{}), outdatedCh: make(chan struct{}), cache: newRowCache()}
+	s := &Store{dsn: redactURL(dsn), opts: opts, cfg: cfg, closed: make(chan struct{}), outdatedCh: make(chan struct{}), cache: newRowCache(),
+		verifySnapshots: os.Getenv(sqlstore.VerifyRowCacheEnv) != ""}
 	db := sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)

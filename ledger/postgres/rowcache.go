@@ -109,6 +109,10 @@ func (t *wtx) CacheRow(k sqlstore.RowKey, row any) {
 // VerifyRows is false: another host may change a cached row, which the guards catch.
 func (t *wtx) VerifyRows() bool { return false }
 
+// VerifySnapshots is the store's setting (sqlstore.VerifyRowCacheEnv): the stored
+// snapshots a cached one stands for do not change, whatever other hosts write.
+func (t *wtx) VerifySnapshots() bool { return t.s.verifySnapshots }
+
 func (t *wtx) TakeGuard(k sqlstore.RowKey) (any, bool) {
 	v, ok := t.cache.guards[k]
 	delete(t.cache.guards, k)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/scripthost/scripthost/ledger/internal/sqlstore"
 )
 
 // errClosed is returned by writes after Close.
@@ -126,7 +128,7 @@ func (s *Store) write(ctx context.Context, fn writeFunc) error {
 			inTx = true
 			continue
 		}
-		if err != nil && usedCache && ctx.Err() == nil {
+		if err != nil && usedCache && ctx.Err() == nil && !errors.Is(err, sqlstore.ErrSnapshotCacheWrong) {
 			s.retried(retryStaleRow)
 			noCache = true
 			continue

@@ -14,7 +14,7 @@ const maxCachedRows = 1024
 
 // verifyRowCacheEnv, when set, has every row found in the cache checked against the
 // database (sqlstore.RowCache.VerifyRows): `make test` sets it.
-const verifyRowCacheEnv = "SCRIPTHOST_VERIFY_ROW_CACHE"
+const verifyRowCacheEnv = sqlstore.VerifyRowCacheEnv
 
 // rowCache is the write connection's cache of the run and mutation rows its writes
 // wrote or read (see sqlstore.RowCache): a transition's read of the row the previous
@@ -146,6 +146,7 @@ func (t *wtx) CachedRow(k sqlstore.RowKey) (any, bool) { return t.c.cache.get(k)
 func (t *wtx) CacheRow(k sqlstore.RowKey, row any) {
 	t.c.cache.write = append(t.c.cache.write, cachedRow{k, row})
 }
-func (t *wtx) VerifyRows() bool { return t.c.cache.verify }
+func (t *wtx) VerifyRows() bool      { return t.c.cache.verify }
+func (t *wtx) VerifySnapshots() bool { return t.c.cache.verify }
 
 var _ sqlstore.RowCache = (*wtx)(nil)

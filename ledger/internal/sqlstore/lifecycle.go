@@ -40,11 +40,19 @@ type eventTx struct {
 	own        []ledger.LifecycleEvent
 }
 
-// tableSnap is a snapshot bound for the run_snapshots table.
+// tableSnap is a snapshot bound for the run_snapshots table: run is the run's JSON or
+// what changed since its snapshot before (see encodeSnapshot), seq its number, 0 when
+// the database numbers it one past the run's last.
 type tableSnap struct {
 	runID, phase, status string
+	seq                  int
 	run                  []byte
 	at                   nanos
+}
+
+// args are the arguments of snapshotSQL for the snapshot.
+func (sn tableSnap) args() []any {
+	return []any{sn.runID, seqArg(sn.seq), sn.phase, sn.status, string(sn.run), sn.at, sn.runID}
 }
 
 // withEvents wraps fn so that the lifecycle events attached to ctx are appended in
@@ -147,14 +155,15 @@ func (s *Store) eventArgs(args []any, t *touched, evs, own []ledger.LifecycleEve
 }
 
 // appendLog writes, in one statement, the transition's snapshots into run_snapshots,
-// each numbered one past its run's last, and its lifecycle events as appendEvents
-// does (where snapshots have a table of their own: not Dialect.Embedded).
+// each numbered as it says or, when it does not, one past its run's last, and its
+// lifecycle events as appendEvents does (where snapshots have a table of their own:
+// not Dialect.Embedded).
 func (s *Store) appendLog(ctx context.Context, tx Tx, t *touched, snaps []tableSnap, evs, own []ledger.LifecycleEvent) error {
 	args := make([]any, 0, len(snaps)*snapColumns+(len(evs)+len(own))*logColumns)
 	nth := map[string]int{}
 	for _, sn := range snaps {
 		nth[sn.runID]++
-		args = append(args, sn.runID, nth[sn.runID], sn.phase, sn.status, string(sn.run), sn.at)
+		args = append(args, sn.runID, seqArg(sn.seq), nth[sn.runID], sn.phase, sn.status, string(sn.run), sn.at)
 	}
 	args, err := s.eventArgs(args, t, evs, own)
 	if err != nil {
@@ -165,7 +174,7 @@ func (s *Store) appendLog(ctx context.Context, tx Tx, t *touched, snaps []tableS
 		// More than one statement holds: each its own (a retry's or a resolution's
 		// many events, rarely).
 		for _, sn := range snaps {
-			if _, err := tx.ExecContext(ctx, snapshotSQL, sn.runID, sn.phase, sn.status, string(sn.run), sn.at, sn.runID); err != nil {
+			if _, err := tx.ExecContext(ctx, snapshotSQL, sn.args()...); err != nil {
 				return s.dbErr("snapshot run", err)
 			}
 		}
@@ -187,16 +196,16 @@ func (s *Store) appendLog(ctx context.Context, tx Tx, t *touched, snaps []tableS
 }
 
 // snapColumns is the number of values of a snapshot row in appendLog's statement.
-const snapColumns = 6
+const snapColumns = 7
 
 // logSQL[s][e] is the statement of appendLog for s snapshots and e events, built once.
 var logSQL = func() (q [maxLogRowsPerInsert + 1][maxLogRowsPerInsert + 1]string) {
 	for ns := range maxLogRowsPerInsert + 1 {
 		for ne := range maxLogRowsPerInsert + 1 {
 			snaps := `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at)
-	SELECT v.run_id, COALESCE((SELECT MAX(seq) FROM run_snapshots r WHERE r.run_id = v.run_id), 0) + v.n, v.phase, v.status, v.run, v.at
-	FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(`(CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT)), `, ns), ", ") +
-				`) AS v (run_id, n, phase, status, run, at)`
+	SELECT v.run_id, COALESCE(v.seq, COALESCE((SELECT MAX(seq) FROM run_snapshots r WHERE r.run_id = v.run_id), 0) + v.n), v.phase, v.status, v.run, v.at
+	FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(`(CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT)), `, ns), ", ") +
+				`) AS v (run_id, seq, n, phase, status, run, at)`
 			switch {
 			case ns == 0:
 				q[ns][ne] = insertEventsSQL[ne]

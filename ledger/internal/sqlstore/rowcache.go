@@ -27,7 +27,7 @@ import (
 // statement that writes a runs or mutations row goes through insertRun, saveRun,
 // BeginMutation's INSERT or saveMutation, each of which caches the row it wrote. The
 // cache also keeps, under snapshotKey, the last snapshot the process logged of each
-// run it moved, from which the next one is logged as a change (see snapshots).
+// run it moved, from which the next one is logged as a change (see snapshotBase).
 type RowCache interface {
 	// CachedRow returns the row cached under key, if any.
 	CachedRow(key RowKey) (any, bool)
@@ -36,7 +36,18 @@ type RowCache interface {
 	// VerifyRows says that every row found in the cache is to be checked against the
 	// database: a test setting (SCRIPTHOST_VERIFY_ROW_CACHE), never a production one.
 	VerifyRows() bool
+	// VerifySnapshots says that a run's last snapshot found in the cache is to be
+	// checked against the stored ones before a change from it is logged
+	// (verifyLastSnapshot): the same test setting, which holds where the rows may
+	// differ from the database's (other writers), because the stored snapshots a
+	// cached one stands for are never changed.
+	VerifySnapshots() bool
 }
+
+// VerifyRowCacheEnv, when set in the environment, has the backends check what they
+// find in their row caches against the database (RowCache.VerifyRows and
+// VerifySnapshots): `make test` sets it.
+const VerifyRowCacheEnv = "SCRIPTHOST_VERIFY_ROW_CACHE"
 
 // GuardedRows is what a write transaction offers whose row cache may be out of date:
 // the database has other writers (PostgreSQL: several hosts, an operator's command),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -50,9 +51,30 @@ type runRec struct {
 	scripthost.Run
 	// WakeAt is the prepare phase's requested wake-up, saved with the state at commit.
 	WakeAt time.Time
-	// stored is the status the row held when it was read ("" for a run not read from
-	// its row): saveRun leaves the status column alone when it did not change.
-	stored scripthost.RunStatus
+	// stored is the row's version when it was read (zero for a run not read from its
+	// row): saveRun leaves the status column alone when it did not change, and the
+	// run's last snapshot is the base of the next only when it was taken of this
+	// version (see snapshotBase).
+	stored runVersion
+}
+
+// runVersion is what tells one stored state of a run from the next: every transition
+// sets updated_at, and a guarded update matches the row only at the version cached
+// (guardRun).
+type runVersion struct {
+	phase     scripthost.RunPhase
+	status    scripthost.RunStatus
+	updatedAt time.Time
+}
+
+// versionOf is run's version.
+func versionOf(run *scripthost.Run) runVersion {
+	return runVersion{phase: run.Phase, status: run.Status, updatedAt: run.UpdatedAt}
+}
+
+// same reports whether two versions are one.
+func (v runVersion) same(o runVersion) bool {
+	return v.phase == o.phase && v.status == o.status && v.updatedAt.Equal(o.updatedAt)
 }
 
 func (r runRow) rec() (runRec, error) {
@@ -68,8 +90,8 @@ func (r runRow) rec() (runRec, error) {
 			CreatedAt: r.CreatedAt.Time(), UpdatedAt: r.UpdatedAt.Time(),
 		},
 		WakeAt: r.WakeAt.Time(),
-		stored: scripthost.RunStatus(r.Status),
 	}
+	rec.stored = versionOf(&rec.Run)
 	if len(r.Reservations) > 0 {
 		if err := json.Unmarshal(r.Reservations, &rec.Reservations); err != nil {
 			return runRec{}, fmt.Errorf("ledger: run %s: reservations: %w", r.ID, err)
@@ -141,7 +163,7 @@ func (s *Store) insertRun(ctx context.Context, tx Tx, rec runRec, via ...scripth
 	}
 	cacheRun(tx, row)
 	noteRun(tx, rec.ID, true)
-	return s.snapshots(ctx, tx, rec.Run, via)
+	return s.snapshots(ctx, tx, rec, true, via)
 }
 
 var insertRunSQL = insertSQL("runs", runColumns)
@@ -226,7 +248,7 @@ func (s *Store) saveRun(ctx context.Context, tx Tx, rec runRec, via ...scripthos
 	if rec.SupersededBy != "" { // never unset: the stored column is NULL when rec's is ""
 		i |= 1
 	}
-	if !s.d.RewritesSetIndexes || rec.Status != rec.stored {
+	if !s.d.RewritesSetIndexes || rec.Status != rec.stored.status {
 		i |= 2
 	}
 	if err := s.guardedExec(ctx, tx, RowKey{"runs", rec.ID}, guardRun, "update run", runUpdates[i].q, runUpdates[i].args(row.values())); err != nil {
@@ -234,47 +256,110 @@ func (s *Store) saveRun(ctx context.Context, tx Tx, rec runRec, via ...scripthos
 	}
 	cacheRun(tx, row)
 	noteRun(tx, rec.ID, false)
-	return s.snapshots(ctx, tx, rec.Run, via)
+	return s.snapshots(ctx, tx, rec, false, via)
 }
 
-// snapshots logs the snapshots of a transition: via, the states the run passed
-// through, then run. Where the log holds them (Dialect.Embedded), each is logged as a
-// change from the one before (see encodeSnapshot); the run's last snapshot before the
-// transition is the one the row cache keeps under snapshotKey, put there when this
-// process logged it, and missing from it (the snapshot logged whole) when the run was
-// last moved by another process, an older version or so long ago that it aged out.
-func (s *Store) snapshots(ctx context.Context, tx Tx, run scripthost.Run, via []scripthost.Run) error {
-	var last *scripthost.Run
-	c := rowCache(tx)
-	if c != nil && s.d.Embedded {
-		if v, ok := c.CachedRow(snapshotKey(run.ID)); ok {
-			last = v.(*scripthost.Run)
-			if c.VerifyRows() {
-				if err := s.verifyLastSnapshot(ctx, tx, last); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	for i := range via {
-		if err := s.snapshot(ctx, tx, last, &via[i]); err != nil {
-			return err
-		}
-		last = &via[i]
-	}
-	if err := s.snapshot(ctx, tx, last, &run); err != nil {
+// snapshots logs the snapshots of a transition of rec (created: the transition
+// created it): via, the states the run passed through, then the run. Each is logged
+// as what changed since the one before it (see encodeSnapshot), the first since the
+// run's last snapshot before the transition where snapshotBase finds it, else whole;
+// the last is then kept in the row cache, under snapshotKey, as the next one's base.
+func (s *Store) snapshots(ctx context.Context, tx Tx, rec runRec, created bool, via []scripthost.Run) error {
+	last, err := s.snapshotBase(ctx, tx, rec, created)
+	if err != nil {
 		return err
 	}
-	if c != nil && s.d.Embedded {
+	run := rec.Run
+	for i := range via {
+		if last, err = s.snapshot(ctx, tx, last, &via[i]); err != nil {
+			return err
+		}
+	}
+	if last, err = s.snapshot(ctx, tx, last, &run); err != nil {
+		return err
+	}
+	if c := rowCache(tx); c != nil {
 		// Kept as it is, not copied: run is this call's own copy of the struct, never
 		// changed after this, and the store and its callers give a run new values
 		// rather than change its JSON in place. Were a value changed in place, the next
 		// transition, whose run is read from its row, would see it differ and log it
 		// again; only the same changed value put back into the same field could be
 		// missed, and SCRIPTHOST_VERIFY_ROW_CACHE (make test) would catch it.
-		c.CacheRow(snapshotKey(run.ID), &run)
+		c.CacheRow(snapshotKey(run.ID), last)
 	}
 	return nil
+}
+
+// lastSnapshot is a run's last snapshot as the row cache keeps it, under snapshotKey:
+// the base from which the next one is logged as a change.
+type lastSnapshot struct {
+	run *scripthost.Run
+	// next is the number the run's next snapshot takes in run_snapshots (not
+	// Dialect.Embedded): one past run's; 0 when run's is not known, run having been
+	// numbered by the database (one past the run's last then).
+	next int
+}
+
+// snapshotBase returns the base of the first snapshot of a transition of rec: for a
+// run the transition created, none, the snapshots numbered from 1; else the run's last
+// snapshot as the row cache keeps it (put there when this process logged it), when it
+// is one to log a change from. Else none, and the snapshot is logged whole: when this
+// process did not log the run's last snapshot, or it aged out of the cache, or the
+// transaction runs without the cache (run again after it met a changed row).
+//
+// A change is only right against the snapshot stored before it. Where the database
+// has other writers (PostgreSQL: other hosts, an operator's command), the cached one
+// may not be the last any more, so a change from it is logged only when
+//   - it is the snapshot of the run's version the transition read and will write over
+//     (rec.stored), which the guarded update of the run, in the same statement, or
+//     the row lock of a read holds until the commit: a run moved by another host
+//     since is written whole at once, and
+//   - its number is known, the change then numbered one past it: the primary key of
+//     run_snapshots, (run_id, seq), refuses it where another writer logged a snapshot
+//     after the base, whatever the run's row says, and the transaction runs again
+//     without the cache. A run whose last snapshot the database numbered goes on
+//     whole, except for the snapshots after it in the same write.
+func (s *Store) snapshotBase(ctx context.Context, tx Tx, rec runRec, created bool) (lastSnapshot, error) {
+	if created {
+		return lastSnapshot{next: 1}, nil
+	}
+	c := rowCache(tx)
+	if c == nil {
+		return lastSnapshot{}, nil
+	}
+	key := snapshotKey(rec.ID)
+	v, ok := c.CachedRow(key)
+	takeGuard(tx, key) // checked by its number (above), not as a row
+	if !ok {
+		return lastSnapshot{}, nil
+	}
+	last := v.(lastSnapshot)
+	if !rec.stored.same(versionOf(last.run)) {
+		return lastSnapshot{}, nil
+	}
+	if !s.d.Embedded && last.next == 0 && !snapshotInWrite(tx, rec.ID) {
+		return lastSnapshot{}, nil
+	}
+	if c.VerifySnapshots() {
+		if err := s.verifyLastSnapshot(ctx, tx, last); err != nil {
+			return lastSnapshot{}, err
+		}
+	}
+	return last, nil
+}
+
+// snapshotInWrite reports whether tx's write has logged a snapshot of the run already.
+func snapshotInWrite(tx Tx, runID string) bool {
+	et, ok := tx.(*eventTx)
+	if !ok {
+		return false
+	}
+	for _, sn := range et.tableSnaps {
+		if sn.runID == runID {
+			return true
+		}
+	}
+	return false
 }
 
 // snapshotKey is where the row cache keeps a run's last snapshot (see snapshots).
@@ -284,44 +369,52 @@ func snapshotKey(runID string) RowKey { return RowKey{Table: "snapshot", ID: run
 // (Dialect.Embedded): an entry LifecycleEvents leaves out and callers cannot log.
 const snapshotType = "snapshot"
 
-// snapshotSQL inserts a snapshot numbered one past the run's last, where snapshots
-// have a table of their own (not Dialect.Embedded).
+// snapshotSQL inserts a snapshot numbered as given, or when the number is NULL one
+// past the run's last, where snapshots have a table of their own (not
+// Dialect.Embedded).
 const snapshotSQL = `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at)
-	SELECT CAST(? AS TEXT), COALESCE(MAX(seq), 0) + 1, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT)
+	SELECT CAST(? AS TEXT), COALESCE(CAST(? AS INTEGER), COALESCE(MAX(seq), 0) + 1), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT)
 	FROM run_snapshots WHERE run_id = ?`
 
-// snapshot logs one snapshot of run, last being the run's snapshot before it (nil when
-// there is none, or it is not at hand).
-func (s *Store) snapshot(ctx context.Context, tx Tx, last, run *scripthost.Run) error {
+// seqArg is a snapshot's number as a statement's argument: NULL when the database
+// numbers it (0).
+func seqArg(seq int) any {
+	if seq == 0 {
+		return nil
+	}
+	return seq
+}
+
+// snapshot logs one snapshot of run as a change from last's (whole when last has no
+// run) and returns it as the next one's base.
+func (s *Store) snapshot(ctx context.Context, tx Tx, last lastSnapshot, run *scripthost.Run) (lastSnapshot, error) {
+	b, err := encodeSnapshot(last.run, run)
+	if err != nil {
+		return lastSnapshot{}, fmt.Errorf("%s: %w", s.name, err)
+	}
+	next := lastSnapshot{run: run}
+	if last.next > 0 {
+		next.next = last.next + 1
+	}
 	if s.d.Embedded {
 		// An entry of the run's lifecycle log, written with the transaction's events
-		// in their one INSERT (see withEvents), or by itself outside one; as a change
-		// from the last snapshot where there is one (see encodeSnapshot).
-		b, err := encodeSnapshot(last, run)
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
-		}
+		// in their one INSERT (see withEvents), or by itself outside one.
 		snap := ledger.LifecycleEvent{RunID: run.ID, Type: snapshotType, Data: b, At: run.UpdatedAt}
 		if et, ok := tx.(*eventTx); ok {
 			et.snaps = append(et.snaps, snap)
-			return nil
+			return next, nil
 		}
-		return s.appendEvents(ctx, tx, nil, []ledger.LifecycleEvent{snap}, nil, nil)
+		return next, s.appendEvents(ctx, tx, nil, []ledger.LifecycleEvent{snap}, nil, nil)
 	}
-	b, err := json.Marshal(run)
-	if err != nil {
-		return fmt.Errorf("%s: snapshot run %s: %w", s.name, run.ID, err)
-	}
+	sn := tableSnap{runID: run.ID, seq: last.next, phase: string(run.Phase), status: string(run.Status), run: b, at: nanos(run.UpdatedAt)}
 	if et, ok := tx.(*eventTx); ok { // written with the events, at the write's end
-		et.tableSnaps = append(et.tableSnaps, tableSnap{runID: run.ID, phase: string(run.Phase),
-			status: string(run.Status), run: b, at: nanos(run.UpdatedAt)})
-		return nil
+		et.tableSnaps = append(et.tableSnaps, sn)
+		return next, nil
 	}
-	_, err = tx.ExecContext(ctx, snapshotSQL, run.ID, string(run.Phase), string(run.Status), string(b), nanos(run.UpdatedAt), run.ID)
-	if err != nil {
-		return s.dbErr("snapshot run", err)
+	if _, err := tx.ExecContext(ctx, snapshotSQL, sn.args()...); err != nil {
+		return lastSnapshot{}, s.dbErr("snapshot run", err)
 	}
-	return nil
+	return next, nil
 }
 
 func columnList(cols string) []string {
@@ -540,37 +633,8 @@ func (s *Store) listRuns(ctx context.Context, where []string, args []any, limit 
 	return runs, nil
 }
 
-// Snapshots returns the run's snapshots in order.
+// Snapshots returns the run's snapshots in order, each whole (see encodeSnapshot).
 func (s *Store) Snapshots(ctx context.Context, runID string) ([]ledger.Snapshot, error) {
-	if s.d.Embedded {
-		return s.loggedSnapshots(ctx, runID)
-	}
-	var rows []struct {
-		RunID  string  `db:"run_id"`
-		Seq    int     `db:"seq"`
-		Phase  string  `db:"phase"`
-		Status string  `db:"status"`
-		Run    rawJSON `db:"run"`
-		At     nanos   `db:"at"`
-	}
-	if err := s.r.SelectContext(ctx, &rows,
-		`SELECT run_id, seq, phase, status, run, at FROM run_snapshots WHERE run_id = ? ORDER BY seq`, runID); err != nil {
-		return nil, s.dbErr("list snapshots", err)
-	}
-	out := make([]ledger.Snapshot, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, ledger.Snapshot{
-			RunID: r.RunID, Seq: r.Seq, Phase: scripthost.RunPhase(r.Phase),
-			Status: scripthost.RunStatus(r.Status), Run: r.Run.msg(), At: r.At.Time(),
-		})
-	}
-	return out, nil
-}
-
-// loggedSnapshots reads a run's snapshots from its lifecycle log, numbered from 1 in
-// log order, each rebuilt whole (see encodeSnapshot), their phase and status from the
-// run each holds.
-func (s *Store) loggedSnapshots(ctx context.Context, runID string) ([]ledger.Snapshot, error) {
 	rows, err := s.snapshotEntries(ctx, s.r, runID)
 	if err != nil {
 		return nil, err
@@ -578,6 +642,10 @@ func (s *Store) loggedSnapshots(ctx context.Context, runID string) ([]ledger.Sna
 	out := make([]ledger.Snapshot, 0, len(rows))
 	var log snapshotLog
 	for i, r := range rows {
+		seq := r.Seq
+		if seq == 0 { // numbered by its place in the lifecycle log
+			seq = i + 1
+		}
 		whole, err := log.next(r.Data.msg())
 		var st struct {
 			Phase  scripthost.RunPhase  `json:"phase"`
@@ -587,65 +655,96 @@ func (s *Store) loggedSnapshots(ctx context.Context, runID string) ([]ledger.Sna
 			err = json.Unmarshal(whole, &st)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: snapshot %d of run %s: %w", s.name, i+1, runID, err)
+			return nil, fmt.Errorf("%s: snapshot %d of run %s: %w", s.name, seq, runID, err)
 		}
-		out = append(out, ledger.Snapshot{RunID: runID, Seq: i + 1, Phase: st.Phase, Status: st.Status,
+		out = append(out, ledger.Snapshot{RunID: runID, Seq: seq, Phase: st.Phase, Status: st.Status,
 			Run: whole, At: r.At.Time()})
 	}
 	return out, nil
 }
 
-// snapshotEntry is a snapshot's entry in the lifecycle log.
+// snapshotEntry is a stored snapshot: the run's JSON or what changed since the
+// snapshot before (see encodeSnapshot).
 type snapshotEntry struct {
+	// Seq is its number in run_snapshots; 0 in the lifecycle log (Dialect.Embedded),
+	// where its place numbers it.
+	Seq  int     `db:"seq"`
 	Data rawJSON `db:"data"`
 	At   nanos   `db:"at"`
 }
 
-// snapshotEntries reads a run's snapshot entries from its lifecycle log, in order.
+// snapshotEntries reads a run's stored snapshots, in order: from its lifecycle log
+// where the log holds them (Dialect.Embedded), else from run_snapshots.
 func (s *Store) snapshotEntries(ctx context.Context, q interface {
 	SelectContext(ctx context.Context, dest any, query string, args ...any) error
 }, runID string) ([]snapshotEntry, error) {
+	query := `SELECT data, at FROM lifecycle_events WHERE run_id = ? AND type = '` + snapshotType + `' ORDER BY seq`
+	if !s.d.Embedded {
+		query = `SELECT seq, run AS data, at FROM run_snapshots WHERE run_id = ? ORDER BY seq`
+	}
 	var rows []snapshotEntry
-	if err := q.SelectContext(ctx, &rows,
-		`SELECT data, at FROM lifecycle_events WHERE run_id = ? AND type = '`+snapshotType+`' ORDER BY seq`, runID); err != nil {
+	if err := q.SelectContext(ctx, &rows, query, runID); err != nil {
 		return nil, s.dbErr("list snapshots", err)
 	}
 	return rows, nil
 }
 
+// ErrSnapshotCacheWrong: the run's last snapshot as the row cache keeps it is not
+// the stored one it stands for (verifyLastSnapshot), which no other writer can
+// change: a fault of the store, not to be met by running the transaction again.
+var ErrSnapshotCacheWrong = errors.New("the row cache's last snapshot is out of date")
+
 // verifyLastSnapshot checks that last, the run's last snapshot as the row cache keeps
-// it, is the one the log rebuilds: the next snapshot is logged as a change from it. It
-// runs where the row cache's rows are checked too (a test setting,
-// sqlstore.RowCache.VerifyRows).
-func (s *Store) verifyLastSnapshot(ctx context.Context, tx Tx, last *scripthost.Run) error {
-	rows, err := s.snapshotEntries(ctx, tx, last.ID)
+// it, is the one the stored snapshots rebuild, with this write's own after them: the
+// next snapshot is logged as a change from it. Where snapshots are numbered
+// (run_snapshots), the stored ones are read up to last's number, or up to this
+// write's first, which another host may have logged after (the write then fails on
+// the number). It runs where the row cache says so (a test setting,
+// sqlstore.RowCache.VerifySnapshots).
+func (s *Store) verifyLastSnapshot(ctx context.Context, tx Tx, last lastSnapshot) error {
+	id := last.run.ID
+	rows, err := s.snapshotEntries(ctx, tx, id)
 	if err != nil {
 		return err
 	}
-	entries := make([][]byte, 0, len(rows))
-	for _, r := range rows {
-		entries = append(entries, r.Data.msg())
-	}
-	if et, ok := tx.(*eventTx); ok { // this write's, not yet in the log
+	var own [][]byte // this write's, not yet stored
+	upTo := last.next - 1
+	if et, ok := tx.(*eventTx); ok {
 		for _, sn := range et.snaps {
-			if sn.RunID == last.ID {
-				entries = append(entries, sn.Data)
+			if sn.RunID == id {
+				own = append(own, sn.Data)
+			}
+		}
+		for _, sn := range et.tableSnaps {
+			if sn.runID == id {
+				if len(own) == 0 {
+					upTo = sn.seq - 1
+				}
+				own = append(own, sn.run)
 			}
 		}
 	}
+	entries := make([][]byte, 0, len(rows)+len(own))
+	for _, r := range rows {
+		if r.Seq > 0 && upTo >= 0 && r.Seq > upTo {
+			break
+		}
+		entries = append(entries, r.Data.msg())
+	}
+	entries = append(entries, own...)
 	var log snapshotLog
 	var whole []byte
 	for i, e := range entries {
 		if whole, err = log.next(e); err != nil {
-			return fmt.Errorf("%s: snapshot %d of run %s: %w", s.name, i+1, last.ID, err)
+			return fmt.Errorf("%s: snapshot %d of run %s: %w", s.name, i+1, id, err)
 		}
 	}
-	want, err := json.Marshal(last)
+	want, err := json.Marshal(last.run)
 	if err != nil {
 		return err
 	}
 	if !bytes.Equal(whole, want) {
-		return fmt.Errorf("%s: run %s: the row cache's last snapshot is out of date: cached %s, logged %s", s.name, last.ID, want, whole)
+		return fmt.Errorf("%s: run %s: %w: cached %s, stored %s", s.name, id, ErrSnapshotCacheWrong, want, whole)
 	}
 	return nil
 }

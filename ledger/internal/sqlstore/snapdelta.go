@@ -12,12 +12,12 @@ import (
 	"github.com/scripthost/scripthost"
 )
 
-// Where the lifecycle log holds a run's snapshots (Dialect.Embedded), a snapshot is
-// logged as what changed since the run's previous one: the fields of the run whose
-// value differs, and under "~" the names of those that became empty (which the run's
-// JSON leaves out). The first snapshot of a run, and one written without the previous
-// one at hand, holds the whole run. Snapshots reads them back whole, each exactly the
-// JSON of the run it was taken of. A transition used to log the whole run each time,
+// A snapshot is stored (in the lifecycle log where it holds them, Dialect.Embedded,
+// else in run_snapshots) as what changed since the run's previous one: the fields of
+// the run whose value differs, and under "~" the names of those that became empty
+// (which the run's JSON leaves out). The first snapshot of a run, and one written
+// without the previous one at hand (see snapshotBase), holds the whole run. Snapshots
+// reads them back whole, each exactly the JSON of the run it was taken of. A transition used to log the whole run each time,
 // its input state, prepared data and reservations again at every step of the run:
 // with a state of 10 KB, seven copies per run in the log.
 

@@ -132,11 +132,12 @@ type Dialect struct {
 	TxSurvivesErrors bool
 	// Embedded: the database runs in this process, where each statement costs a call
 	// into it rather than a round trip, and its planner is SQLite's: the lifecycle log
-	// holds the snapshots, each a change from the one before, and a snapshot takes its
-	// number from a subquery in VALUES (SQLite runs an INSERT … SELECT from the table it
-	// inserts into through a temporary table). Elsewhere the snapshots have a table of
-	// their own, and a transaction's snapshots and lifecycle events are one statement
-	// at its end (see appendLog).
+	// holds the snapshots, and a snapshot takes its number from a subquery in VALUES
+	// (SQLite runs an INSERT … SELECT from the table it inserts into through a
+	// temporary table). Elsewhere the snapshots have a table of their own, numbered per
+	// run, and a transaction's snapshots and lifecycle events are one statement at its
+	// end (see appendLog). Either way a snapshot is stored as a change from the one
+	// before (see snapshotBase).
 	Embedded bool
 }
 
