@@ -76,11 +76,11 @@ func (s *Store) withEvents(ctx context.Context, fn WriteFunc) WriteFunc {
 }
 
 // checkEventRuns refuses the write when one of the caller's events names a run that
-// does not exist. The log has no foreign key into runs (PostgreSQL's referential check
-// cost a lookup and a row lock per log row), so the store answers for the run a row
-// names: the write's snapshots and its own events are about runs its transaction
-// wrote or read, and a caller's event that names a run the write did not write is
-// looked up here. The runs the write wrote need no lookup, and no run is ever deleted.
+// does not exist. PostgreSQL's log tables have no foreign key into runs (its check
+// cost a lookup and a row lock per log row; SQLite keeps its own), so the store
+// answers for the run a row names: the write's snapshots and its own events are about
+// runs its transaction wrote or read, and a caller's event naming a run the write did
+// not write is looked up here. Runs are never deleted: one found stays.
 func (s *Store) checkEventRuns(ctx context.Context, tx Tx, t *eventTx, evs []ledger.LifecycleEvent) error {
 	var found []string
 	for _, ev := range evs {
