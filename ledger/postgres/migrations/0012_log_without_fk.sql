@@ -1,8 +1,8 @@
 -- The run's log tables, run_snapshots and lifecycle_events, lose their foreign keys
 -- into runs. Each inserted log row ran PostgreSQL's referential check: a lookup of the
 -- run and a FOR KEY SHARE lock on its row, the row the same transaction had just
--- inserted or updated. A consumer run appends sixteen log rows (seven snapshots, nine events), so the check
--- was a measurable part of the server's work per run.
+-- inserted or updated. A consumer run appends sixteen log rows (seven snapshots, nine
+-- events), so the check was a measurable part of the server's work per run.
 --
 -- A log row still names a run that exists: the store writes a snapshot only with the
 -- write of its run, logs its own events only about a run its transaction read or
