@@ -64,6 +64,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"ReconcileQueries", testReconcileQueries},
 		{"Concurrency", testConcurrency},
 		{"LifecycleEvents", testLifecycleEvents},
+		{"LogNamesRun", testLogNamesRun},
 		{"AgentSessions", testAgentSessions},
 		{"AgentSessionList", testAgentSessionList},
 		{"PagedRuns", testPagedRuns},

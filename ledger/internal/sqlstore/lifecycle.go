@@ -2,7 +2,10 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/scripthost/scripthost/ledger"
@@ -70,11 +73,59 @@ func (s *Store) withEvents(ctx context.Context, fn WriteFunc) WriteFunc {
 		if err := s.confirmGuards(ctx, tx); err != nil {
 			return err
 		}
+		if err := s.checkEventRuns(ctx, tx, t, evs); err != nil {
+			return err
+		}
 		if len(t.tableSnaps) > 0 {
 			return s.appendLog(ctx, tx, &t.touched, t.tableSnaps, evs, t.own)
 		}
 		return s.appendEvents(ctx, tx, &t.touched, t.snaps, evs, t.own)
 	}
+}
+
+// checkEventRuns refuses the write when one of the caller's events names a run that
+// does not exist. PostgreSQL's log tables have no foreign key into runs (its check
+// cost a lookup and a row lock per log row; SQLite keeps its own), so the store
+// answers for the run a row names: the write's snapshots and its own events are about
+// runs its transaction wrote or read, and a caller's event naming a run the write did
+// not write is looked up here. Runs are never deleted: one found stays.
+func (s *Store) checkEventRuns(ctx context.Context, tx Tx, t *eventTx, evs []ledger.LifecycleEvent) error {
+	var found []string
+	for _, ev := range evs {
+		id := ev.RunID
+		if id == "" || t.wrote(id) || slices.Contains(found, id) {
+			continue // an event naming no run takes the write's (see eventArgs)
+		}
+		var one int
+		err := tx.GetContext(ctx, &one, `SELECT 1 FROM runs WHERE id = ?`, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%s: lifecycle event %s: %w: run %q", s.name, ev.Type, ledger.ErrNotFound, id)
+		}
+		if err != nil {
+			return s.dbErr("read run of lifecycle event", err)
+		}
+		found = append(found, id)
+	}
+	return nil
+}
+
+// wrote reports whether the transaction wrote run id, or a mutation of it: created or
+// changed it (and so snapshotted it), or wrote a mutation whose foreign key names it.
+func (t *eventTx) wrote(id string) bool {
+	if id == t.touched.createdRun || id == t.touched.changedRun || id == t.touched.mutationRun {
+		return true
+	}
+	for _, sn := range t.tableSnaps {
+		if sn.runID == id {
+			return true
+		}
+	}
+	for _, sn := range t.snaps {
+		if sn.RunID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // logOwn logs ev, an event the transition writes itself because it describes what the
