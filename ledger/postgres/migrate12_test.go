@@ -88,6 +88,14 @@ func TestMigrate12LogWithoutForeignKeys(t *testing.T) {
 	if evs, err := s.LifecycleEvents(ctx, ledger.LifecycleFilter{RunID: "r9"}); err != nil || len(evs) != 0 {
 		t.Errorf("lifecycle events of r9: got %+v %v, want none", evs, err)
 	}
+	// A run deleted by hand would leave its log naming a run that is gone: refused, as
+	// the foreign keys refused it.
+	if _, err := c.Exec(ctx, `DELETE FROM runs WHERE id = 'r1'`); !strings.Contains(fmt.Sprint(err), "runs are never deleted") {
+		t.Errorf("DELETE of a run: got %v, want it refused", err)
+	}
+	if _, err := s.Run(ctx, "r1"); err != nil {
+		t.Errorf("r1 after the refused DELETE: %v", err)
+	}
 }
 
 // logWithoutFKVersion is the version of the migration that drops the log tables'

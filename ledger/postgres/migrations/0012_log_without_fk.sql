@@ -8,7 +8,16 @@
 -- write of its run, logs its own events only about a run its transaction read or
 -- wrote, and looks up the run of any event a caller attaches that names a run the
 -- write did not write, refusing it (ledger.ErrNotFound) when there is none. Runs are
--- never deleted. The other foreign keys into runs (mutations.run_id,
+-- never deleted, and a trigger now refuses a DELETE (by hand) that would leave log rows
+-- naming a run that is gone, as the foreign keys did. The other foreign keys into runs (mutations.run_id,
 -- events.reserved_by, runs.retry_of and runs.superseded_by) stay: they guard state.
 ALTER TABLE run_snapshots DROP CONSTRAINT run_snapshots_run_id_fkey;
 ALTER TABLE lifecycle_events DROP CONSTRAINT lifecycle_events_run_id_fkey;
+
+CREATE FUNCTION runs_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'runs are never deleted: their snapshots and lifecycle events name them';
+END;
+$$;
+CREATE TRIGGER runs_no_delete BEFORE DELETE ON runs
+    FOR EACH ROW EXECUTE FUNCTION runs_kept();
