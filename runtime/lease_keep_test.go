@@ -270,3 +270,49 @@ func TestLeaselessHostAsksForOneLease(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestHostWithWorkDoesNotAsk: a host that holds a lease of its own has work, so when
+// its view of the leases is stale (another host claimed a workflow since the view was
+// read) and its claim is refused, it does not ask for that workflow's lease: asking
+// would take a busy workflow from its holder for a host that is busy too. Once the
+// host holds no lease (and has held none for the share yield), the same refusal asks.
+func TestHostWithWorkDoesNotAsk(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound, not a measure
+	defer cancel()
+	url := pgtest.URL(t)
+	var counted atomic.Int64
+	const ttl = 2 * time.Second // share yield 500ms
+	st, rt := leaseHost(t, url, "host-a", ttl, &counted)
+	if _, err := rt.LoadWorkflow(ctx, "w2", "w2.js", benchrun.Source(benchrun.Count)); err != nil {
+		t.Fatal(err)
+	}
+	other, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	time.Sleep(600 * time.Millisecond) // leaseless for longer than the share yield
+
+	release, held, err := rt.HoldLease(ctx, "w") // the host's view is read here: w2 free
+	if err != nil || !held {
+		t.Fatalf("host-a's hold of w: held=%v err=%v", held, err)
+	}
+	if _, ok, err := other.ClaimLease(ctx, "w2", "host-b", time.Minute); err != nil || !ok {
+		t.Fatalf("claim of w2 by host-b: ok=%v err=%v", ok, err)
+	}
+	if _, held, err := rt.HoldLease(ctx, "w2"); err != nil || held {
+		t.Fatalf("host-a's hold of w2, held by host-b: held=%v err=%v", held, err)
+	}
+	if leaseOf(t, st, "w2").Wanted {
+		t.Fatal("host-a, holding w's lease, asked for w2's")
+	}
+
+	release() // no lease held now: after the share yield, a refused claim asks
+	time.Sleep(600 * time.Millisecond)
+	if _, held, err := rt.HoldLease(ctx, "w2"); err != nil || held {
+		t.Fatalf("host-a's second hold of w2: held=%v err=%v", held, err)
+	}
+	if !leaseOf(t, st, "w2").Wanted {
+		t.Fatal("host-a, holding no lease, did not ask for w2's")
+	}
+}
