@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -112,12 +111,7 @@ func benchHostsOf(b *testing.B, hosts, perHost int, pgURL string, open func(*tes
 		}
 	}
 	publish := func(prefix string, n int) {
-		var evs []ledger.NewEvent
-		for i := range n {
-			evs = append(evs, ledger.NewEvent{Workflow: names[i%len(names)], Topic: "in",
-				MessageID: fmt.Sprintf("%s%d", prefix, i), Payload: json.RawMessage(`{}`)})
-		}
-		if _, err := stores[0].Publish(ctx, evs...); err != nil {
+		if _, err := stores[0].Publish(ctx, benchrun.Events(names, prefix, n)...); err != nil {
 			b.Fatal(err)
 		}
 	}

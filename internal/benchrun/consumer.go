@@ -153,12 +153,7 @@ func ConsumerRunsOn(b *testing.B, workflows int, effect Effect, on Ledger) {
 		}
 	}
 	publish := func(prefix string, n int) {
-		var evs []ledger.NewEvent
-		for i := range n {
-			evs = append(evs, ledger.NewEvent{Workflow: names[i%workflows], Topic: "in",
-				MessageID: fmt.Sprintf("%s%d", prefix, i), Payload: json.RawMessage(`{}`)})
-		}
-		if _, err := st.Publish(ctx, evs...); err != nil {
+		if _, err := st.Publish(ctx, Events(names, prefix, n)...); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -217,6 +212,17 @@ func ConsumerRunsOn(b *testing.B, workflows int, effect Effect, on Ledger) {
 	if effect == FileWrite {
 		fileSystemAlone(b, files, workflows)
 	}
+}
+
+// Events are n events of the benchmarked workflow's topic, spread over the workflows
+// in turn, their message ids prefix followed by their number.
+func Events(workflows []string, prefix string, n int) []ledger.NewEvent {
+	evs := make([]ledger.NewEvent, 0, n)
+	for i := range n {
+		evs = append(evs, ledger.NewEvent{Workflow: workflows[i%len(workflows)], Topic: "in",
+			MessageID: fmt.Sprintf("%s%d", prefix, i), Payload: json.RawMessage(`{}`)})
+	}
+	return evs
 }
 
 // WarmRuns is how many runs a PostgreSQL benchmark of workflows workflows at once

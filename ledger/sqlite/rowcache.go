@@ -12,10 +12,6 @@ import (
 // generation (see rowCache).
 const maxCachedRows = 1024
 
-// verifyRowCacheEnv, when set, has every row found in the cache checked against the
-// database (sqlstore.RowCache.VerifyRows): `make test` sets it.
-const verifyRowCacheEnv = sqlstore.VerifyRowCacheEnv
-
 // rowCache is the write connection's cache of the run and mutation rows its writes
 // wrote or read (see sqlstore.RowCache): a transition's read of the row the previous
 // transition of the same run left is served from here, one SELECT fewer per write.
@@ -55,7 +51,7 @@ type cachedRow struct {
 
 func newRowCache() *rowCache {
 	return &rowCache{committed: map[sqlstore.RowKey]any{}, old: map[sqlstore.RowKey]any{}, tx: map[sqlstore.RowKey]any{},
-		verify: os.Getenv(verifyRowCacheEnv) != ""}
+		verify: os.Getenv(sqlstore.VerifyRowCacheEnv) != ""}
 }
 
 // begin follows the start of a transaction on the connection, whose data version is

@@ -17,6 +17,7 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/internal/sqlstore"
 )
 
 // TestBatchIsolatesWrites runs one group-commit batch by hand: each write's failure,
@@ -491,7 +492,7 @@ func TestStatementsPerConsumerRun(t *testing.T) {
 	// rather than in a second one, 22 since the in-flight record creates the run
 	// (consumerRun: three writes after the publish instead of seven).
 	const maxStatementsPerRun = 22
-	t.Setenv(verifyRowCacheEnv, "") // its checks are statements too
+	t.Setenv(sqlstore.VerifyRowCacheEnv, "") // its checks are statements too
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), Options{})
 	if err != nil {
 		t.Fatal(err)

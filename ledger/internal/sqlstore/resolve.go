@@ -138,11 +138,15 @@ func (s *Store) FailureCount(ctx context.Context, inputHash string) (int, error)
 // failureCount counts them inside a transaction or from the read pool.
 func (s *Store) failureCount(ctx context.Context, q sqlx.QueryerContext, inputHash string) (int, error) {
 	var n int
-	if err := sqlx.GetContext(ctx, q, &n, `SELECT COUNT(*) FROM mutations WHERE input_hash = ? AND status = 'failed'`, inputHash); err != nil {
+	if err := sqlx.GetContext(ctx, q, &n, `SELECT COUNT(*) `+failedInputs, inputHash); err != nil {
 		return 0, s.dbErr("count failures", err)
 	}
 	return n, nil
 }
+
+// failedInputs selects the definite failures of the mutations of an input hash, the
+// status a literal so that the partial index of failures serves it.
+const failedInputs = `FROM mutations WHERE input_hash = ? AND status = 'failed'`
 
 // keyFailures is the failure count of the inputs that a new mutation's key is derived
 // from, in tx. A transaction that takes it on trust (Truster) counts none, almost
@@ -151,7 +155,7 @@ func (s *Store) failureCount(ctx context.Context, q sqlx.QueryerContext, inputHa
 // reading the count.
 func (s *Store) keyFailures(ctx context.Context, tx Tx, inputHash string) (int, error) {
 	if t, ok := unwrapped(tx).(Truster); ok && t.Trusts() {
-		t.Expect(`SELECT 1 FROM mutations WHERE input_hash = ? AND status = 'failed'`, []any{inputHash}, 0)
+		t.Expect(`SELECT 1 `+failedInputs, []any{inputHash}, 0)
 		return 0, nil
 	}
 	return s.failureCount(ctx, tx, inputHash)
