@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -59,16 +59,33 @@ func (t *wtx) Expect(q string, args []any, want int64) {
 // writes, not by a statement of its own.
 func (t *wtx) AsyncCommit() { t.async = true }
 
-// targetTable is the table an INSERT or UPDATE writes.
+// targetTable is the table an INSERT or UPDATE writes: its third word or its second.
+// It reads the words in place; a transition queues several writes.
 func targetTable(q string) string {
-	f := strings.Fields(q)
+	first, rest := word(q)
 	switch {
-	case len(f) > 2 && strings.EqualFold(f[0], "INSERT"):
-		return f[2]
-	case len(f) > 1 && strings.EqualFold(f[0], "UPDATE"):
-		return f[1]
+	case strings.EqualFold(first, "INSERT"):
+		if _, rest = word(rest); rest != "" {
+			if t, _ := word(rest); t != "" {
+				return t
+			}
+		}
+	case strings.EqualFold(first, "UPDATE"):
+		if t, _ := word(rest); t != "" {
+			return t
+		}
 	}
 	return q
+}
+
+// word splits the first word, delimited by white space, from s.
+func word(s string) (w, rest string) {
+	s = strings.TrimLeft(s, " \t\r\n")
+	end := strings.IndexAny(s, " \t\r\n")
+	if end < 0 {
+		return s, ""
+	}
+	return s[:end], s[end:]
 }
 
 // flush sends the queued writes, as one statement when there are several (each a
@@ -134,35 +151,44 @@ func wrongCount(err error) bool {
 // on the connection, the statement fails when a count is not the one wanted, and in a
 // transaction too when the count is a check's (see Expect).
 func (t *wtx) send(queue []deferred, alone bool) ([]int64, error) {
-	var sb strings.Builder
-	var args []any
+	size, nargs := 0, 0
+	for _, d := range queue {
+		size += len(d.q) + 2*len(d.args) + 96
+		nargs += len(d.args)
+	}
+	b := make([]byte, 0, size+48)
+	args := make([]any, 0, nargs)
 	n := 0
 	for i, d := range queue {
 		if i == 0 {
-			sb.WriteString("WITH ")
+			b = append(b, "WITH "...)
 		} else {
-			sb.WriteString(", ")
+			b = append(b, ", "...)
 		}
-		if d.check {
-			fmt.Fprintf(&sb, "w%d AS (%s)", i, renumber(d.q, &n))
-		} else {
-			fmt.Fprintf(&sb, "w%d AS (%s RETURNING 1)", i, renumber(d.q, &n))
+		b = appendPart(append(b, 'w'), i)
+		b = append(b, " AS ("...)
+		b = renumber(b, d.q, &n)
+		if !d.check {
+			b = append(b, " RETURNING 1"...)
 		}
+		b = append(b, ')')
 		args = append(args, d.args...)
 	}
-	sb.WriteString(" SELECT ")
+	b = append(b, " SELECT "...)
 	for i, d := range queue {
 		if i > 0 {
-			sb.WriteString(", ")
+			b = append(b, ", "...)
 		}
+		b = appendPart(append(b, "(SELECT count(*) FROM w"...), i)
+		b = append(b, ')')
 		if (alone || d.check) && d.want >= 0 {
-			fmt.Fprintf(&sb, "(SELECT count(*) FROM w%d) / ((SELECT count(*) FROM w%d) = %d)::int", i, i, d.want)
-			continue
+			b = appendPart(append(b, " / ((SELECT count(*) FROM w"...), i)
+			b = strconv.AppendInt(append(b, ") = "...), d.want, 10)
+			b = append(b, ")::int"...)
 		}
-		fmt.Fprintf(&sb, "(SELECT count(*) FROM w%d)", i)
 	}
 	if t.async {
-		sb.WriteString(", set_config('synchronous_commit', 'off', true)")
+		b = append(b, ", set_config('synchronous_commit', 'off', true)"...)
 	}
 	counts := make([]int64, len(queue))
 	dest := make([]any, 0, len(queue)+1)
@@ -176,26 +202,29 @@ func (t *wtx) send(queue []deferred, alone bool) ([]int64, error) {
 	if t.tx != nil {
 		q = t.tx
 	}
-	if err := q.QueryRowxContext(t.ctx, sb.String(), args...).Scan(dest...); err != nil {
+	if err := q.QueryRowxContext(t.ctx, string(b), args...).Scan(dest...); err != nil {
 		return nil, err
 	}
 	t.asyncSet = t.asyncSet || t.async
 	return counts, nil
 }
 
-// renumber rewrites q's ? placeholders as $n, numbering on from *n.
-func renumber(q string, n *int) string {
-	var sb strings.Builder
-	for _, r := range q {
-		if r == '?' {
-			*n++
-			fmt.Fprintf(&sb, "$%d", *n)
-			continue
+// renumber appends q to b with its ? placeholders written as $n, numbering on from
+// *n.
+func renumber(b []byte, q string, n *int) []byte {
+	for {
+		i := strings.IndexByte(q, '?')
+		if i < 0 {
+			return append(b, q...)
 		}
-		sb.WriteRune(r)
+		*n++
+		b = strconv.AppendInt(append(append(b, q[:i]...), '$'), int64(*n), 10)
+		q = q[i+1:]
 	}
-	return sb.String()
 }
+
+// appendPart appends the number of the statement's part i.
+func appendPart(b []byte, i int) []byte { return strconv.AppendInt(b, int64(i), 10) }
 
 // ready begins the transaction and sends the queued writes before one of its
 // statements, so that it sees them; false when the transaction could not begin.

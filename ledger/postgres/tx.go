@@ -20,7 +20,11 @@ var errClosed = errors.New("postgres: store is closed")
 // conn runs the store's queries, written with ? placeholders, as PostgreSQL's $n.
 type conn struct{ x sqlx.ExtContext }
 
-func rebind(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }
+// rebind writes q's ? placeholders as $1, $2, … (see renumber).
+func rebind(q string) string {
+	n := 0
+	return string(renumber(make([]byte, 0, len(q)+16), q, &n))
+}
 
 func (c conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	return c.x.QueryContext(ctx, rebind(q), args...)
