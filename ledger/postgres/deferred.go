@@ -198,11 +198,7 @@ func (t *wtx) send(queue []deferred, alone bool) ([]int64, error) {
 	if t.async {
 		dest = append(dest, new(sql.NullString))
 	}
-	var q sqlx.QueryerContext = t.c
-	if t.tx != nil {
-		q = t.tx
-	}
-	if err := q.QueryRowxContext(t.ctx, string(b), args...).Scan(dest...); err != nil {
+	if err := t.queryRow(string(b), args, dest); err != nil {
 		return nil, err
 	}
 	t.asyncSet = t.asyncSet || t.async
@@ -231,7 +227,8 @@ func appendPart(b []byte, i int) []byte { return strconv.AppendInt(b, int64(i), 
 func (t *wtx) ready() bool {
 	t.begin()
 	t.flush()
-	return t.tx != nil
+	t.open()
+	return t.begun == txOpen
 }
 
 func (t *wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
@@ -262,6 +259,15 @@ func (t *wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Resul
 		return nil, t.flushErr
 	}
 	return t.conn.ExecContext(ctx, q, args...)
+}
+
+// execRaw runs q in the transaction as it is, its placeholders not rewritten: a
+// migration's script.
+func (t *wtx) execRaw(ctx context.Context, q string) (sql.Result, error) {
+	if !t.ready() {
+		return nil, t.flushErr
+	}
+	return t.c.ExecContext(ctx, q)
 }
 
 func (t *wtx) GetContext(ctx context.Context, dest any, q string, args ...any) error {

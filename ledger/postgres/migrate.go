@@ -85,7 +85,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			return tooNew(s.dsn, have)
 		}
 		for _, m := range ms[have:] {
-			if _, err := tx.tx.ExecContext(ctx, m.SQL); err != nil {
+			if _, err := tx.execRaw(ctx, m.SQL); err != nil {
 				return fmt.Errorf("postgres: open %s: migration %s: %w", s.dsn, m.Name, err)
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO `+markerTable+` (version, name, applied_at) VALUES (?, ?, ?)`,

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/scripthost/scripthost/ledger/internal/sqlstore"
@@ -18,7 +20,13 @@ import (
 var errClosed = errors.New("postgres: store is closed")
 
 // conn runs the store's queries, written with ? placeholders, as PostgreSQL's $n.
-type conn struct{ x sqlx.ExtContext }
+type conn struct{ x queryer }
+
+// queryer is where conn's queries go: the pool, or a transaction's connection.
+type queryer interface {
+	sqlx.QueryerContext
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
 
 // rebind writes q's ? placeholders as $1, $2, … (see renumber).
 func rebind(q string) string {
@@ -54,11 +62,12 @@ func (c conn) SelectContext(ctx context.Context, dest any, q string, args ...any
 // forUpdate).
 type wtx struct {
 	conn
-	// c is the transaction's connection; tx its transaction, begun at its first
-	// statement that is not a deferred write (see begin), or never, when inTx is
-	// false and the transaction's writes are one statement (see flushAlone).
+	// c is the transaction's connection, on which it runs BEGIN and COMMIT as
+	// statements of its own; begun says how far it went (see begin), never past
+	// txNone when inTx is false and the transaction's writes are one statement (see
+	// flushAlone).
 	c     *sqlx.Conn
-	tx    *sqlx.Tx
+	begun txState
 	inTx  bool
 	cache txCache
 
@@ -74,25 +83,104 @@ type wtx struct {
 	asyncSet bool // a flush set it
 }
 
+// txState is how far a wtx's BEGIN went.
+type txState int
+
+const (
+	txNone    txState = iota // no BEGIN
+	txPending                // BEGIN goes with the next statement, in its round trip
+	txOpen                   // BEGIN sent
+)
+
 func (t *wtx) NamedExecContext(ctx context.Context, q string, arg any) (sql.Result, error) {
-	if !t.ready() {
-		return nil, t.flushErr
+	q, args, err := sqlx.Named(q, arg)
+	if err != nil {
+		return nil, err
 	}
-	return t.tx.NamedExecContext(ctx, q, arg)
+	return t.ExecContext(ctx, q, args...)
 }
 
-// begin begins the transaction, if it has not begun; its error is the
-// transaction's (see ready).
+// begin begins the transaction, if it has not begun: its BEGIN goes with the next
+// statement (see open).
 func (t *wtx) begin() {
-	if t.tx != nil || t.flushErr != nil {
+	if t.begun != txNone || t.flushErr != nil {
 		return
 	}
-	tx, err := t.c.BeginTxx(t.ctx, nil)
-	if err != nil {
+	t.begun, t.conn = txPending, conn{t.c}
+}
+
+// open sends a BEGIN still pending by itself; its error is the transaction's (see
+// ready), and the transaction has not begun.
+func (t *wtx) open() {
+	if t.begun != txPending {
+		return
+	}
+	t.begun = txNone
+	err := t.raw(func(c *pgx.Conn) error { _, err := c.Exec(t.ctx, "BEGIN"); return err })
+	switch {
+	case err == nil:
+		t.begun = txOpen
+	case t.flushErr == nil:
 		t.flushErr = t.s.dbErr("begin", err)
+	}
+}
+
+// raw runs fn on the transaction's pgx connection: its writes, BEGIN and COMMIT skip
+// database/sql's per-call work.
+func (t *wtx) raw(fn func(*pgx.Conn) error) error {
+	return t.c.Raw(func(dc any) error { return fn(dc.(*stdlib.Conn).Conn()) })
+}
+
+// queryRow runs q with args on the transaction's connection and scans its one row
+// into dest; a BEGIN still pending goes with it, in one round trip.
+func (t *wtx) queryRow(q string, args []any, dest []any) error {
+	return t.raw(func(c *pgx.Conn) error {
+		if t.begun != txPending {
+			return c.QueryRow(t.ctx, q, args...).Scan(dest...)
+		}
+		t.begun = txNone
+		var b pgx.Batch
+		b.Queue("BEGIN")
+		b.Queue(q, args...)
+		br := c.SendBatch(t.ctx, &b)
+		_, err := br.Exec()
+		if err == nil {
+			t.begun = txOpen
+			err = br.QueryRow().Scan(dest...)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+}
+
+// commit commits the transaction: an error when it was rolled back instead (a
+// statement of it failed).
+func (t *wtx) commit() error {
+	return t.raw(func(c *pgx.Conn) error {
+		tag, err := c.Exec(t.ctx, "COMMIT")
+		if err == nil && tag.String() == "ROLLBACK" {
+			err = pgx.ErrTxCommitRollback
+		}
+		return err
+	})
+}
+
+// rollback ends a transaction that did not commit; a connection where that fails is
+// not given back to the pool.
+func (t *wtx) rollback() {
+	if t.begun != txOpen {
 		return
 	}
-	t.tx, t.conn = tx, conn{tx}
+	_ = t.raw(func(c *pgx.Conn) error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
+		defer cancel()
+		if _, err := c.Exec(ctx, "ROLLBACK"); err != nil || c.PgConn().TxStatus() != 'I' {
+			return driver.ErrBadConn
+		}
+		return nil
+	})
 }
 
 type writeFunc func(ctx context.Context, tx *wtx) error
@@ -200,9 +288,10 @@ func (s *Store) runTx(ctx context.Context, fn writeFunc, noCache, inTx bool) (er
 	}
 	defer c.Close()
 	w := &wtx{c: c, ctx: ctx, s: s, inTx: inTx}
+	committed := false
 	defer func() {
-		if w.tx != nil {
-			_ = w.tx.Rollback()
+		if !committed {
+			w.rollback()
 		}
 	}()
 	if !noCache {
@@ -219,7 +308,7 @@ func (s *Store) runTx(ctx context.Context, fn writeFunc, noCache, inTx bool) (er
 		w.begin()
 	}
 	err = fn(ctx, w)
-	if err == nil && w.flushErr == nil && w.tx == nil && w.async {
+	if err == nil && w.flushErr == nil && w.begun == txNone && w.async {
 		// No read: the transaction's writes are one statement, committed by itself.
 		w.flushAlone()
 		if w.flushErr != nil {
@@ -231,9 +320,10 @@ func (s *Store) runTx(ctx context.Context, fn writeFunc, noCache, inTx bool) (er
 	if err == nil {
 		w.begin()
 		w.flush()
+		w.open()
 	}
 	if err == nil && w.flushErr == nil && w.async && !w.asyncSet {
-		_, err = w.tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`)
+		_, err = w.ExecContext(ctx, `SET LOCAL synchronous_commit = off`)
 		err = s.dbErr("write", err)
 	}
 	if w.flushErr != nil { // a deferred write's failure comes first: later steps met its effects
@@ -242,7 +332,8 @@ func (s *Store) runTx(ctx context.Context, fn writeFunc, noCache, inTx bool) (er
 	if err != nil {
 		return err, retryable(err, false), used()
 	}
-	if err := w.tx.Commit(); err != nil {
+	committed = true
+	if err := w.commit(); err != nil {
 		s.cache.drop(w.cache.used)
 		return s.dbErr("commit", err), retryable(err, true), false
 	}
