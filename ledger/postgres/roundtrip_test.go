@@ -1,0 +1,132 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scripthost/scripthost/internal/pgtest"
+	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/postgres"
+)
+
+// roundTrips is a loopback TCP proxy between a store and its server that counts the
+// round trips the store makes: each time the client sends after the server last
+// answered. However the bytes are split into segments, messages sent together
+// before reading the answer are one round trip.
+type roundTrips struct {
+	mu     sync.Mutex
+	n      int
+	answer bool // the server spoke last
+}
+
+func (r *roundTrips) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+func (r *roundTrips) saw(client bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if client && r.answer {
+		r.n++
+	}
+	r.answer = !client
+}
+
+// proxy starts the proxy to the server of dsn and returns the URL through it.
+func (r *roundTrips) proxy(t *testing.T, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := u.Host
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	r.answer = true
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", server)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go r.pipe(c, s, true)
+			go r.pipe(s, c, false)
+		}
+	}()
+	u.Host = ln.Addr().String()
+	return u.String()
+}
+
+func (r *roundTrips) pipe(from, to net.Conn, client bool) {
+	defer from.Close()
+	defer to.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := from.Read(buf)
+		if n > 0 {
+			r.saw(client)
+			if _, werr := to.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil { // io.EOF or a closed connection
+			return
+		}
+	}
+}
+
+// TestBeginGoesWithFirstStatement: a transaction's BEGIN is sent with its first
+// statement, in one round trip, so an in-flight record (BEGIN, its one write
+// statement, COMMIT) costs two round trips, not three; a write sent alone (an
+// outcome) costs one.
+func TestBeginGoesWithFirstStatement(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound, not a measure
+	defer cancel()
+	var rt roundTrips
+	s := open(t, rt.proxy(t, pgtest.URL(t)), postgres.Options{MaxConns: 1})
+	begin := func(hash string) ledger.NewMutation {
+		return ledger.NewMutation{Namespace: "Shop", Method: "ship", Params: json.RawMessage(`{}`), InputHash: hash}
+	}
+	// The connection's first use of each statement prepares it (a round trip of its
+	// own): these are not counted.
+	for _, h := range []string{"warm-1", "warm-2"} {
+		m, err := s.BeginMutation(ctx, begin(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ApplyMutation(ctx, m.ID, json.RawMessage(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	n0 := rt.count()
+	m, err := s.BeginMutation(ctx, begin("counted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rt.count() - n0; n != 2 {
+		t.Errorf("the in-flight record made %d round trips, want 2: BEGIN with the write, then COMMIT", n)
+	}
+	n0 = rt.count()
+	if _, err := s.ApplyMutation(ctx, m.ID, json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if n := rt.count() - n0; n != 1 {
+		t.Errorf("the outcome made %d round trips, want 1: its write alone", n)
+	}
+}
