@@ -227,8 +227,7 @@ func appendPart(b []byte, i int) []byte { return strconv.AppendInt(b, int64(i), 
 func (t *wtx) ready() bool {
 	t.begin()
 	t.flush()
-	t.open()
-	return t.begun == txOpen
+	return t.begun
 }
 
 func (t *wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {

@@ -63,11 +63,10 @@ func (c conn) SelectContext(ctx context.Context, dest any, q string, args ...any
 type wtx struct {
 	conn
 	// c is the transaction's connection, on which it runs BEGIN and COMMIT as
-	// statements of its own; begun says how far it went (see begin), never past
-	// txNone when inTx is false and the transaction's writes are one statement (see
-	// flushAlone).
+	// statements of its own; begun once BEGIN was sent (see begin), never when inTx
+	// is false and the transaction's writes are one statement (see flushAlone).
 	c     *sqlx.Conn
-	begun txState
+	begun bool
 	inTx  bool
 	cache txCache
 
@@ -83,15 +82,6 @@ type wtx struct {
 	asyncSet bool // a flush set it
 }
 
-// txState is how far a wtx's BEGIN went.
-type txState int
-
-const (
-	txNone    txState = iota // no BEGIN
-	txPending                // BEGIN goes with the next statement, in its round trip
-	txOpen                   // BEGIN sent
-)
-
 func (t *wtx) NamedExecContext(ctx context.Context, q string, arg any) (sql.Result, error) {
 	q, args, err := sqlx.Named(q, arg)
 	if err != nil {
@@ -100,59 +90,30 @@ func (t *wtx) NamedExecContext(ctx context.Context, q string, arg any) (sql.Resu
 	return t.ExecContext(ctx, q, args...)
 }
 
-// begin begins the transaction, if it has not begun: its BEGIN goes with the next
-// statement (see open).
+// begin begins the transaction, if it has not begun; its error is the
+// transaction's (see ready).
 func (t *wtx) begin() {
-	if t.begun != txNone || t.flushErr != nil {
+	if t.begun || t.flushErr != nil {
 		return
 	}
-	t.begun, t.conn = txPending, conn{t.c}
-}
-
-// open sends a BEGIN still pending by itself; its error is the transaction's (see
-// ready), and the transaction has not begun.
-func (t *wtx) open() {
-	if t.begun != txPending {
-		return
-	}
-	t.begun = txNone
-	err := t.raw(func(c *pgx.Conn) error { _, err := c.Exec(t.ctx, "BEGIN"); return err })
-	switch {
-	case err == nil:
-		t.begun = txOpen
-	case t.flushErr == nil:
+	if err := t.raw(func(c *pgx.Conn) error { _, err := c.Exec(t.ctx, "BEGIN"); return err }); err != nil {
 		t.flushErr = t.s.dbErr("begin", err)
+		return
 	}
+	t.begun, t.conn = true, conn{t.c}
 }
 
 // raw runs fn on the transaction's pgx connection: its writes, BEGIN and COMMIT skip
-// database/sql's per-call work.
+// database/sql's per-call work (a database/sql transaction also watches its context
+// on a goroutine of its own).
 func (t *wtx) raw(fn func(*pgx.Conn) error) error {
 	return t.c.Raw(func(dc any) error { return fn(dc.(*stdlib.Conn).Conn()) })
 }
 
 // queryRow runs q with args on the transaction's connection and scans its one row
-// into dest; a BEGIN still pending goes with it, in one round trip.
+// into dest.
 func (t *wtx) queryRow(q string, args []any, dest []any) error {
-	return t.raw(func(c *pgx.Conn) error {
-		if t.begun != txPending {
-			return c.QueryRow(t.ctx, q, args...).Scan(dest...)
-		}
-		t.begun = txNone
-		var b pgx.Batch
-		b.Queue("BEGIN")
-		b.Queue(q, args...)
-		br := c.SendBatch(t.ctx, &b)
-		_, err := br.Exec()
-		if err == nil {
-			t.begun = txOpen
-			err = br.QueryRow().Scan(dest...)
-		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		return err
-	})
+	return t.raw(func(c *pgx.Conn) error { return c.QueryRow(t.ctx, q, args...).Scan(dest...) })
 }
 
 // commit commits the transaction: an error when it was rolled back instead (a
@@ -170,7 +131,7 @@ func (t *wtx) commit() error {
 // rollback ends a transaction that did not commit; a connection where that fails is
 // not given back to the pool.
 func (t *wtx) rollback() {
-	if t.begun != txOpen {
+	if !t.begun {
 		return
 	}
 	_ = t.raw(func(c *pgx.Conn) error {
@@ -308,7 +269,7 @@ func (s *Store) runTx(ctx context.Context, fn writeFunc, noCache, inTx bool) (er
 		w.begin()
 	}
 	err = fn(ctx, w)
-	if err == nil && w.flushErr == nil && w.begun == txNone && w.async {
+	if err == nil && w.flushErr == nil && !w.begun && w.async {
 		// No read: the transaction's writes are one statement, committed by itself.
 		w.flushAlone()
 		if w.flushErr != nil {
@@ -320,7 +281,6 @@ func (s *Store) runTx(ctx context.Context, fn writeFunc, noCache, inTx bool) (er
 	if err == nil {
 		w.begin()
 		w.flush()
-		w.open()
 	}
 	if err == nil && w.flushErr == nil && w.async && !w.asyncSet {
 		_, err = w.ExecContext(ctx, `SET LOCAL synchronous_commit = off`)
