@@ -101,6 +101,9 @@ func (t *wtx) flush() {
 		return
 	}
 	counts, err := t.send(queue, false)
+	if err != nil && t.flushErr != nil {
+		return // the BEGIN that went with it failed: the transaction's error
+	}
 	if err != nil {
 		if wrongCount(err) {
 			t.flushErr = errInTx
@@ -227,6 +230,7 @@ func appendPart(b []byte, i int) []byte { return strconv.AppendInt(b, int64(i), 
 func (t *wtx) ready() bool {
 	t.begin()
 	t.flush()
+	t.open()
 	return t.begun
 }
 

@@ -2,14 +2,18 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 
@@ -63,12 +67,14 @@ func (c conn) SelectContext(ctx context.Context, dest any, q string, args ...any
 type wtx struct {
 	conn
 	// c is the transaction's connection, on which it runs BEGIN and COMMIT as
-	// statements of its own; begun once BEGIN was sent (see begin), never when inTx
-	// is false and the transaction's writes are one statement (see flushAlone).
-	c     *sqlx.Conn
-	begun bool
-	inTx  bool
-	cache txCache
+	// statements of its own; begun once BEGIN was sent, pending while it waits to go
+	// with the transaction's first write (see begin), neither when inTx is false and
+	// the transaction's writes are one statement (see flushAlone).
+	c       *sqlx.Conn
+	begun   bool
+	pending bool
+	inTx    bool
+	cache   txCache
 
 	// ctx is the transaction's; s its store.
 	ctx context.Context
@@ -90,17 +96,29 @@ func (t *wtx) NamedExecContext(ctx context.Context, q string, arg any) (sql.Resu
 	return t.ExecContext(ctx, q, args...)
 }
 
-// begin begins the transaction, if it has not begun; its error is the
-// transaction's (see ready).
+// begin begins the transaction, if it has not begun: its BEGIN waits to go with the
+// transaction's first write statement, in one round trip (see queryRow), or by
+// itself before a read (see open).
 func (t *wtx) begin() {
-	if t.begun || t.flushErr != nil {
+	if t.begun || t.pending || t.flushErr != nil {
 		return
 	}
+	t.pending, t.conn = true, conn{t.c}
+}
+
+// open sends a pending BEGIN by itself; its error is the transaction's (see ready).
+func (t *wtx) open() {
+	if !t.pending {
+		return
+	}
+	t.pending = false
 	if err := t.raw(func(c *pgx.Conn) error { _, err := c.Exec(t.ctx, "BEGIN"); return err }); err != nil {
-		t.flushErr = t.s.dbErr("begin", err)
+		if t.flushErr == nil {
+			t.flushErr = t.s.dbErr("begin", err)
+		}
 		return
 	}
-	t.begun, t.conn = true, conn{t.c}
+	t.begun = true
 }
 
 // raw runs fn on the transaction's pgx connection: its writes, BEGIN and COMMIT skip
@@ -111,9 +129,115 @@ func (t *wtx) raw(fn func(*pgx.Conn) error) error {
 }
 
 // queryRow runs q with args on the transaction's connection and scans its one row
-// into dest.
+// into dest. A pending BEGIN goes with it, in one round trip: sent unprepared, so
+// that the server counts it like any BEGIN, and q prepared on the connection once
+// (see preparedOn); on a connection that has prepared its share, BEGIN goes first by
+// itself.
 func (t *wtx) queryRow(q string, args []any, dest []any) error {
-	return t.raw(func(c *pgx.Conn) error { return c.QueryRow(t.ctx, q, args...).Scan(dest...) })
+	return t.raw(func(c *pgx.Conn) error {
+		if !t.pending {
+			return c.QueryRow(t.ctx, q, args...).Scan(dest...)
+		}
+		sd, err := preparedOn(t.ctx, c, q)
+		if err != nil || sd == nil {
+			t.open()
+			if t.flushErr != nil {
+				return t.flushErr
+			}
+			if err != nil {
+				return err
+			}
+			return c.QueryRow(t.ctx, q, args...).Scan(dest...)
+		}
+		t.pending = false
+		return t.beginWith(c, sd, args, dest)
+	})
+}
+
+// beginWith sends BEGIN and the prepared statement sd with args in one round trip
+// and scans the statement's one row into dest.
+func (t *wtx) beginWith(c *pgx.Conn, sd *pgconn.StatementDescription, args []any, dest []any) error {
+	var eqb pgx.ExtendedQueryBuilder
+	if err := eqb.Build(c.TypeMap(), sd, args); err != nil {
+		return err
+	}
+	var b pgconn.Batch
+	b.ExecParams("BEGIN", nil, nil, nil, nil)
+	b.ExecStatement(sd, eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
+	mrr := c.PgConn().ExecBatch(t.ctx, &b)
+	if !mrr.NextResult() {
+		return mrr.Close()
+	}
+	if _, err := mrr.ResultReader().Close(); err != nil {
+		mrr.Close()
+		return err
+	}
+	t.begun = true
+	if !mrr.NextResult() {
+		return mrr.Close()
+	}
+	rr := mrr.ResultReader()
+	rows := 0
+	var scanErr error
+	for rr.NextRow() {
+		if rows++; rows == 1 {
+			scanErr = scanValues(c.TypeMap(), rr.FieldDescriptions(), rr.Values(), dest)
+		}
+	}
+	if _, err := rr.Close(); err != nil {
+		mrr.Close()
+		return err
+	}
+	if err := mrr.Close(); err != nil {
+		return err
+	}
+	if rows != 1 {
+		return fmt.Errorf("postgres: a write statement returned %d rows, want 1", rows)
+	}
+	return scanErr
+}
+
+// scanValues scans a row's values, as the server sent them, into dest.
+func scanValues(m *pgtype.Map, fds []pgconn.FieldDescription, values [][]byte, dest []any) error {
+	if len(values) != len(dest) {
+		return fmt.Errorf("postgres: a write statement returned %d columns, want %d", len(values), len(dest))
+	}
+	for i, fd := range fds {
+		if err := m.Scan(fd.DataTypeOID, fd.Format, values[i], dest[i]); err != nil {
+			return fmt.Errorf("postgres: a write statement's column %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// maxPrepared bounds the statements preparedOn prepares on one connection: the
+// write statements of the transitions that begin a transaction, a few dozen shapes.
+const maxPrepared = 128
+
+// preparedKey is where preparedOn keeps, in a connection's custom data, the names it
+// prepared there.
+const preparedKey = "scripthost.prepared"
+
+// preparedOn returns q prepared on c, preparing it at its first use there; nil when
+// c has prepared maxPrepared statements already.
+func preparedOn(ctx context.Context, c *pgx.Conn, q string) (*pgconn.StatementDescription, error) {
+	sum := sha256.Sum256([]byte(q))
+	name := "scripthost_" + hex.EncodeToString(sum[:16])
+	data := c.PgConn().CustomData()
+	names, _ := data[preparedKey].(map[string]bool)
+	if names == nil {
+		names = map[string]bool{}
+		data[preparedKey] = names
+	}
+	if !names[name] && len(names) >= maxPrepared {
+		return nil, nil
+	}
+	sd, err := c.Prepare(ctx, name, q)
+	if err != nil {
+		return nil, err
+	}
+	names[name] = true
+	return sd, nil
 }
 
 // commit commits the transaction: an error when it was rolled back instead (a
@@ -269,7 +393,7 @@ func (s *Store) runTx(ctx context.Context, fn writeFunc, noCache, inTx bool) (er
 		w.begin()
 	}
 	err = fn(ctx, w)
-	if err == nil && w.flushErr == nil && !w.begun && w.async {
+	if err == nil && w.flushErr == nil && !w.begun && !w.pending && w.async {
 		// No read: the transaction's writes are one statement, committed by itself.
 		w.flushAlone()
 		if w.flushErr != nil {
@@ -281,6 +405,7 @@ func (s *Store) runTx(ctx context.Context, fn writeFunc, noCache, inTx bool) (er
 	if err == nil {
 		w.begin()
 		w.flush()
+		w.open()
 	}
 	if err == nil && w.flushErr == nil && w.async && !w.asyncSet {
 		_, err = w.ExecContext(ctx, `SET LOCAL synchronous_commit = off`)
