@@ -10,6 +10,7 @@ import (
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/internal/pgtest"
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/internal/sqlstore"
 	"github.com/scripthost/scripthost/ledger/postgres"
 )
 
@@ -76,6 +77,7 @@ func TestOutcomeReadsNoCancelRequest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound, not a measure
 	defer cancel()
 	url := pgtest.NewServer(t).URL(t)
+	t.Setenv(sqlstore.VerifyRowCacheEnv, "") // its checks are statements too
 	s := open(t, url, postgres.Options{})
 	_, m := inFlight(ctx, t, s, "k1")
 	meter := pgtest.StartMeter(t, url)
