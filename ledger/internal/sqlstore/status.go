@@ -293,9 +293,9 @@ func (req cancelRequest) data() map[string]any {
 // mutation's outcome or after a definite failure, consumed after the side effect
 // (the cancelled event says which), status cancelled with who and why, any pending
 // request cleared. via are the states the run passed through in the same transaction
-// (see saveRun), logged the transition's own events before the cancelled one. It is
-// CancelRun's cancellation and the one of a transition that records the outcome of a
-// run whose cancel was requested meanwhile (saveOutcome).
+// (see saveRun), and logged the transition's own events, logged before the cancelled
+// one. It is CancelRun's cancellation and the one of a transition that records the
+// outcome of a run whose cancel was requested meanwhile (saveOutcome).
 func (s *Store) cancel(ctx context.Context, tx Tx, rec runRec, st stage, req cancelRequest, now time.Time,
 	via []scripthost.Run, logged ...ledger.LifecycleEvent) (runRec, error) {
 	data := req.data()
@@ -307,7 +307,7 @@ func (s *Store) cancel(ctx context.Context, tx Tx, rec runRec, st stage, req can
 	if err := s.setRunEvents(ctx, tx, rec.ID, events); err != nil {
 		return rec, err
 	}
-	rec.Status, rec.Error, rec.ErrorClass, rec.NotBefore = scripthost.StatusCancelled, cancelText(ledger.Cancel{By: req.By, Reason: req.Reason}), "", time.Time{}
+	rec.Status, rec.Error, rec.ErrorClass, rec.NotBefore = scripthost.StatusCancelled, req.text(), "", time.Time{}
 	rec.cancel, rec.UpdatedAt = nil, now
 	if err := s.saveRun(ctx, tx, rec, via...); err != nil {
 		return rec, err
@@ -320,14 +320,14 @@ func (s *Store) cancel(ctx context.Context, tx Tx, rec runRec, st stage, req can
 	return rec, nil
 }
 
-// cancelText is a cancelled run's error text: who cancelled it and why.
-func cancelText(c ledger.Cancel) string {
+// text is a cancelled run's error text: who cancelled it and why.
+func (req cancelRequest) text() string {
 	s := "cancelled"
-	if c.By != "" {
-		s += " by " + c.By
+	if req.By != "" {
+		s += " by " + req.By
 	}
-	if c.Reason != "" {
-		s += ": " + c.Reason
+	if req.Reason != "" {
+		s += ": " + req.Reason
 	}
 	return s
 }
