@@ -470,9 +470,12 @@ type Store interface {
 	// past its mutation's known outcome is cancelled with its events consumed, so the
 	// side effect is neither lost nor repeated, and its next phase does not run. A run
 	// whose mutation outcome is not known yet (in_flight, needs_reconcile,
-	// indeterminate) is left as it is, with cancel_requested logged: the runtime
-	// cancels it once the outcome is recorded. It returns the run as it left it; its
-	// status says which happened. A final or retried run is refused.
+	// indeterminate) keeps its status and phase, with the request stored on its row and
+	// cancel_requested logged: the transition that records the outcome (ApplyMutation,
+	// FailMutationToNext, Resolve as applied or skipped) cancels the run in its own
+	// transaction, its events consumed after the side effect and released after a
+	// definite failure, and its next phase's commit is then refused. It returns the run
+	// as it left it; its status says which happened. A final or retried run is refused.
 	CancelRun(ctx context.Context, runID string, c Cancel) (scripthost.Run, error)
 	// CreateRetryRun creates the run that retries a failed or paused one, running the
 	// stored version r.Version of its workflow (0: the newest stored, or the source's

@@ -11,12 +11,21 @@ import (
 )
 
 // honourCancel cancels a run about to run its next phase when an operator asked to
-// cancel it while its mutation's outcome was not known (ledger.EventCancelRequested):
-// the outcome is recorded now, so the ledger cancels it keeping the side effect. Only a
-// run that made a mutation can hold such a request, so no other run pays for the
+// cancel it while its mutation's outcome was not known (ledger.EventCancelRequested)
+// and the transition that recorded the outcome did not cancel it: a ledger written by
+// an older version, whose transitions left the request to the runtime. The outcome is
+// recorded, so the ledger cancels it keeping the side effect.
+//
+// A run this process moved to emitting itself (course.recorded) is not looked up: the
+// transition that recorded its outcome honoured any request in its own transaction
+// (ledger.Store.CancelRun), and when it did, the commit of the next phase is refused
+// and cancelledMeanwhile returns the cancelled run. Only a run read from the ledger at
+// emitting after its mutation (recovery, or a run an older version left) pays for the
 // lookup.
-func (rt *Runtime) honourCancel(ctx context.Context, run scripthost.Run) (scripthost.Run, bool, error) {
-	if run.Outcome == nil || run.Outcome.Status == scripthost.OutcomeNone {
+func (rt *Runtime) honourCancel(ctx context.Context, d *course) (scripthost.Run, bool, error) {
+	run, recorded := d.run, d.recorded
+	d.recorded = false
+	if recorded || run.Outcome == nil || run.Outcome.Status == scripthost.OutcomeNone {
 		return run, false, nil
 	}
 	evs, err := rt.cfg.Store.LifecycleEvents(ctx, ledger.LifecycleFilter{RunID: run.ID, Type: ledger.EventCancelRequested})
@@ -32,17 +41,16 @@ func (rt *Runtime) honourCancel(ctx context.Context, run scripthost.Run) (script
 	if req.Type == "" {
 		return run, false, nil
 	}
-	var c ledger.Cancel
-	var d struct {
+	var data struct {
 		By     string `json:"by"`
 		Reason string `json:"reason"`
 	}
 	if len(req.Data) > 0 {
-		if err := json.Unmarshal(req.Data, &d); err != nil {
+		if err := json.Unmarshal(req.Data, &data); err != nil {
 			return run, false, fmt.Errorf("runtime: run %s: cancel request %d: %w", run.ID, req.Seq, err)
 		}
 	}
-	c.By, c.Reason = d.By, d.Reason
+	c := ledger.Cancel{By: data.By, Reason: data.Reason}
 	next, err := rt.cfg.Store.CancelRun(ctx, run.ID, c)
 	return next, err == nil, err
 }

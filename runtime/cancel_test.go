@@ -2,6 +2,8 @@ package runtime_test
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"testing"
 
 	"github.com/scripthost/scripthost"
@@ -9,9 +11,10 @@ import (
 )
 
 // An operator cancels a run while its mutation is in flight: the ledger only notes
-// the request; the outcome is recorded when the tool returns, then the run is
-// cancelled before its next phase, with its event consumed. Running again applies
-// nothing twice and publishes nothing.
+// the request; the write of the outcome when the tool returns cancels the run, with
+// its event consumed, and the next phase that runs after it keeps nothing (its commit
+// is refused: no state, no publication). Running again applies nothing twice and
+// publishes nothing.
 func TestCancelWhileMutationInFlight(t *testing.T) {
 	h := newHarness(t)
 	h.load("shop", orders)
@@ -68,6 +71,67 @@ func TestCancelWhileMutationInFlight(t *testing.T) {
 	}
 	if got := h.events("shop", "shipped"); len(got) != 0 {
 		t.Errorf("shipped: got %v, want nothing published by a cancelled run", got)
+	}
+	if got := h.state("shop", "ship"); got != "" {
+		t.Errorf("state: got %s, want none kept of the cancelled run's next phase", got)
+	}
+}
+
+// A run an older version left at emitting with a cancel request logged while its
+// outcome was unknown (that version's transitions left the request to the runtime) is
+// still cancelled by the runtime before its next phase, with its event consumed.
+func TestCancelRequestLeftByOlderVersion(t *testing.T) {
+	h := newHarness(t)
+	h.load("orders", orders)
+	h.publish("orders", "orders", "a")
+	run, err := h.store.CreateRun(h.ctx, ledger.NewRun{Workflow: "orders", Version: 1, Handler: "ship", Kind: scripthost.KindConsumer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.prepare(run)
+	h.must(h.store.AdvancePhase(h.ctx, run.ID, scripthost.RunPrepared, scripthost.RunMutating))
+	m := h.begin(run)
+	if _, err := h.store.ApplyMutation(h.ctx, m.ID, json.RawMessage(`{"ok":true,"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	h.logRequest(run.ID, `{"by":"dave","reason":"duplicate"}`)
+
+	h.restart()
+	h.runOnce("orders")
+	got, err := h.store.Run(h.ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != scripthost.StatusCancelled || got.Phase != scripthost.RunEmitting || got.Error != "cancelled by dave: duplicate" {
+		t.Fatalf("run: got %s/%s %q, want emitting/cancelled by dave", got.Phase, got.Status, got.Error)
+	}
+	if st := h.events("orders", "orders")["a"]; st != scripthost.EventConsumed {
+		t.Errorf("event a: got %s, want consumed", st)
+	}
+	if got := h.events("orders", "shipped"); len(got) != 0 {
+		t.Errorf("shipped: got %v, want nothing published by a cancelled run", got)
+	}
+	if got := h.state("orders", "ship"); got != "" {
+		t.Errorf("state: got %s, want none", got)
+	}
+	if n := h.svc.count(); n != 0 {
+		t.Errorf("applied %d times by the runtime, want none (the mutation was applied before)", n)
+	}
+}
+
+// logRequest appends a cancel_requested event with data to a run's lifecycle log
+// through a connection of its own, as a version that kept the request only there
+// logged it.
+func (h *harness) logRequest(runID, data string) {
+	h.t.Helper()
+	db, err := sql.Open("sqlite3", h.db)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(h.ctx, `INSERT INTO lifecycle_events (run_id, type, data, at) VALUES (?, 'cancel_requested', ?, 1)`,
+		runID, data); err != nil {
+		h.t.Fatal(err)
 	}
 }
 

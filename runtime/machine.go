@@ -61,6 +61,10 @@ type course struct {
 	// fresh says run is what this process's own transition returned (not what it
 	// read), so that, in phase mutating, no mutation exists yet.
 	fresh bool
+	// recorded says run is at emitting as this process's own write of its mutation's
+	// outcome left it (ledger.OutcomeRecorded): that write honoured any cancel request
+	// made meanwhile, so honourCancel does not look one up.
+	recorded bool
 	// peeked, when set, holds the pending events read just before the run was
 	// begun, for its first prepare phase (see hostfuncs.Peeked).
 	peeked *hostfuncs.Peeked
@@ -303,7 +307,7 @@ func (rt *Runtime) stepConsumer(ctx context.Context, l *loaded, c *Consumer, d *
 		return next, true, err
 
 	case scripthost.RunEmitting:
-		if next, cancelled, err := rt.honourCancel(ctx, run); cancelled || err != nil {
+		if next, cancelled, err := rt.honourCancel(ctx, d); cancelled || err != nil {
 			return next, true, err
 		}
 		outcome := run.Outcome
@@ -373,8 +377,10 @@ func (rt *Runtime) mutate(ctx context.Context, l *loaded, c *Consumer, d *course
 			}
 			// The tool wrapper's outcome write moved the run: an applied mutation moves
 			// it on to emitting, as ledger.OutcomeRecorded says (the commit refuses if
-			// the ledger disagrees); elsewhere, read where to.
+			// the ledger disagrees: the write cancelled the run when a cancel was
+			// requested meanwhile); elsewhere, read where to.
 			if m.Status == scripthost.MutationApplied {
+				d.recorded = true
 				return ledger.OutcomeRecorded(run, scripthost.Outcome{Status: scripthost.OutcomeApplied, Result: m.Result}, m.UpdatedAt), true, nil
 			}
 			return scripthost.Run{}, true, nil

@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"CommitProducer", testCommitProducer},
 		{"SkipRun", testSkipRun},
 		{"CancelRun", testCancelRun},
+		{"CancelAtOutcome", testCancelAtOutcome},
 		{"Recover", testRecover},
 		{"Snapshots", testSnapshots},
 		{"SnapshotsWhole", testSnapshotsWhole},

@@ -317,7 +317,9 @@ func (s *Store) applyRun(ctx context.Context, tx Tx, runID string, outcome scrip
 	return err
 }
 
-// failRun releases the run's events and gives it status with the error.
+// failRun releases the run's events and gives it status with the error. A cancel
+// requested while the outcome was unknown lapses: the run is failed or paused, and
+// what takes it over (a retry run) is a run of its own, which an operator cancels anew.
 func (s *Store) failRun(ctx context.Context, tx Tx, runID string, status scripthost.RunStatus, msg string, class scripthost.ErrorClass, now time.Time) error {
 	rec, err := s.getRun(ctx, tx, runID)
 	if err != nil {
@@ -326,7 +328,7 @@ func (s *Store) failRun(ctx context.Context, tx Tx, runID string, status scripth
 	if err := s.setRunEvents(ctx, tx, runID, scripthost.EventPending); err != nil {
 		return err
 	}
-	rec.Status, rec.Error, rec.ErrorClass = status, msg, class
+	rec.Status, rec.Error, rec.ErrorClass, rec.cancel = status, msg, class, nil
 	rec.UpdatedAt = now
 	return s.saveRun(ctx, tx, rec)
 }

@@ -229,6 +229,7 @@ func cacheMutation(tx sqlx.QueryerContext, row mutationRow) {
 func (r runRow) clone() runRow {
 	r.Prepared, r.Reservations = r.Prepared.clone(), r.Reservations.clone()
 	r.InputState, r.OutputState, r.Outcome = r.InputState.clone(), r.OutputState.clone(), r.Outcome.clone()
+	r.CancelRequest = r.CancelRequest.clone()
 	r.WakeAt, r.NotBefore, r.CreatedAt, r.UpdatedAt = r.WakeAt.norm(), r.NotBefore.norm(), r.CreatedAt.norm(), r.UpdatedAt.norm()
 	return r
 }

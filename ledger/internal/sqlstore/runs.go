@@ -40,17 +40,22 @@ type runRow struct {
 	NotBefore         nanos     `db:"not_before"`
 	CreatedAt         nanos     `db:"created_at"`
 	UpdatedAt         nanos     `db:"updated_at"`
+	CancelRequest     rawJSON   `db:"cancel_request"`
 }
 
 const runColumns = `id, workflow, version, handler, kind, phase, status, retry_of, superseded_by,
 	attempt, retry_from_emitting, prepared, reservations, wake_at, input_state, output_state,
-	outcome, error, error_class, not_before, created_at, updated_at`
+	outcome, error, error_class, not_before, created_at, updated_at, cancel_request`
 
 // runRec is a run as transitions see it: the public fields plus the store's own.
 type runRec struct {
 	scripthost.Run
 	// WakeAt is the prepare phase's requested wake-up, saved with the state at commit.
 	WakeAt time.Time
+	// cancel is an operator's request to cancel the run made while its mutation's
+	// outcome was unknown (CancelRun), nil when there is none: the transition that
+	// records the outcome cancels the run in its own transaction (saveOutcome).
+	cancel *cancelRequest
 	// stored is the row's version when it was read (zero for a run not read from its
 	// row): saveRun leaves the status column alone when it did not change, and the
 	// run's last snapshot is the base of the next only when it was taken of this
@@ -92,6 +97,12 @@ func (r runRow) rec() (runRec, error) {
 		WakeAt: r.WakeAt.Time(),
 	}
 	rec.stored = versionOf(&rec.Run)
+	if len(r.CancelRequest) > 0 {
+		rec.cancel = new(cancelRequest)
+		if err := json.Unmarshal(r.CancelRequest, rec.cancel); err != nil {
+			return runRec{}, fmt.Errorf("ledger: run %s: cancel_request: %w", r.ID, err)
+		}
+	}
 	if len(r.Reservations) > 0 {
 		if err := json.Unmarshal(r.Reservations, &rec.Reservations); err != nil {
 			return runRec{}, fmt.Errorf("ledger: run %s: reservations: %w", r.ID, err)
@@ -128,6 +139,11 @@ func (rec runRec) row() (runRow, error) {
 			return runRow{}, err
 		}
 	}
+	if rec.cancel != nil {
+		if r.CancelRequest, err = jsonValue(rec.cancel); err != nil {
+			return runRow{}, err
+		}
+	}
 	return r, nil
 }
 
@@ -139,7 +155,7 @@ func (r *runRow) fields() []any {
 	return []any{&r.ID, &r.Workflow, &r.Version, &r.Handler, &r.Kind, &r.Phase, &r.Status,
 		&r.RetryOf, &r.SupersededBy, &r.Attempt, &r.RetryFromEmitting, &r.Prepared,
 		&r.Reservations, &r.WakeAt, &r.InputState, &r.OutputState, &r.Outcome, &r.Error,
-		&r.ErrorClass, &r.NotBefore, &r.CreatedAt, &r.UpdatedAt}
+		&r.ErrorClass, &r.NotBefore, &r.CreatedAt, &r.UpdatedAt, &r.CancelRequest}
 }
 
 // getRun loads a run inside a transaction or from the read pool (see readRow).
@@ -866,14 +882,28 @@ func (s *Store) MarkMutated(ctx context.Context, runID string) (scripthost.Run, 
 // snapshot of each and phase_started(next) logged after the caller's events. Nothing
 // happens outside the ledger between the two: a run found emitting runs next as one
 // found mutated would after advancing, so recovery loses nothing.
+//
+// A run whose cancel was requested while the outcome was unknown (runRec.cancel) is
+// then cancelled in the same transaction, as CancelRun cancels a run at emitting:
+// its events consumed after an applied or skipped mutation, released after a definite
+// failure. The request is in the run's row, which the transition reads anyway, so the
+// common case costs no statement more.
 func (s *Store) saveOutcome(ctx context.Context, tx Tx, rec runRec, o scripthost.Outcome, now time.Time) (runRec, error) {
 	rec.Run = ledger.OutcomeRecorded(rec.Run, o, now)
 	mutated := rec.Run
 	mutated.Phase = scripthost.RunMutated
-	if err := s.saveRun(ctx, tx, rec, mutated); err != nil {
-		return rec, err
+	next := ledger.NewPhaseEvent(rec.Run, ledger.EventPhaseStarted, string(scripthost.PhaseNext))
+	if rec.cancel == nil {
+		if err := s.saveRun(ctx, tx, rec, mutated); err != nil {
+			return rec, err
+		}
+		return rec, s.logOwn(ctx, tx, next)
 	}
-	return rec, s.logOwn(ctx, tx, ledger.NewPhaseEvent(rec.Run, ledger.EventPhaseStarted, string(scripthost.PhaseNext)))
+	st := afterMutation
+	if o.Status == scripthost.OutcomeFailed {
+		st = beforeMutation
+	}
+	return s.cancel(ctx, tx, rec, st, *rec.cancel, now, []scripthost.Run{mutated, rec.Run}, next)
 }
 
 // Recover lists active runs that are not committed and every in_flight mutation.

@@ -236,7 +236,11 @@ func (s *Store) retryVersion(ctx context.Context, tx Tx, src runRec, version int
 	return got, nil
 }
 
-// CancelRun stops a run as an operator asked (see ledger.Store.CancelRun).
+// CancelRun stops a run as an operator asked (see ledger.Store.CancelRun). A run
+// whose mutation's outcome is unknown keeps the request in its row (runRec.cancel),
+// written with a new updated_at, so that the transition that records the outcome
+// cancels it (saveOutcome): on PostgreSQL a host whose cached copy of the row predates
+// the request fails its guarded write of the outcome and runs it again on the fresh row.
 func (s *Store) CancelRun(ctx context.Context, runID string, c ledger.Cancel) (scripthost.Run, error) {
 	var out runRec
 	err := s.mustWriteRedo(ctx, func(ctx context.Context, tx Tx) error {
@@ -251,44 +255,79 @@ func (s *Store) CancelRun(ctx context.Context, runID string, c ledger.Cancel) (s
 		if err != nil {
 			return err
 		}
-		data := map[string]any{}
-		if c.By != "" {
-			data["by"] = c.By
-		}
-		if c.Reason != "" {
-			data["reason"] = c.Reason
-		}
-		out = rec
-		if st == outcomeUnknown {
-			return s.logOwn(ctx, tx, ledger.NewLifecycleEvent(runID, ledger.EventCancelRequested, data))
-		}
-		events := scripthost.EventPending
-		data["events"] = "released"
-		if st == afterMutation {
-			events, data["events"] = scripthost.EventConsumed, "consumed"
-		}
-		if err := s.setRunEvents(ctx, tx, runID, events); err != nil {
+		req := cancelRequest{By: c.By, Reason: c.Reason}
+		if st != outcomeUnknown {
+			out, err = s.cancel(ctx, tx, rec, st, req, s.now(), nil)
 			return err
 		}
-		rec.Status, rec.Error, rec.ErrorClass, rec.NotBefore = scripthost.StatusCancelled, cancelText(c), "", time.Time{}
-		rec.UpdatedAt = s.now()
+		rec.cancel, rec.UpdatedAt = &req, s.now()
 		out = rec
 		if err := s.saveRun(ctx, tx, rec); err != nil {
 			return err
 		}
-		return s.logOwn(ctx, tx, ledger.NewLifecycleEvent(runID, ledger.EventCancelled, data))
+		return s.logOwn(ctx, tx, ledger.NewLifecycleEvent(runID, ledger.EventCancelRequested, req.data()))
 	})
 	return out.Run, err
 }
 
-// cancelText is a cancelled run's error text: who cancelled it and why.
-func cancelText(c ledger.Cancel) string {
-	s := "cancelled"
-	if c.By != "" {
-		s += " by " + c.By
+// cancelRequest is a request to cancel a run, as runs.cancel_request and the data of
+// its cancel_requested event hold it.
+type cancelRequest struct {
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// data is the data of the request's lifecycle events: by and reason when given.
+func (req cancelRequest) data() map[string]any {
+	data := map[string]any{}
+	if req.By != "" {
+		data["by"] = req.By
 	}
-	if c.Reason != "" {
-		s += ": " + c.Reason
+	if req.Reason != "" {
+		data["reason"] = req.Reason
+	}
+	return data
+}
+
+// cancel cancels rec, at stage st, as req asks: its events released before its
+// mutation's outcome or after a definite failure, consumed after the side effect
+// (the cancelled event says which), status cancelled with who and why, any pending
+// request cleared. via are the states the run passed through in the same transaction
+// (see saveRun), and logged the transition's own events, logged before the cancelled
+// one. It is CancelRun's cancellation and the one of a transition that records the
+// outcome of a run whose cancel was requested meanwhile (saveOutcome).
+func (s *Store) cancel(ctx context.Context, tx Tx, rec runRec, st stage, req cancelRequest, now time.Time,
+	via []scripthost.Run, logged ...ledger.LifecycleEvent) (runRec, error) {
+	data := req.data()
+	events := scripthost.EventPending
+	data["events"] = "released"
+	if st == afterMutation {
+		events, data["events"] = scripthost.EventConsumed, "consumed"
+	}
+	if err := s.setRunEvents(ctx, tx, rec.ID, events); err != nil {
+		return rec, err
+	}
+	rec.Status, rec.Error, rec.ErrorClass, rec.NotBefore = scripthost.StatusCancelled, req.text(), "", time.Time{}
+	rec.cancel, rec.UpdatedAt = nil, now
+	if err := s.saveRun(ctx, tx, rec, via...); err != nil {
+		return rec, err
+	}
+	for _, ev := range append(logged, ledger.NewLifecycleEvent(rec.ID, ledger.EventCancelled, data)) {
+		if err := s.logOwn(ctx, tx, ev); err != nil {
+			return rec, err
+		}
+	}
+	return rec, nil
+}
+
+// text is a cancelled run's error text: who cancelled it and why.
+func (req cancelRequest) text() string {
+	s := "cancelled"
+	if req.By != "" {
+		s += " by " + req.By
+	}
+	if req.Reason != "" {
+		s += ": " + req.Reason
 	}
 	return s
 }

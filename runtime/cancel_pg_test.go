@@ -1,0 +1,69 @@
+package runtime_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/scripthost/scripthost/hostfuncs"
+	"github.com/scripthost/scripthost/internal/benchrun"
+	"github.com/scripthost/scripthost/internal/pgtest"
+	"github.com/scripthost/scripthost/ledger/postgres"
+	"github.com/scripthost/scripthost/runtime"
+	"github.com/scripthost/scripthost/sandbox"
+	"github.com/scripthost/scripthost/sandbox/js"
+)
+
+// TestConsumerRunReadsNoCancelRequest: consumer runs that make a mutation on a
+// PostgreSQL ledger do not read their lifecycle log for a cancel request before their
+// next phase: the write of the outcome honours one itself (ledger.Store.CancelRun).
+// The server counts the statements (pg_stat_statements), so the test starts a server
+// of its own.
+func TestConsumerRunReadsNoCancelRequest(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound, not a measure
+	defer cancel()
+	url := pgtest.NewServer(t).URL(t)
+	st, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var counted atomic.Int64
+	reg := hostfuncs.NewRegistry()
+	if err := reg.Register(benchrun.CounterTool(&counted)); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runtime.New(runtime.Config{Store: st, Engines: map[string]sandbox.Engine{"js": js.New(js.Options{})}, Tools: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	names := []string{"w0"}
+	if _, err := rt.LoadWorkflow(ctx, "w0", "w0.js", benchrun.Source(benchrun.Count)); err != nil {
+		t.Fatal(err)
+	}
+	const runs = 3
+	if _, err := st.Publish(ctx, benchrun.Events(names, "e", runs)...); err != nil {
+		t.Fatal(err)
+	}
+	meter := pgtest.StartMeter(t, url)
+	if err := rt.RunOnce(ctx, names); err != nil {
+		t.Fatal(err)
+	}
+	c := meter.Stop(t)
+	if c.Statements < 0 {
+		t.Fatal("the server does not count statements: pg_stat_statements is not loaded")
+	}
+	benchrun.CheckRuns(t, st, runs)
+	if n := counted.Load(); n != runs {
+		t.Fatalf("%d mutations made for %d runs", n, runs)
+	}
+	for _, sc := range c.ByStatement {
+		if strings.Contains(sc.Query, "FROM lifecycle_events") {
+			t.Errorf("the runs read their lifecycle log (%d times): %s", sc.Calls, sc.Query)
+		}
+	}
+	t.Logf("%d statements for %d runs", c.Statements, runs)
+}
