@@ -187,4 +187,19 @@ func testCancelAtOutcome(f *fixture) {
 			f.t.Errorf("got %s/%s, want emitting/active", r.Phase, r.Status)
 		}
 	})
+	// Cancelled after the outcome, a run whose mutation definitely failed releases its
+	// events too, as one whose request met the failure does.
+	f.with("cancelled after a definite failure", func(f *fixture) {
+		b := f.consumer(stInFlight)
+		must(f.s.FailMutationToNext(f.ctx, b.mut.ID, scripthost.LogicError("card declined"), false))(f.t)
+		r := must(f.s.CancelRun(f.ctx, b.run.ID, c))(f.t)
+		if r.Status != scripthost.StatusCancelled {
+			f.t.Fatalf("got %s/%s, want cancelled", r.Phase, r.Status)
+		}
+		f.wantEvents(b.events, scripthost.EventPending, "")
+		evs := must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{RunID: b.run.ID, Type: ledger.EventCancelled}))(f.t)
+		if len(evs) != 1 || string(evs[0].Data) != `{"by":"alice","events":"released","reason":"wrong order"}` {
+			f.t.Errorf("cancelled events: %v, want one with events released", evs)
+		}
+	})
 }

@@ -899,11 +899,7 @@ func (s *Store) saveOutcome(ctx context.Context, tx Tx, rec runRec, o scripthost
 		}
 		return rec, s.logOwn(ctx, tx, next)
 	}
-	st := afterMutation
-	if o.Status == scripthost.OutcomeFailed {
-		st = beforeMutation
-	}
-	return s.cancel(ctx, tx, rec, st, *rec.cancel, now, []scripthost.Run{mutated, rec.Run}, next)
+	return s.cancel(ctx, tx, rec, afterMutation, *rec.cancel, now, []scripthost.Run{mutated, rec.Run}, next)
 }
 
 // Recover lists active runs that are not committed and every in_flight mutation.

@@ -301,7 +301,7 @@ func (s *Store) cancel(ctx context.Context, tx Tx, rec runRec, st stage, req can
 	data := req.data()
 	events := scripthost.EventPending
 	data["events"] = "released"
-	if st == afterMutation {
+	if st == afterMutation && !definitelyFailed(rec) {
 		events, data["events"] = scripthost.EventConsumed, "consumed"
 	}
 	if err := s.setRunEvents(ctx, tx, rec.ID, events); err != nil {
@@ -318,6 +318,12 @@ func (s *Store) cancel(ctx context.Context, tx Tx, rec runRec, st stage, req can
 		}
 	}
 	return rec, nil
+}
+
+// definitelyFailed reports whether the run's outcome is a mutation that definitely
+// did not happen: cancelled, it releases its events like a run before its mutation.
+func definitelyFailed(rec runRec) bool {
+	return rec.Outcome != nil && rec.Outcome.Status == scripthost.OutcomeFailed
 }
 
 // text is a cancelled run's error text: who cancelled it and why.
