@@ -1,6 +1,17 @@
 package postgres
 
-import "testing"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/scripthost/scripthost"
+	"github.com/scripthost/scripthost/internal/pgtest"
+	"github.com/scripthost/scripthost/ledger"
+)
 
 func TestTargetTable(t *testing.T) {
 	for q, want := range map[string]string{
@@ -30,5 +41,41 @@ func TestRenumber(t *testing.T) {
 	}
 	if got := rebind("SELECT ? , é ?"); got != "SELECT $1 , é $2" {
 		t.Errorf("rebind = %q", got)
+	}
+}
+
+// TestPreparedBound: a connection that has prepared maxPrepared write statements
+// prepares no more; a transaction on it sends its BEGIN by itself and still commits.
+func TestPreparedBound(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, pgtest.URL(t), Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	names := map[string]bool{}
+	for i := range maxPrepared {
+		names[fmt.Sprint("elsewhere-", i)] = true
+	}
+	c, err := s.db.Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Raw(func(dc any) error {
+		dc.(*stdlib.Conn).Conn().PgConn().CustomData()[preparedKey] = names
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	m, err := s.BeginMutation(ctx, ledger.NewMutation{Namespace: "Shop", Method: "ship", Params: json.RawMessage(`{}`), InputHash: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != maxPrepared {
+		t.Errorf("the connection prepared %d statements, want %d", len(names), maxPrepared)
+	}
+	if got, err := s.Mutation(ctx, m.ID); err != nil || got.Status != scripthost.MutationInFlight {
+		t.Errorf("mutation after a BEGIN sent alone: %+v, %v", got, err)
 	}
 }

@@ -111,8 +111,13 @@ func (t *wtx) open() {
 	if !t.pending {
 		return
 	}
+	_ = t.raw(func(c *pgx.Conn) error { t.openOn(c); return nil })
+}
+
+// openOn sends a pending BEGIN by itself on c, the transaction's pgx connection.
+func (t *wtx) openOn(c *pgx.Conn) {
 	t.pending = false
-	if err := t.raw(func(c *pgx.Conn) error { _, err := c.Exec(t.ctx, "BEGIN"); return err }); err != nil {
+	if _, err := c.Exec(t.ctx, "BEGIN"); err != nil {
 		if t.flushErr == nil {
 			t.flushErr = t.s.dbErr("begin", err)
 		}
@@ -140,7 +145,7 @@ func (t *wtx) queryRow(q string, args []any, dest []any) error {
 		}
 		sd, err := preparedOn(t.ctx, c, q)
 		if err != nil || sd == nil {
-			t.open()
+			t.openOn(c) // not open: the connection is this callback's
 			if t.flushErr != nil {
 				return t.flushErr
 			}
