@@ -92,7 +92,10 @@ func TestSharedLedgerHosts(t *testing.T) {
 		t.Run(fmt.Sprintf("%d hosts", n), func(t *testing.T) {
 			svc := fakesvc.New()
 			defer svc.Close()
-			svc.SetLatency(5 * time.Millisecond)
+			// The work must outlast a newcomer's share yield (a second at a 5s lease
+			// TTL) by far, or the first host finishes it before the others ask for
+			// the workflow: 20 charges per host, each at least 75ms, one at a time.
+			svc.SetLatency(75 * time.Millisecond)
 			charges := 20 * n
 			e := newSharedEnv(t, svc, "tools.json", charges, "2s")
 			bin := crashBinary(t)
