@@ -58,6 +58,9 @@ func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
 func (rt *Runtime) leasedTick(ctx context.Context, workflow string, keep bool) (did, held bool, err error) {
 	return rt.withLease(ctx, workflow, keep, func(ctx context.Context) (bool, error) {
 		stranded, err := rt.reconcileStranded(ctx, workflow)
+		if stranded {
+			rt.forgetAhead(workflow)
+		}
 		if err != nil {
 			return stranded, err
 		}
@@ -131,6 +134,10 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 		if latest, err = rt.latestRuns(ctx, workflow, def); err != nil {
 			return did, err
 		}
+	}
+	if did {
+		// What moved may have released or taken events: read them again.
+		rt.forgetAhead(workflow)
 	}
 	blocked := func(handler string) bool {
 		r, ok := latest[handler]
@@ -215,13 +222,7 @@ func (rt *Runtime) tickConsumer(ctx context.Context, r roundInput, name string,
 	rt.mu.Lock()
 	idleAt, idle := rt.idle[key]
 	rt.mu.Unlock()
-	// Whether anything is pending needs one event; whether something is newer
-	// than what an idle consumer last saw needs the newest.
-	scan := 1
-	if idle {
-		scan = pendingScan
-	}
-	newest, peeked, err := rt.pending(ctx, workflow, c.Subscribe, scan)
+	newest, peeked, kept, err := rt.peekFor(ctx, workflow, name, c.Subscribe, idle)
 	if err != nil {
 		return scripthost.Run{}, false, err
 	}
@@ -241,7 +242,8 @@ func (rt *Runtime) tickConsumer(ctx context.Context, r roundInput, name string,
 	if !wake && newest <= idleAt {
 		return scripthost.Run{}, false, nil
 	}
-	run, err := rt.begin(ctx, newRun(r.workflow, r.version, name, scripthost.KindConsumer, hs), peeked)
+	run, err := rt.begin(ctx, newRun(r.workflow, r.version, name, scripthost.KindConsumer, hs), peeked, kept)
+	rt.settleAhead(workflow, name, run)
 	switch {
 	case err != nil:
 		delete(states, name)
@@ -253,7 +255,9 @@ func (rt *Runtime) tickConsumer(ctx context.Context, r roundInput, name string,
 	}
 	// A run that reserved nothing (or was skipped by its guard) leaves the pending
 	// events as they were: wait for a newer event or a wake-up before trying again.
-	if len(run.Reservations) == 0 {
+	// A step dropped because events kept for it were taken meanwhile (see
+	// staleKept) is begun again after a read instead.
+	if len(run.Reservations) == 0 && (run.ID != "" || !kept) {
 		if newest, _, err = rt.pending(ctx, workflow, c.Subscribe, pendingScan); err != nil {
 			return run, true, err
 		}
@@ -293,6 +297,28 @@ func (rt *Runtime) acquire(ctx context.Context) (func(), error) {
 
 // pendingScan bounds how many pending events per topic are read to find the newest.
 const pendingScan = 1000
+
+// peekFor returns the pending events the next run of the consumer handler begins
+// with, and the highest sequence number among them (0 when none is pending). An idle
+// consumer reads up to pendingScan events of each topic, to tell whether something is
+// newer than what it last saw. Another one takes the events kept for it from an
+// earlier read (kept), or reads readAhead events of each topic and keeps them for its
+// next runs (see keptEvents).
+func (rt *Runtime) peekFor(ctx context.Context, workflow, handler string, topics []string,
+	idle bool) (newest int64, peeked *hostfuncs.Peeked, kept bool, err error) {
+	if idle {
+		newest, peeked, err = rt.pending(ctx, workflow, topics, pendingScan)
+		return newest, peeked, false, err
+	}
+	if peeked, newest, kept = rt.takeAhead(workflow, handler); kept {
+		return newest, peeked, true, nil
+	}
+	if newest, peeked, err = rt.pending(ctx, workflow, topics, readAhead); err != nil {
+		return 0, nil, false, err
+	}
+	rt.keepAhead(workflow, handler, peeked)
+	return newest, peeked, false, nil
+}
 
 // pending reads the first limit pending events of each topic and returns the highest
 // sequence number among them (0 when none is pending) and the events read, which the
@@ -428,7 +454,7 @@ func (rt *Runtime) startProducer(ctx context.Context, workflow string, version i
 	if err != nil {
 		return err
 	}
-	_, err = rt.begin(ctx, newRun(workflow, version, name, scripthost.KindProducer, hs), nil)
+	_, err = rt.begin(ctx, newRun(workflow, version, name, scripthost.KindProducer, hs), nil, false)
 	return err
 }
 
