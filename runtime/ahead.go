@@ -25,6 +25,16 @@ const readAhead = maxRounds
 // cannot tell (see settleAhead and forgetAhead): the cost of dropping is one read.
 type keptEvents map[string][]scripthost.Event
 
+// aheadState is what the scheduler read ahead for one workflow's consumers.
+type aheadState struct {
+	// kept: handler → its events kept.
+	kept map[string]keptEvents
+	// off: a run of the pass ended unsettled, holding events it may release later
+	// (a cancel, a failed reconciliation) behind the back of what would be kept:
+	// nothing more is kept until the next pass, which sees that run (see keepAhead).
+	off bool
+}
+
 // takeAhead returns the events kept for the handler as the Peeked of its next run,
 // with the highest sequence number among them; ok is false when nothing is kept. Each
 // topic listed holds at least Limit events, so that Topics.peek answers from them only
@@ -33,7 +43,10 @@ type keptEvents map[string][]scripthost.Event
 func (rt *Runtime) takeAhead(workflow, handler string) (p *hostfuncs.Peeked, newest int64, ok bool) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	kept := rt.ahead[workflow][handler]
+	var kept keptEvents
+	if a := rt.ahead[workflow]; a != nil {
+		kept = a.kept[handler]
+	}
 	p = &hostfuncs.Peeked{Events: make(map[string][]scripthost.Event, len(kept))}
 	for topic, evs := range kept {
 		if len(evs) == 0 {
@@ -50,8 +63,11 @@ func (rt *Runtime) takeAhead(workflow, handler string) (p *hostfuncs.Peeked, new
 }
 
 // keepAhead keeps the events a read of the handler's pending events returned (see
-// pending) for its next runs.
-func (rt *Runtime) keepAhead(workflow, handler string, p *hostfuncs.Peeked) {
+// pending) for its next runs. It keeps nothing while a run of the workflow is not
+// settled (settled is false when the pass began with one): the events such a run
+// reserved were not pending at the read and may become pending again, older than
+// every event kept, without a run of this scheduler ending.
+func (rt *Runtime) keepAhead(workflow, handler string, p *hostfuncs.Peeked, settled bool) {
 	kept := keptEvents{}
 	for topic, evs := range p.Events {
 		if len(evs) > 0 {
@@ -60,29 +76,47 @@ func (rt *Runtime) keepAhead(workflow, handler string, p *hostfuncs.Peeked) {
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if rt.ahead[workflow] == nil {
-		rt.ahead[workflow] = map[string]keptEvents{}
+	a := rt.ahead[workflow]
+	if a == nil {
+		a = &aheadState{kept: map[string]keptEvents{}}
+		rt.ahead[workflow] = a
 	}
-	rt.ahead[workflow][handler] = kept
+	if !settled || a.off {
+		delete(a.kept, handler)
+		return
+	}
+	a.kept[handler] = kept
 }
 
 // settleAhead updates what is kept after a run of the handler begun by the scheduler
 // ended its turn. A run that committed having reserved, on each topic with events
 // kept, the oldest of them leaves the others the oldest pending: what it took is
 // removed from what every handler of the workflow keeps (consumers of a topic compete
-// for its events). Any other end may have made older events pending again (a run
-// that failed, was skipped or paused released its events; one still under way may
-// yet), or taken events the handler did not keep first, or nothing was written (a
-// dropped step): everything the workflow's handlers keep is dropped.
+// for its events). A run written that reserved nothing took and released nothing:
+// only what the handler keeps is dropped (it goes idle). Any other end may have made
+// older events pending again (a run that failed, was skipped or paused released its
+// events; one still under way may yet), or taken events the handler did not keep
+// first, or nothing was written (a dropped step): everything the workflow's handlers
+// keep is dropped, and a run not settled stops the pass from keeping more.
 func (rt *Runtime) settleAhead(workflow, handler string, run scripthost.Run) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	a := rt.ahead[workflow]
+	if a == nil {
+		a = &aheadState{kept: map[string]keptEvents{}}
+		rt.ahead[workflow] = a
+	}
 	taken := reservedIDs(run.Reservations)
-	if run.Status != scripthost.StatusCommitted || len(taken) == 0 || !oldestKept(rt.ahead[workflow][handler], taken) {
-		delete(rt.ahead, workflow)
+	switch {
+	case run.ID != "" && len(taken) == 0:
+		delete(a.kept, handler)
+		return
+	case run.Status != scripthost.StatusCommitted || !oldestKept(a.kept[handler], taken):
+		clear(a.kept)
+		a.off = a.off || !run.Status.Settled()
 		return
 	}
-	for _, kept := range rt.ahead[workflow] {
+	for _, kept := range a.kept {
 		for topic, ids := range taken {
 			if evs, ok := kept[topic]; ok {
 				kept[topic] = slices.DeleteFunc(slices.Clone(evs), func(e scripthost.Event) bool {
@@ -91,6 +125,20 @@ func (rt *Runtime) settleAhead(workflow, handler string, run scripthost.Run) {
 				})
 			}
 		}
+	}
+}
+
+// passAhead begins the consumer rounds of a scheduling pass: runs left unsettled by
+// the previous pass are the pass's to see (keepAhead), and when the pass did anything
+// before (a reconciliation, a run resumed, a retry created), which may have released
+// or taken events, everything kept for the workflow is dropped.
+func (rt *Runtime) passAhead(workflow string, did bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if did {
+		delete(rt.ahead, workflow)
+	} else if a := rt.ahead[workflow]; a != nil {
+		a.off = false
 	}
 }
 

@@ -135,10 +135,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 			return did, err
 		}
 	}
-	if did {
-		// What moved may have released or taken events: read them again.
-		rt.forgetAhead(workflow)
-	}
+	rt.passAhead(workflow, did)
 	blocked := func(handler string) bool {
 		r, ok := latest[handler]
 		return ok && !r.Status.Settled()
@@ -222,7 +219,7 @@ func (rt *Runtime) tickConsumer(ctx context.Context, r roundInput, name string,
 	rt.mu.Lock()
 	idleAt, idle := rt.idle[key]
 	rt.mu.Unlock()
-	newest, peeked, kept, err := rt.peekFor(ctx, workflow, name, c.Subscribe, idle)
+	newest, peeked, kept, err := rt.peekFor(ctx, r, name, idle)
 	if err != nil {
 		return scripthost.Run{}, false, err
 	}
@@ -298,25 +295,30 @@ func (rt *Runtime) acquire(ctx context.Context) (func(), error) {
 // pendingScan bounds how many pending events per topic are read to find the newest.
 const pendingScan = 1000
 
-// peekFor returns the pending events the next run of the consumer handler begins
-// with, and the highest sequence number among them (0 when none is pending). An idle
+// peekFor returns the pending events the next run of consumer handler begins with,
+// and the highest sequence number among them (0 when none is pending). An idle
 // consumer reads up to pendingScan events of each topic, to tell whether something is
 // newer than what it last saw. Another one takes the events kept for it from an
 // earlier read (kept), or reads readAhead events of each topic and keeps them for its
 // next runs (see keptEvents).
-func (rt *Runtime) peekFor(ctx context.Context, workflow, handler string, topics []string,
+func (rt *Runtime) peekFor(ctx context.Context, r roundInput, handler string,
 	idle bool) (newest int64, peeked *hostfuncs.Peeked, kept bool, err error) {
+	topics := r.def.Consumers[handler].Subscribe
 	if idle {
-		newest, peeked, err = rt.pending(ctx, workflow, topics, pendingScan)
+		newest, peeked, err = rt.pending(ctx, r.workflow, topics, pendingScan)
 		return newest, peeked, false, err
 	}
-	if peeked, newest, kept = rt.takeAhead(workflow, handler); kept {
+	if peeked, newest, kept = rt.takeAhead(r.workflow, handler); kept {
 		return newest, peeked, true, nil
 	}
-	if newest, peeked, err = rt.pending(ctx, workflow, topics, readAhead); err != nil {
+	if newest, peeked, err = rt.pending(ctx, r.workflow, topics, readAhead); err != nil {
 		return 0, nil, false, err
 	}
-	rt.keepAhead(workflow, handler, peeked)
+	settled := true
+	for name := range r.def.Consumers {
+		settled = settled && !r.blocked(name)
+	}
+	rt.keepAhead(r.workflow, handler, peeked, settled)
 	return newest, peeked, false, nil
 }
 
