@@ -327,3 +327,53 @@ func TestReadAheadPeekBeyondKept(t *testing.T) {
 		t.Errorf("reads by limit %v, want the peek of 20 read once", r.counted.byLimit)
 	}
 }
+
+// competing has two consumers taking turns at the events of one topic, each the
+// oldest pending one, with the mutation Gate.check.
+const competing = `const take = { subscribe: ['in'],
+  async prepare() { const e = await Topics.peek({ topic: 'in', limit: 1 });
+    return e.length ? { reservations: [{ topic: 'in', ids: [e[0].id] }], data: e[0].id } : null; },
+  async mutate(id) { await Gate.check({ id, n: 0 }); } };
+export default { topics: ['in'], consumers: { a: { ...take }, b: { ...take } } };`
+
+// TestReadAheadEventReleasedBehindKept: a run of one consumer holds the oldest event
+// while its mutation's outcome is not known (paused for a person); the other consumer works through the
+// backlog meanwhile. When an operator resolves that mutation as failed (the event
+// pending again, released in the ledger, not by a run of the scheduler), the next run
+// takes that event, not the next of a list read ahead while it was reserved.
+func TestReadAheadEventReleasedBehindKept(t *testing.T) {
+	var r *aheadRig
+	var mu sync.Mutex
+	var order []string
+	var uncertain atomic.Bool
+	r = newAheadRig(t, competing, func(id string, _ int) (json.RawMessage, error) {
+		if id == "e00" && uncertain.CompareAndSwap(false, true) {
+			return nil, scripthost.Errorf(scripthost.ClassNetwork, "", "connection reset")
+		}
+		if id == "e05" {
+			// Gate.check has no reconciler: the outcome waits for a person.
+			ms, err := r.st.Mutations(context.Background(), ledger.MutationFilter{Workflow: "w", Status: scripthost.MutationIndeterminate})
+			if err != nil || len(ms) != 1 {
+				return nil, scripthost.LogicError("the mutation of e00: got %d (%v), want 1 indeterminate", len(ms), err)
+			}
+			if _, err := r.st.Resolve(context.Background(), ms[0].ID, ledger.Resolution{
+				As: scripthost.MutationFailed, By: "operator"}); err != nil {
+				return nil, err
+			}
+		}
+		mu.Lock()
+		order = append(order, id)
+		mu.Unlock()
+		return okJSON, nil
+	})
+	r.publish(0, 20)
+	r.runOnce()
+	want := append(append(ids(1, 6), "e00"), ids(6, 20)...)
+	if strings.Join(order, ",") != strings.Join(want, ",") {
+		t.Errorf("mutations made in order\n  %v\nwant\n  %v", order, want)
+	}
+	evs, err := r.st.Events(r.ctx, ledger.EventFilter{Workflow: "w", Topic: "in", Status: scripthost.EventConsumed})
+	if err != nil || len(evs) != 20 {
+		t.Errorf("%d events consumed (%v), want 20", len(evs), err)
+	}
+}
