@@ -31,7 +31,7 @@ type aheadState struct {
 	kept map[string]keptEvents
 	// off: a run of the pass ended unsettled, holding events it may release later
 	// (a cancel, a failed reconciliation) behind the back of what would be kept:
-	// nothing more is kept until the next pass, which sees that run (see keepAhead).
+	// nothing more is kept until the next pass, which sees that run (mayKeepAhead).
 	off bool
 }
 
@@ -62,12 +62,22 @@ func (rt *Runtime) takeAhead(workflow, handler string) (p *hostfuncs.Peeked, new
 	return p, newest, ok
 }
 
+// mayKeepAhead reports whether a read of pending events may be kept for the next
+// runs: not while a run of the workflow is not settled (settled is false when the pass
+// began with one; aheadState.off when one of the pass ended so), as the events such a
+// run reserved were not pending at the read and may become pending again, older than
+// every event kept, without a run of this scheduler ending (a person resolving its
+// mutation as failed).
+func (rt *Runtime) mayKeepAhead(workflow string, settled bool) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	a := rt.ahead[workflow]
+	return settled && (a == nil || !a.off)
+}
+
 // keepAhead keeps the events a read of the handler's pending events returned (see
-// pending) for its next runs. It keeps nothing while a run of the workflow is not
-// settled (settled is false when the pass began with one): the events such a run
-// reserved were not pending at the read and may become pending again, older than
-// every event kept, without a run of this scheduler ending.
-func (rt *Runtime) keepAhead(workflow, handler string, p *hostfuncs.Peeked, settled bool) {
+// pending) for its next runs.
+func (rt *Runtime) keepAhead(workflow, handler string, p *hostfuncs.Peeked) {
 	kept := keptEvents{}
 	for topic, evs := range p.Events {
 		if len(evs) > 0 {
@@ -80,10 +90,6 @@ func (rt *Runtime) keepAhead(workflow, handler string, p *hostfuncs.Peeked, sett
 	if a == nil {
 		a = &aheadState{kept: map[string]keptEvents{}}
 		rt.ahead[workflow] = a
-	}
-	if !settled || a.off {
-		delete(a.kept, handler)
-		return
 	}
 	a.kept[handler] = kept
 }

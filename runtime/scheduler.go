@@ -300,7 +300,8 @@ const pendingScan = 1000
 // consumer reads up to pendingScan events of each topic, to tell whether something is
 // newer than what it last saw. Another one takes the events kept for it from an
 // earlier read (kept), or reads readAhead events of each topic and keeps them for its
-// next runs (see keptEvents).
+// next runs (see keptEvents). While a run of the workflow is not settled nothing is
+// kept (see keepAhead), and whether anything is pending needs one event.
 func (rt *Runtime) peekFor(ctx context.Context, r roundInput, handler string,
 	idle bool) (newest int64, peeked *hostfuncs.Peeked, kept bool, err error) {
 	topics := r.def.Consumers[handler].Subscribe
@@ -311,14 +312,21 @@ func (rt *Runtime) peekFor(ctx context.Context, r roundInput, handler string,
 	if peeked, newest, kept = rt.takeAhead(r.workflow, handler); kept {
 		return newest, peeked, true, nil
 	}
-	if newest, peeked, err = rt.pending(ctx, r.workflow, topics, readAhead); err != nil {
-		return 0, nil, false, err
-	}
 	settled := true
 	for name := range r.def.Consumers {
 		settled = settled && !r.blocked(name)
 	}
-	rt.keepAhead(r.workflow, handler, peeked, settled)
+	keep := rt.mayKeepAhead(r.workflow, settled)
+	limit := 1
+	if keep {
+		limit = readAhead
+	}
+	if newest, peeked, err = rt.pending(ctx, r.workflow, topics, limit); err != nil {
+		return 0, nil, false, err
+	}
+	if keep {
+		rt.keepAhead(r.workflow, handler, peeked)
+	}
 	return newest, peeked, false, nil
 }
 
