@@ -25,6 +25,12 @@ func TestPeekedAnswer(t *testing.T) {
 		{"fewer than read", &Peeked{Limit: 3, Events: map[string][]scripthost.Event{"in": three}}, "in", 2, 2, true},
 		{"all that were pending", &Peeked{Limit: 1000, Events: map[string][]scripthost.Event{"in": three}}, "in", 100, 3, true},
 		{"none pending", &Peeked{Limit: 1, Events: map[string][]scripthost.Event{"in": nil}}, "in", 100, 0, true},
+		// Events kept from an earlier read: every list holds Limit or more events, so a
+		// peek is answered only when it asks for at most as many as its topic's list.
+		{"kept, as many as kept", &Peeked{Limit: 2, Events: map[string][]scripthost.Event{"in": three, "b": three[:2]}}, "in", 3, 3, true},
+		{"kept, more than kept", &Peeked{Limit: 2, Events: map[string][]scripthost.Event{"in": three, "b": three[:2]}}, "in", 4, 0, false},
+		{"kept, more than kept on the shorter list", &Peeked{Limit: 2, Events: map[string][]scripthost.Event{"in": three, "b": three[:2]}}, "b", 3, 0, false},
+		{"kept, topic with nothing kept", &Peeked{Limit: 2, Events: map[string][]scripthost.Event{"in": three}}, "b", 1, 0, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

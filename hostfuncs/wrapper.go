@@ -67,12 +67,15 @@ type RunInfo struct {
 	CreateEvents []ledger.LifecycleEvent
 }
 
-// Peeked is what a scheduler read of a workflow's pending events just before it
-// started a run: the first Limit pending events of each topic, oldest first. A
-// Topics.peek on one of those topics is answered from it when it can tell the answer
-// (the peek asks for at most as many events as were read, or fewer than Limit were
+// Peeked is what a scheduler read of a workflow's pending events before it started a
+// run: the oldest pending events of each topic listed, oldest first, at least Limit of
+// them unless fewer were pending (a read of Limit events, or events kept from an
+// earlier read, each list holding Limit or more). A Topics.peek on one of those topics
+// is answered from it when it can tell the answer (the peek asks for at most as many
+// events as the list holds, or the list holds fewer than Limit: all that were
 // pending), which is the answer the ledger would give unless events changed between
-// the two reads, a race a script cannot tell from reading a moment earlier.
+// the two reads, a race a script cannot tell from reading a moment earlier. A peek on
+// a topic not listed reads the ledger.
 type Peeked struct {
 	Events map[string][]scripthost.Event
 	Limit  int

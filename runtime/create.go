@@ -124,13 +124,17 @@ func (rt *Runtime) preparedFirst(ctx context.Context, c *Consumer, d *course, pr
 // reports whether that ended the step: when the events prepare reserved were taken
 // since it looked, the run is created in preparing with its prepare phase's failure
 // (as storing the result would have been refused), or, on a shared ledger where
-// another host's run took them, nothing is written (errStepDropped).
+// another host's run took them, or when the run began with events kept from an
+// earlier read (staleKept), nothing is written (errStepDropped).
 func (rt *Runtime) createMutating(ctx context.Context, c *Consumer, d *course) (bool, error) {
 	cr := d.create
 	// The phase's refused calls, if any, follow the events of its creation.
 	_, err := rt.createRun(ledger.WithEvents(ctx, append(cr.events(), refusedEvents(ctx)...)...), d)
 	if !errors.Is(err, ledger.ErrEventUnavailable) {
 		return false, err
+	}
+	if d.kept {
+		return true, rt.staleKept(cr.run)
 	}
 	if cr.run.Prepared != nil && rt.takenElsewhere(ctx, cr.run.Workflow, cr.run.Prepared.Reservations) {
 		return true, errStepDropped

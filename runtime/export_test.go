@@ -10,7 +10,7 @@ import (
 // Begin lets the tests begin a run the scheduler would not: one for a handler its
 // version lacks, or for a version not stored.
 func (rt *Runtime) Begin(ctx context.Context, nr ledger.NewRun) (scripthost.Run, error) {
-	return rt.begin(ctx, nr, nil)
+	return rt.begin(ctx, nr, nil, false)
 }
 
 // HoldLease lets the tests take a pass's hold of a workflow's lease as the scheduler

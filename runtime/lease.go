@@ -142,6 +142,7 @@ func (rt *Runtime) hold(ctx context.Context, workflow string) (h *heldLease, cla
 			return h, false, nil
 		}
 		delete(rt.held, workflow) // lost between passes: its heartbeat has ended
+		delete(rt.ahead, workflow)
 	}
 	rt.mu.Unlock()
 	if rt.yielding(workflow) || rt.leftToOthers(ctx, workflow) {
@@ -190,6 +191,11 @@ func (rt *Runtime) letGo(ctx context.Context, workflow string, h *heldLease, rel
 	lost := h.ctx.Err() != nil
 	drop := (release || lost) && h.users == 0 && rt.held[workflow] == h
 	idle := h.idle
+	if drop || lost {
+		// Another host may drive the workflow from now on: what this one read ahead
+		// of its runs is stale (see keptEvents).
+		delete(rt.ahead, workflow)
+	}
 	if drop {
 		delete(rt.held, workflow)
 		if len(rt.held) == 0 {

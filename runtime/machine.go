@@ -28,6 +28,8 @@ func (rt *Runtime) Drive(ctx context.Context, runID string) (run scripthost.Run,
 	if run, err = rt.cfg.Store.Run(ctx, runID); err != nil {
 		return run, false, err
 	}
+	// Moving a run outside the scheduler may release or take its workflow's events.
+	defer rt.forgetAhead(run.Workflow)
 	return rt.drive(ctx, &course{run: run})
 }
 
@@ -42,15 +44,16 @@ func (rt *Runtime) driveRun(ctx context.Context, run scripthost.Run, fresh bool)
 // begin creates the run nr describes and drives it, under a fresh id and the run's
 // observation: the run is written by the step that first has something to keep (see
 // creation). peeked, when set, holds the pending events the scheduler read for a
-// consumer's run, for its prepare phase.
-func (rt *Runtime) begin(ctx context.Context, nr ledger.NewRun, peeked *hostfuncs.Peeked) (run scripthost.Run, err error) {
+// consumer's run, for its prepare phase; kept says they were kept from an earlier read
+// (see keptEvents).
+func (rt *Runtime) begin(ctx context.Context, nr ledger.NewRun, peeked *hostfuncs.Peeked, kept bool) (run scripthost.Run, err error) {
 	nr.ID = rt.cfg.Store.NewID()
 	run = scripthost.Run{ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Handler: nr.Handler,
 		Kind: nr.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive,
 		Attempt: 1, InputState: nr.InputState}
 	ctx, end := rt.observeRun(ctx, run.ID)
 	defer func() { end(err) }()
-	run, _, err = rt.drive(ctx, &course{run: run, fresh: true, peeked: peeked, create: &creation{run: nr}})
+	run, _, err = rt.drive(ctx, &course{run: run, fresh: true, peeked: peeked, kept: kept, create: &creation{run: nr}})
 	return run, err
 }
 
@@ -68,6 +71,10 @@ type course struct {
 	// peeked, when set, holds the pending events read just before the run was
 	// begun, for its first prepare phase (see hostfuncs.Peeked).
 	peeked *hostfuncs.Peeked
+	// kept says peeked holds events kept from an earlier read (see keptEvents), which
+	// may have been taken since: a step of the run not written yet whose reservation
+	// is refused is then dropped (staleKept).
+	kept bool
 	// create is the run's creation while the run is not in the ledger yet (see
 	// begin): the steps then move it in memory until one writes it.
 	create *creation

@@ -70,9 +70,10 @@ type Runtime struct {
 	leaser ledger.Leaser
 
 	mu       sync.Mutex
-	programs map[string]*loaded // by source hash
-	versions map[string]*loaded // by "workflow@version"
-	idle     map[string]int64   // workflow/handler → newest pending seq when it last found nothing to do
+	programs map[string]*loaded     // by source hash
+	versions map[string]*loaded     // by "workflow@version"
+	idle     map[string]int64       // workflow/handler → newest pending seq when it last found nothing to do
+	ahead    map[string]*aheadState // workflow → what its consumers read ahead (keptEvents)
 	wfLocks  map[string]*sync.Mutex
 	wake     map[string]chan struct{} // by workflow: new work for Run's loop
 	slots    chan struct{}            // one token per run being driven (Concurrency)
@@ -132,6 +133,7 @@ func New(cfg Config) (*Runtime, error) {
 		programs: map[string]*loaded{},
 		versions: map[string]*loaded{},
 		idle:     map[string]int64{},
+		ahead:    map[string]*aheadState{},
 		wfLocks:  map[string]*sync.Mutex{},
 		wake:     map[string]chan struct{}{},
 		slots:    make(chan struct{}, cfg.Concurrency),

@@ -58,6 +58,9 @@ func (rt *Runtime) Tick(ctx context.Context, workflow string) (bool, error) {
 func (rt *Runtime) leasedTick(ctx context.Context, workflow string, keep bool) (did, held bool, err error) {
 	return rt.withLease(ctx, workflow, keep, func(ctx context.Context) (bool, error) {
 		stranded, err := rt.reconcileStranded(ctx, workflow)
+		if stranded {
+			rt.forgetAhead(workflow)
+		}
 		if err != nil {
 			return stranded, err
 		}
@@ -132,6 +135,7 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 			return did, err
 		}
 	}
+	rt.passAhead(workflow, did)
 	blocked := func(handler string) bool {
 		r, ok := latest[handler]
 		return ok && !r.Status.Settled()
@@ -215,13 +219,7 @@ func (rt *Runtime) tickConsumer(ctx context.Context, r roundInput, name string,
 	rt.mu.Lock()
 	idleAt, idle := rt.idle[key]
 	rt.mu.Unlock()
-	// Whether anything is pending needs one event; whether something is newer
-	// than what an idle consumer last saw needs the newest.
-	scan := 1
-	if idle {
-		scan = pendingScan
-	}
-	newest, peeked, err := rt.pending(ctx, workflow, c.Subscribe, scan)
+	newest, peeked, kept, err := rt.peekFor(ctx, r, name, idle)
 	if err != nil {
 		return scripthost.Run{}, false, err
 	}
@@ -241,7 +239,8 @@ func (rt *Runtime) tickConsumer(ctx context.Context, r roundInput, name string,
 	if !wake && newest <= idleAt {
 		return scripthost.Run{}, false, nil
 	}
-	run, err := rt.begin(ctx, newRun(r.workflow, r.version, name, scripthost.KindConsumer, hs), peeked)
+	run, err := rt.begin(ctx, newRun(r.workflow, r.version, name, scripthost.KindConsumer, hs), peeked, kept)
+	rt.settleAhead(workflow, name, run)
 	switch {
 	case err != nil:
 		delete(states, name)
@@ -253,7 +252,9 @@ func (rt *Runtime) tickConsumer(ctx context.Context, r roundInput, name string,
 	}
 	// A run that reserved nothing (or was skipped by its guard) leaves the pending
 	// events as they were: wait for a newer event or a wake-up before trying again.
-	if len(run.Reservations) == 0 {
+	// A step dropped because events kept for it were taken meanwhile (see
+	// staleKept) is begun again after a read instead.
+	if len(run.Reservations) == 0 && (run.ID != "" || !kept) {
 		if newest, _, err = rt.pending(ctx, workflow, c.Subscribe, pendingScan); err != nil {
 			return run, true, err
 		}
@@ -293,6 +294,41 @@ func (rt *Runtime) acquire(ctx context.Context) (func(), error) {
 
 // pendingScan bounds how many pending events per topic are read to find the newest.
 const pendingScan = 1000
+
+// peekFor returns the pending events the next run of consumer handler begins with,
+// and the highest sequence number among them (0 when none is pending). An idle
+// consumer reads up to pendingScan events of each topic, to tell whether something is
+// newer than what it last saw. Another one takes the events kept for it from an
+// earlier read (kept), or reads readAhead events of each topic and keeps them for its
+// next runs (see keptEvents). While a run of the workflow is not settled nothing is
+// kept (see keepAhead), and whether anything is pending needs one event.
+func (rt *Runtime) peekFor(ctx context.Context, r roundInput, handler string,
+	idle bool) (newest int64, peeked *hostfuncs.Peeked, kept bool, err error) {
+	topics := r.def.Consumers[handler].Subscribe
+	if idle {
+		newest, peeked, err = rt.pending(ctx, r.workflow, topics, pendingScan)
+		return newest, peeked, false, err
+	}
+	if peeked, newest, kept = rt.takeAhead(r.workflow, handler); kept {
+		return newest, peeked, true, nil
+	}
+	settled := true
+	for name := range r.def.Consumers {
+		settled = settled && !r.blocked(name)
+	}
+	keep := rt.mayKeepAhead(r.workflow, settled)
+	limit := 1
+	if keep {
+		limit = readAhead
+	}
+	if newest, peeked, err = rt.pending(ctx, r.workflow, topics, limit); err != nil {
+		return 0, nil, false, err
+	}
+	if keep {
+		rt.keepAhead(r.workflow, handler, peeked)
+	}
+	return newest, peeked, false, nil
+}
 
 // pending reads the first limit pending events of each topic and returns the highest
 // sequence number among them (0 when none is pending) and the events read, which the
@@ -428,7 +464,7 @@ func (rt *Runtime) startProducer(ctx context.Context, workflow string, version i
 	if err != nil {
 		return err
 	}
-	_, err = rt.begin(ctx, newRun(workflow, version, name, scripthost.KindProducer, hs), nil)
+	_, err = rt.begin(ctx, newRun(workflow, version, name, scripthost.KindProducer, hs), nil, false)
 	return err
 }
 
