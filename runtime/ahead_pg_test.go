@@ -3,18 +3,12 @@ package runtime_test
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/internal/benchrun"
 	"github.com/scripthost/scripthost/internal/pgtest"
 	"github.com/scripthost/scripthost/ledger"
-	"github.com/scripthost/scripthost/ledger/postgres"
-	"github.com/scripthost/scripthost/runtime"
-	"github.com/scripthost/scripthost/sandbox"
-	"github.com/scripthost/scripthost/sandbox/js"
 )
 
 // seenCounter takes the oldest pending event a run, makes the Counter.add mutation
@@ -33,25 +27,8 @@ const seenCounter = `export default { topics: ['in'], consumers: { c: { subscrib
 func TestBacklogReadsPendingEventsAhead(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound, not a measure
 	defer cancel()
-	url := pgtest.NewServer(t).URL(t)
-	st, err := postgres.Open(ctx, url, postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	var counted atomic.Int64
-	reg := hostfuncs.NewRegistry()
-	if err := reg.Register(benchrun.CounterTool(&counted)); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := runtime.New(runtime.Config{Store: st, Engines: map[string]sandbox.Engine{"js": js.New(js.Options{})}, Tools: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
-	if _, err := rt.LoadWorkflow(ctx, "w", "w.js", []byte(seenCounter)); err != nil {
-		t.Fatal(err)
-	}
+	c0 := newCounted(ctx, t, "w", []byte(seenCounter))
+	url, st, rt, counted := c0.url, c0.st, c0.rt, c0.calls
 	const runs = 40
 	var evs []ledger.NewEvent
 	for i := range runs {

@@ -3,17 +3,11 @@ package runtime_test
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/scripthost/scripthost/hostfuncs"
 	"github.com/scripthost/scripthost/internal/benchrun"
 	"github.com/scripthost/scripthost/internal/pgtest"
-	"github.com/scripthost/scripthost/ledger/postgres"
-	"github.com/scripthost/scripthost/runtime"
-	"github.com/scripthost/scripthost/sandbox"
-	"github.com/scripthost/scripthost/sandbox/js"
 )
 
 // TestConsumerRunReadsNoCancelRequest: consumer runs that make a mutation on a
@@ -24,26 +18,9 @@ import (
 func TestConsumerRunReadsNoCancelRequest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound, not a measure
 	defer cancel()
-	url := pgtest.NewServer(t).URL(t)
-	st, err := postgres.Open(ctx, url, postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	var counted atomic.Int64
-	reg := hostfuncs.NewRegistry()
-	if err := reg.Register(benchrun.CounterTool(&counted)); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := runtime.New(runtime.Config{Store: st, Engines: map[string]sandbox.Engine{"js": js.New(js.Options{})}, Tools: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
+	c0 := newCounted(ctx, t, "w0", benchrun.Source(benchrun.Count))
+	url, st, rt, counted := c0.url, c0.st, c0.rt, c0.calls
 	names := []string{"w0"}
-	if _, err := rt.LoadWorkflow(ctx, "w0", "w0.js", benchrun.Source(benchrun.Count)); err != nil {
-		t.Fatal(err)
-	}
 	const runs = 3
 	if _, err := st.Publish(ctx, benchrun.Events(names, "e", runs)...); err != nil {
 		t.Fatal(err)
