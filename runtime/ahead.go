@@ -86,12 +86,18 @@ func (rt *Runtime) keepAhead(workflow, handler string, p *hostfuncs.Peeked) {
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	a := rt.aheadOf(workflow)
+	a.kept[handler] = kept
+}
+
+// aheadOf returns the workflow's aheadState, made when it has none; rt.mu is held.
+func (rt *Runtime) aheadOf(workflow string) *aheadState {
 	a := rt.ahead[workflow]
 	if a == nil {
 		a = &aheadState{kept: map[string]keptEvents{}}
 		rt.ahead[workflow] = a
 	}
-	a.kept[handler] = kept
+	return a
 }
 
 // settleAhead updates what is kept after a run of the handler begun by the scheduler
@@ -107,11 +113,7 @@ func (rt *Runtime) keepAhead(workflow, handler string, p *hostfuncs.Peeked) {
 func (rt *Runtime) settleAhead(workflow, handler string, run scripthost.Run) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	a := rt.ahead[workflow]
-	if a == nil {
-		a = &aheadState{kept: map[string]keptEvents{}}
-		rt.ahead[workflow] = a
-	}
+	a := rt.aheadOf(workflow)
 	taken := reservedIDs(run.Reservations)
 	switch {
 	case run.ID != "" && len(taken) == 0:
