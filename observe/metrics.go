@@ -97,12 +97,18 @@ type follower struct {
 }
 
 // start follows store, skipping what its log already holds: counters count what
-// this process sees.
+// this process sees. A ledger.LogTail tells where its log ends; another store's log
+// is read to its end.
 func (f *follower) start(ctx context.Context, store ledger.Store) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.store = store
 	_, f.shared = store.(ledger.Leaser)
+	if lt, ok := store.(ledger.LogTail); ok {
+		after, err := lt.LastLifecycleSeq(ctx)
+		f.after = after
+		return err
+	}
 	for {
 		evs, err := f.store.LifecycleEvents(ctx, ledger.LifecycleFilter{AfterSeq: f.after, Limit: 1000})
 		if err != nil {

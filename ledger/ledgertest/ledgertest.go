@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"SkipRun", testSkipRun},
 		{"CancelRun", testCancelRun},
 		{"CancelAtOutcome", testCancelAtOutcome},
+		{"LogTail", testLogTail},
 		{"Recover", testRecover},
 		{"Snapshots", testSnapshots},
 		{"SnapshotsWhole", testSnapshotsWhole},

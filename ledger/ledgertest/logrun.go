@@ -146,3 +146,28 @@ func testLogNamesRun(f *fixture) {
 		}
 	})
 }
+
+// testLogTail: a store that is a ledger.LogTail tells where its lifecycle log ends: a
+// number past which the log holds nothing, at or past the last entry LifecycleEvents
+// lists, before and after a run's transitions.
+func testLogTail(f *fixture) {
+	lt, ok := f.s.(ledger.LogTail)
+	if !ok {
+		f.t.Skip("the store does not tell where its log ends")
+	}
+	f.with("tail", func(f *fixture) {
+		before := must(lt.LastLifecycleSeq(f.ctx))(f.t)
+		if evs := must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{AfterSeq: before}))(f.t); len(evs) != 0 {
+			f.t.Fatalf("%d entries after the log's end %d", len(evs), before)
+		}
+		f.consumer(stInFlight)
+		last := must(lt.LastLifecycleSeq(f.ctx))(f.t)
+		evs := must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{AfterSeq: before}))(f.t)
+		if len(evs) == 0 || last < evs[len(evs)-1].Seq {
+			f.t.Fatalf("log end %d, entries since %d: %v", last, before, evs)
+		}
+		if after := must(f.s.LifecycleEvents(f.ctx, ledger.LifecycleFilter{AfterSeq: last}))(f.t); len(after) != 0 {
+			f.t.Errorf("%d entries after the log's end %d", len(after), last)
+		}
+	})
+}

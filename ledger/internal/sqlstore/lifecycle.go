@@ -315,6 +315,16 @@ type lifecycleRow struct {
 }
 
 // LifecycleEvents lists lifecycle events in Seq order.
+// LastLifecycleSeq returns the sequence number of the lifecycle log's last entry, 0
+// when it is empty (see ledger.LogTail).
+func (s *Store) LastLifecycleSeq(ctx context.Context) (int64, error) {
+	var seq int64
+	if err := s.r.GetContext(ctx, &seq, `SELECT COALESCE(MAX(seq), 0) FROM lifecycle_events`); err != nil {
+		return 0, s.dbErr("last lifecycle seq", err)
+	}
+	return seq, nil
+}
+
 func (s *Store) LifecycleEvents(ctx context.Context, f ledger.LifecycleFilter) ([]ledger.LifecycleEvent, error) {
 	var where []string
 	var args []any
