@@ -84,7 +84,6 @@ type LifecycleEvent struct {
 	At time.Time `json:"at"`
 }
 
-// LifecycleFilter selects lifecycle events. Zero fields match everything.
 // LogTail is a Store that tells the sequence number of the last entry of its
 // lifecycle log without reading the log (0 when it is empty): a reader that follows
 // the log from its end, such as the metrics, starts there. ledger/sqlite and
@@ -93,6 +92,7 @@ type LogTail interface {
 	LastLifecycleSeq(ctx context.Context) (int64, error)
 }
 
+// LifecycleFilter selects lifecycle events. Zero fields match everything.
 type LifecycleFilter struct {
 	RunID string
 	// Type selects the events of one type (all when empty).

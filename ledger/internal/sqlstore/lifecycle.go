@@ -314,7 +314,6 @@ type lifecycleRow struct {
 	At         nanos   `db:"at"`
 }
 
-// LifecycleEvents lists lifecycle events in Seq order.
 // LastLifecycleSeq returns the sequence number of the lifecycle log's last entry, 0
 // when it is empty (see ledger.LogTail).
 func (s *Store) LastLifecycleSeq(ctx context.Context) (int64, error) {
@@ -325,6 +324,7 @@ func (s *Store) LastLifecycleSeq(ctx context.Context) (int64, error) {
 	return seq, nil
 }
 
+// LifecycleEvents lists lifecycle events in Seq order.
 func (s *Store) LifecycleEvents(ctx context.Context, f ledger.LifecycleFilter) ([]ledger.LifecycleEvent, error) {
 	var where []string
 	var args []any
