@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/scripthost/scripthost"
@@ -53,9 +54,9 @@ func TestPreparedBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	names := map[string]bool{}
+	names := map[string]*pgconn.StatementDescription{}
 	for i := range maxPrepared {
-		names[fmt.Sprint("elsewhere-", i)] = true
+		names[fmt.Sprint("SELECT ", i)] = &pgconn.StatementDescription{}
 	}
 	c, err := s.db.Connx(ctx)
 	if err != nil {

@@ -2,12 +2,11 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,13 +143,13 @@ func (t *wtx) queryRow(q string, args []any, dest []any) error {
 			return c.QueryRow(t.ctx, q, args...).Scan(dest...)
 		}
 		sd, err := preparedOn(t.ctx, c, q)
-		if err != nil || sd == nil {
+		if err != nil {
+			return err
+		}
+		if sd == nil {
 			t.openOn(c) // not open: the connection is this callback's
 			if t.flushErr != nil {
 				return t.flushErr
-			}
-			if err != nil {
-				return err
 			}
 			return c.QueryRow(t.ctx, q, args...).Scan(dest...)
 		}
@@ -219,29 +218,31 @@ func scanValues(m *pgtype.Map, fds []pgconn.FieldDescription, values [][]byte, d
 // write statements of the transitions that begin a transaction, a few dozen shapes.
 const maxPrepared = 128
 
-// preparedKey is where preparedOn keeps, in a connection's custom data, the names it
-// prepared there.
+// preparedKey is where preparedOn keeps, in a connection's custom data, the
+// statements it prepared there, by text.
 const preparedKey = "scripthost.prepared"
 
 // preparedOn returns q prepared on c, preparing it at its first use there; nil when
-// c has prepared maxPrepared statements already.
+// c has prepared maxPrepared statements already. A statement prepared before is found
+// by its text, without a round trip.
 func preparedOn(ctx context.Context, c *pgx.Conn, q string) (*pgconn.StatementDescription, error) {
-	sum := sha256.Sum256([]byte(q))
-	name := "scripthost_" + hex.EncodeToString(sum[:16])
 	data := c.PgConn().CustomData()
-	names, _ := data[preparedKey].(map[string]bool)
-	if names == nil {
-		names = map[string]bool{}
-		data[preparedKey] = names
+	prepared, _ := data[preparedKey].(map[string]*pgconn.StatementDescription)
+	if sd := prepared[q]; sd != nil {
+		return sd, nil
 	}
-	if !names[name] && len(names) >= maxPrepared {
+	if prepared == nil {
+		prepared = map[string]*pgconn.StatementDescription{}
+		data[preparedKey] = prepared
+	}
+	if len(prepared) >= maxPrepared {
 		return nil, nil
 	}
-	sd, err := c.Prepare(ctx, name, q)
+	sd, err := c.Prepare(ctx, "scripthost_"+strconv.Itoa(len(prepared)), q)
 	if err != nil {
 		return nil, err
 	}
-	names[name] = true
+	prepared[q] = sd
 	return sd, nil
 }
 
