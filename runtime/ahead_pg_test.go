@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scripthost/scripthost/internal/benchrun"
-	"github.com/scripthost/scripthost/internal/pgtest"
 	"github.com/scripthost/scripthost/ledger"
 )
 
@@ -28,7 +26,7 @@ func TestBacklogReadsPendingEventsAhead(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound, not a measure
 	defer cancel()
 	c0 := newCounted(ctx, t, "w", []byte(seenCounter))
-	url, st, rt, counted := c0.url, c0.st, c0.rt, c0.calls
+	st := c0.st
 	const runs = 40
 	var evs []ledger.NewEvent
 	for i := range runs {
@@ -37,18 +35,7 @@ func TestBacklogReadsPendingEventsAhead(t *testing.T) {
 	if _, err := st.Publish(ctx, evs...); err != nil {
 		t.Fatal(err)
 	}
-	meter := pgtest.StartMeter(t, url)
-	if err := rt.RunOnce(ctx, []string{"w"}); err != nil {
-		t.Fatal(err)
-	}
-	c := meter.Stop(t)
-	if c.Statements < 0 {
-		t.Fatal("the server does not count statements: pg_stat_statements is not loaded")
-	}
-	benchrun.CheckRuns(t, st, runs)
-	if n := counted.Load(); n != runs {
-		t.Fatalf("%d mutations made for %d runs", n, runs)
-	}
+	c := c0.runMetered(ctx, t, []string{"w"}, runs)
 	hs, err := st.HandlerState(ctx, "w", "c")
 	if err != nil {
 		t.Fatal(err)

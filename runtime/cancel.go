@@ -41,16 +41,12 @@ func (rt *Runtime) honourCancel(ctx context.Context, d *course) (scripthost.Run,
 	if req.Type == "" {
 		return run, false, nil
 	}
-	var data struct {
-		By     string `json:"by"`
-		Reason string `json:"reason"`
-	}
+	var c ledger.Cancel // the request's {"by", "reason"}
 	if len(req.Data) > 0 {
-		if err := json.Unmarshal(req.Data, &data); err != nil {
+		if err := json.Unmarshal(req.Data, &c); err != nil {
 			return run, false, fmt.Errorf("runtime: run %s: cancel request %d: %w", run.ID, req.Seq, err)
 		}
 	}
-	c := ledger.Cancel{By: data.By, Reason: data.Reason}
 	next, err := rt.cfg.Store.CancelRun(ctx, run.ID, c)
 	return next, err == nil, err
 }

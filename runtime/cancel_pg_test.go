@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/scripthost/scripthost/internal/benchrun"
-	"github.com/scripthost/scripthost/internal/pgtest"
 )
 
 // TestConsumerRunReadsNoCancelRequest: consumer runs that make a mutation on a
@@ -19,24 +18,13 @@ func TestConsumerRunReadsNoCancelRequest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound, not a measure
 	defer cancel()
 	c0 := newCounted(ctx, t, "w0", benchrun.Source(benchrun.Count))
-	url, st, rt, counted := c0.url, c0.st, c0.rt, c0.calls
+	st := c0.st
 	names := []string{"w0"}
 	const runs = 3
 	if _, err := st.Publish(ctx, benchrun.Events(names, "e", runs)...); err != nil {
 		t.Fatal(err)
 	}
-	meter := pgtest.StartMeter(t, url)
-	if err := rt.RunOnce(ctx, names); err != nil {
-		t.Fatal(err)
-	}
-	c := meter.Stop(t)
-	if c.Statements < 0 {
-		t.Fatal("the server does not count statements: pg_stat_statements is not loaded")
-	}
-	benchrun.CheckRuns(t, st, runs)
-	if n := counted.Load(); n != runs {
-		t.Fatalf("%d mutations made for %d runs", n, runs)
-	}
+	c := c0.runMetered(ctx, t, names, runs)
 	for _, sc := range c.ByStatement {
 		if strings.Contains(sc.Query, "FROM lifecycle_events") {
 			t.Errorf("the runs read their lifecycle log (%d times): %s", sc.Calls, sc.Query)

@@ -47,3 +47,23 @@ func newCounted(ctx context.Context, t *testing.T, name string, src []byte) coun
 	c.st, c.rt = st, rt
 	return c
 }
+
+// runMetered runs the workflows once (the events published before) with the server's meter on
+// and returns what the server counted, after checking that it counts statements, that
+// every event was consumed by one committed run and that the tool ran once per run.
+func (c counted) runMetered(ctx context.Context, t *testing.T, workflows []string, runs int) pgtest.Counts {
+	t.Helper()
+	meter := pgtest.StartMeter(t, c.url)
+	if err := c.rt.RunOnce(ctx, workflows); err != nil {
+		t.Fatal(err)
+	}
+	n := meter.Stop(t)
+	if n.Statements < 0 {
+		t.Fatal("the server does not count statements: pg_stat_statements is not loaded")
+	}
+	benchrun.CheckRuns(t, c.st, runs)
+	if got := c.calls.Load(); got != int64(runs) {
+		t.Fatalf("%d mutations made for %d runs", got, runs)
+	}
+	return n
+}
