@@ -170,7 +170,7 @@ func (t *wtx) beginWith(c *pgx.Conn, sd *pgconn.StatementDescription, args []any
 	b.ExecStatement(sd, eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
 	mrr := c.PgConn().ExecBatch(t.ctx, &b)
 	if !mrr.NextResult() {
-		return mrr.Close()
+		return noResult(mrr.Close(), "BEGIN")
 	}
 	if _, err := mrr.ResultReader().Close(); err != nil {
 		mrr.Close()
@@ -178,7 +178,7 @@ func (t *wtx) beginWith(c *pgx.Conn, sd *pgconn.StatementDescription, args []any
 	}
 	t.begun = true
 	if !mrr.NextResult() {
-		return mrr.Close()
+		return noResult(mrr.Close(), "the write statement")
 	}
 	rr := mrr.ResultReader()
 	rows := 0
@@ -199,6 +199,15 @@ func (t *wtx) beginWith(c *pgx.Conn, sd *pgconn.StatementDescription, args []any
 		return fmt.Errorf("postgres: a write statement returned %d rows, want 1", rows)
 	}
 	return scanErr
+}
+
+// noResult is the error of a batch that ended before the result of what: err, or
+// one saying so, never success.
+func noResult(err error, what string) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("postgres: no result for %s", what)
 }
 
 // scanValues scans a row's values, as the server sent them, into dest.
