@@ -3,6 +3,7 @@ package main
 import (
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -104,6 +105,23 @@ func TestDatabaseChaos(t *testing.T) {
 			svc.Total(), charges, e.snapshot())
 	}
 	e.checkCharged(t, svc, charges)
+	keepHostLogs(t, hosts)
+}
+
+// keepHostLogs writes the hosts' logs into the directory SCRIPTHOST_CHAOS_LOGS names,
+// when the test failed, for a failure that a seed does not replay.
+func keepHostLogs(t *testing.T, hosts []*child) {
+	dir := os.Getenv("SCRIPTHOST_CHAOS_LOGS")
+	if !t.Failed() || dir == "" {
+		return
+	}
+	for i, h := range hosts {
+		name := filepath.Join(dir, "host-"+strconv.Itoa(i)+".log")
+		if err := os.WriteFile(name, []byte(h.out.String()), 0o644); err != nil {
+			t.Errorf("keep host log: %v", err)
+		}
+	}
+	t.Logf("host logs kept in %s", dir)
 }
 
 func firstLine(s, sub string) string {

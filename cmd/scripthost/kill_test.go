@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -334,6 +335,7 @@ func (e *httpEnv) checkCharged(t *testing.T, svc *fakesvc.Server, charges int) {
 	// committed charge runs carry in their states are 1..charges, each once, whatever
 	// order the runs were created in (a run paused by an outage commits later).
 	seen := map[string]string{}
+	dups := 0
 	for _, r := range runs {
 		if r.Status == scripthost.StatusActive {
 			t.Errorf("run %s is still active in phase %s", r.ID, r.Phase)
@@ -342,9 +344,13 @@ func (e *httpEnv) checkCharged(t *testing.T, svc *fakesvc.Server, charges int) {
 			n := canonicalField(t, r.OutputState, "seen")
 			if other, dup := seen[n]; dup {
 				t.Errorf("runs %s and %s both committed as charge %s seen by next", other, r.ID, n)
+				dups++
 			}
 			seen[n] = r.ID
 		}
+	}
+	if dups > 0 {
+		t.Logf("charge runs, oldest first:\n%s", chargeRunTable(runs))
 	}
 	for i := 1; i <= charges; i++ {
 		if _, ok := seen[strconv.Itoa(i)]; !ok {
@@ -352,6 +358,23 @@ func (e *httpEnv) checkCharged(t *testing.T, svc *fakesvc.Server, charges int) {
 			break
 		}
 	}
+}
+
+// chargeRunTable lists the charge consumer's runs in creation order with the counts
+// they began and ended with, to tell which runs began from a stale handler state.
+func chargeRunTable(runs []scripthost.Run) string {
+	rs := slices.Clone(runs)
+	slices.SortFunc(rs, func(a, b scripthost.Run) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	var b strings.Builder
+	for _, r := range rs {
+		if r.Handler != "charge" {
+			continue
+		}
+		fmt.Fprintf(&b, "%s created %s updated %s %s/%s attempt %d retry_of %q superseded_by %q in %s out %s err %q\n",
+			r.ID, r.CreatedAt.Format("15:04:05.000000"), r.UpdatedAt.Format("15:04:05.000000"), r.Status, r.Phase,
+			r.Attempt, r.RetryOf, r.SupersededBy, r.InputState, r.OutputState, r.Error)
+	}
+	return b.String()
 }
 
 func chargeOf(t *testing.T, m mutationView) string {
