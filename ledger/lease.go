@@ -40,6 +40,25 @@ type Lease struct {
 	Idle bool `json:"-"`
 }
 
+// WithFence returns ctx carrying l, a lease its caller holds: a Leaser's store then
+// commits the writes made with ctx only while l is still held (the same owner and
+// token, unexpired by the store's clock), and refuses them with ErrLeaseLost,
+// nothing written, once another host took the workflow over or the lease expired. The
+// check is made by the write's own statements: a host that stalled past its lease's
+// expiry (a pause, a database outage waited out) cannot write over the work of the
+// host that took over.
+func WithFence(ctx context.Context, l Lease) context.Context {
+	return context.WithValue(ctx, fenceKey{}, l)
+}
+
+// FenceOf returns the lease WithFence put on ctx.
+func FenceOf(ctx context.Context) (Lease, bool) {
+	l, ok := ctx.Value(fenceKey{}).(Lease)
+	return l, ok
+}
+
+type fenceKey struct{}
+
 // LeaseHost is a host that held a lease of the ledger.
 type LeaseHost struct {
 	Owner string `json:"owner"`

@@ -32,6 +32,10 @@ var (
 	// ErrEventUnavailable: a reservation names an event that does not exist or is not
 	// pending.
 	ErrEventUnavailable = errors.New("ledger: event not available")
+	// ErrStateChanged: a run was to begin from a handler state that is no longer the
+	// saved one (NewRun.StateFrom): another run of the handler committed since it was
+	// read. Nothing was written.
+	ErrStateChanged = errors.New("ledger: handler state changed since it was read")
 	// ErrMutationExists: the run already has a mutation.
 	ErrMutationExists = errors.New("ledger: run already has a mutation")
 	// ErrDuplicateKey: another mutation already carries this idempotency key.
@@ -153,6 +157,12 @@ type NewRun struct {
 	Handler    string
 	Kind       scripthost.HandlerKind
 	InputState json.RawMessage
+	// StateFrom, when set, is the handler state InputState was read from (the
+	// scheduler's runs): the run is created only while that is still the handler's
+	// saved state (the same UpdatedAt; none saved when it is zero), else
+	// ErrStateChanged and nothing is written. A run begun from a state another run
+	// has committed over since would commit over that run's state in turn.
+	StateFrom *HandlerState
 	// Start, when set, moves the new run on from pending to this phase in the same
 	// transaction, as AdvancePhase would (with a snapshot of each state): preparing for
 	// a consumer, executing for a producer. Nothing happens outside the ledger between

@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"MutationCreatesRun", testMutationCreatesRun},
 		{"CreatedCommitted", testCreatedCommitted},
 		{"CreatedSkipped", testCreatedSkipped},
+		{"StateFrom", testStateFrom},
 		{"OutcomeMovesOn", testOutcomeMovesOn},
 		{"DerivedKey", testDerivedKey},
 		{"HandlerStateAndSchedule", testStateAndSchedule},

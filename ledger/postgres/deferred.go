@@ -4,11 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/scripthost/scripthost/ledger"
 )
 
 // deferred is a write queued to go with the transaction's next statement (see
@@ -22,6 +25,9 @@ type deferred struct {
 	// check marks a SELECT whose rows must number want (see Expect): the statement
 	// fails when they do not, in a transaction or alone.
 	check bool
+	// fence marks the check of the lease the transaction writes under (see
+	// fencePart): it fails the statement with an error of its own, errLeaseCheck.
+	fence bool
 }
 
 // Defer queues the write q, an INSERT or UPDATE with ? placeholders and no RETURNING,
@@ -105,11 +111,7 @@ func (t *wtx) flush() {
 		return // the BEGIN that went with it failed: the transaction's error
 	}
 	if err != nil {
-		if wrongCount(err) {
-			t.flushErr = errInTx
-			return
-		}
-		t.flushErr = t.s.dbErr("write", err)
+		t.flushErr = t.sendErr(err)
 		return
 	}
 	for i, d := range queue {
@@ -135,12 +137,20 @@ func (t *wtx) flushAlone() {
 		return
 	}
 	if _, err := t.send(queue, true); err != nil {
-		if wrongCount(err) {
-			t.flushErr = errInTx
-			return
-		}
-		t.flushErr = t.s.dbErr("write", err)
+		t.flushErr = t.sendErr(err)
 	}
+}
+
+// sendErr is the transaction's error for a write statement's failure err: errInTx
+// for a count it did not expect, the lease's loss for its lease check.
+func (t *wtx) sendErr(err error) error {
+	switch {
+	case wrongCount(err):
+		return errInTx
+	case leaseGone(err):
+		return t.lostLease()
+	}
+	return t.s.dbErr("write", err)
 }
 
 // wrongCount reports whether err is a write statement's failure on a count it did not
@@ -150,10 +160,67 @@ func wrongCount(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "22012"
 }
 
+// fenceSQL finds the lease a transaction writes under (ledger.WithFence) when it is
+// still held: the same owner and claim, unexpired by the server's clock.
+const fenceSQL = `SELECT 1 FROM leases WHERE workflow = ? AND owner = ? AND claims = ? AND expires_at > clock_timestamp()`
+
+// fencePart is the check of the lease the transaction writes under, a part of its
+// first write statement, when it has one to check and has not checked it yet.
+func (t *wtx) fencePart() (deferred, bool) {
+	if t.fence == nil || t.fenced {
+		return deferred{}, false
+	}
+	l := t.fence
+	return deferred{q: fenceSQL, args: []any{l.Workflow, l.Owner, l.Token}, table: fenceSQL, want: 1, check: true, fence: true}, true
+}
+
+// errLeaseCheck is the SQLSTATE a lease check that found no lease fails its
+// statement with (invalid_argument_for_logarithm, from ln(0)): not a count check's
+// division by zero, which makes the transaction run again (see wrongCount).
+const errLeaseCheck = "2201E"
+
+// leaseGone reports whether err is a statement's failure on the check of the lease
+// its transaction writes under (see fencePart).
+func leaseGone(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == errLeaseCheck
+}
+
+// lostLease is the error of a transaction whose lease check failed: nothing of it
+// was written.
+func (t *wtx) lostLease() error {
+	l := t.fence
+	return fmt.Errorf("postgres: write refused: workflow %s is no longer leased to %s (token %d): %w",
+		l.Workflow, l.Owner, l.Token, ledger.ErrLeaseLost)
+}
+
+// checkFence checks, by a statement of its own, the lease a transaction whose writes
+// went as statements of their own (not deferred) writes under, before its commit.
+func (t *wtx) checkFence(ctx context.Context) error {
+	if t.fence == nil || t.fenced || !t.direct {
+		return nil
+	}
+	var n int
+	l := t.fence
+	if err := t.GetContext(ctx, &n, `SELECT count(*) FROM (`+fenceSQL+`) f`, l.Workflow, l.Owner, l.Token); err != nil {
+		return t.s.dbErr("check lease", err)
+	}
+	if n != 1 {
+		return t.lostLease()
+	}
+	t.fenced = true
+	return nil
+}
+
 // send sends the writes as one statement and returns the rows each changed; alone,
 // on the connection, the statement fails when a count is not the one wanted, and in a
-// transaction too when the count is a check's (see Expect).
+// transaction too when the count is a check's (see Expect). The transaction's first
+// statement checks its lease as well (fencePart).
 func (t *wtx) send(queue []deferred, alone bool) ([]int64, error) {
+	fence, fenced := t.fencePart()
+	if fenced {
+		queue = append(queue[:len(queue):len(queue)], fence)
+	}
 	size, nargs := 0, 0
 	for _, d := range queue {
 		size += len(d.q) + 2*len(d.args) + 96
@@ -184,7 +251,11 @@ func (t *wtx) send(queue []deferred, alone bool) ([]int64, error) {
 		}
 		b = appendPart(append(b, "(SELECT count(*) FROM w"...), i)
 		b = append(b, ')')
-		if (alone || d.check) && d.want >= 0 {
+		if d.fence {
+			b = appendPart(append(b, " + ln(((SELECT count(*) FROM w"...), i)
+			b = strconv.AppendInt(append(b, ") = "...), d.want, 10)
+			b = append(b, ")::int)::int"...)
+		} else if (alone || d.check) && d.want >= 0 {
 			b = appendPart(append(b, " / ((SELECT count(*) FROM w"...), i)
 			b = strconv.AppendInt(append(b, ") = "...), d.want, 10)
 			b = append(b, ")::int"...)
@@ -205,6 +276,10 @@ func (t *wtx) send(queue []deferred, alone bool) ([]int64, error) {
 		return nil, err
 	}
 	t.asyncSet = t.asyncSet || t.async
+	t.fenced = t.fenced || fenced
+	if fenced {
+		counts = counts[:len(counts)-1]
+	}
 	return counts, nil
 }
 
@@ -228,6 +303,7 @@ func appendPart(b []byte, i int) []byte { return strconv.AppendInt(b, int64(i), 
 // ready begins the transaction and sends the queued writes before one of its
 // statements, so that it sees them; false when the transaction could not begin.
 func (t *wtx) ready() bool {
+	t.direct = true
 	t.begin()
 	t.flush()
 	t.open()

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/ledger/internal/sqlstore"
 )
 
@@ -85,6 +86,13 @@ type wtx struct {
 	flushErr error
 	async    bool
 	asyncSet bool // a flush set it
+
+	// fence is the lease the transaction writes under (ledger.WithFence), nil when
+	// none; fenced once a statement of the transaction checked it, direct once a
+	// statement was sent other than its deferred writes (see checkFence).
+	fence  *ledger.Lease
+	fenced bool
+	direct bool
 }
 
 func (t *wtx) NamedExecContext(ctx context.Context, q string, arg any) (sql.Result, error) {
@@ -320,7 +328,8 @@ func (s *Store) write(ctx context.Context, fn writeFunc) error {
 			inTx = true
 			continue
 		}
-		if err != nil && usedCache && ctx.Err() == nil && !errors.Is(err, sqlstore.ErrSnapshotCacheWrong) {
+		if err != nil && usedCache && ctx.Err() == nil && !errors.Is(err, sqlstore.ErrSnapshotCacheWrong) &&
+			!errors.Is(err, ledger.ErrLeaseLost) {
 			s.retried(retryStaleRow)
 			noCache = true
 			continue
@@ -388,6 +397,9 @@ func (s *Store) runTx(ctx context.Context, fn writeFunc, noCache, inTx bool) (er
 	}
 	defer c.Close()
 	w := &wtx{c: c, ctx: ctx, s: s, inTx: inTx}
+	if l, ok := ledger.FenceOf(ctx); ok {
+		w.fence = &l
+	}
 	committed := false
 	defer func() {
 		if !committed {
@@ -425,6 +437,9 @@ func (s *Store) runTx(ctx context.Context, fn writeFunc, noCache, inTx bool) (er
 	if err == nil && w.flushErr == nil && w.async && !w.asyncSet {
 		_, err = w.ExecContext(ctx, `SET LOCAL synchronous_commit = off`)
 		err = s.dbErr("write", err)
+	}
+	if err == nil && w.flushErr == nil {
+		err = w.checkFence(ctx)
 	}
 	if w.flushErr != nil { // a deferred write's failure comes first: later steps met its effects
 		err = w.flushErr

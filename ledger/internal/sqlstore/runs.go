@@ -61,6 +61,9 @@ type runRec struct {
 	// run's last snapshot is the base of the next only when it was taken of this
 	// version (see snapshotBase).
 	stored runVersion
+	// stateFrom is the handler state a new run begins from (ledger.NewRun.StateFrom),
+	// checked when the run is inserted (checkStateFrom); nil: not checked.
+	stateFrom *ledger.HandlerState
 }
 
 // runVersion is what tells one stored state of a run from the next: every transition
@@ -505,7 +508,7 @@ func (s *Store) newRun(nr ledger.NewRun) (runRec, []scripthost.Run, error) {
 		ID: id, Workflow: nr.Workflow, Version: nr.Version, Handler: nr.Handler,
 		Kind: nr.Kind, Phase: scripthost.RunPending, Status: scripthost.StatusActive, Attempt: 1,
 		InputState: nr.InputState, CreatedAt: now, UpdatedAt: now,
-	}}
+	}, stateFrom: nr.StateFrom}
 	var via []scripthost.Run
 	if nr.Start != "" && nr.Start != scripthost.RunPending {
 		if err := checkPhaseMove(rec, scripthost.RunPending, nr.Start); err != nil {
@@ -556,12 +559,59 @@ func (s *Store) newRun(nr ledger.NewRun) (runRec, []scripthost.Run, error) {
 	return rec, via, nil
 }
 
-// insertNewRun writes a run built by newRun and reserves its events.
+// insertNewRun writes a run built by newRun and reserves its events, once its
+// handler state is checked (checkStateFrom).
 func (s *Store) insertNewRun(ctx context.Context, tx Tx, rec runRec, via []scripthost.Run) error {
+	if err := s.checkStateFrom(ctx, tx, rec); err != nil {
+		return err
+	}
 	if err := s.insertRun(ctx, tx, rec, via...); err != nil {
 		return err
 	}
 	return s.reserve(ctx, tx, rec)
+}
+
+// checkStateFrom refuses, with ErrStateChanged, a new run whose handler state
+// (rec.stateFrom) is no longer the saved one. A transaction that takes it on trust
+// (Truster) checks it with its write instead of reading it first, as keyFailures
+// does: when the state changed, the write fails whole and runs again reading it.
+func (s *Store) checkStateFrom(ctx context.Context, tx Tx, rec runRec) error {
+	hs := rec.stateFrom
+	if hs == nil {
+		return nil
+	}
+	if t, ok := unwrapped(tx).(Truster); ok && t.Trusts() {
+		if hs.UpdatedAt.IsZero() {
+			t.Expect(`SELECT 1 `+stateOf, []any{rec.Workflow, rec.Handler}, 0)
+		} else {
+			t.Expect(`SELECT 1 `+stateOf+` AND updated_at = ?`, []any{rec.Workflow, rec.Handler, nanos(hs.UpdatedAt)}, 1)
+		}
+		return nil
+	}
+	var at []nanos
+	if err := tx.SelectContext(ctx, &at, `SELECT updated_at `+stateOf, rec.Workflow, rec.Handler); err != nil {
+		return s.dbErr("read state", err)
+	}
+	saved := time.Time{}
+	if len(at) > 0 {
+		saved = at[0].Time()
+	}
+	if !saved.Equal(hs.UpdatedAt) {
+		return fmt.Errorf("%s: run of %s/%s began from the state saved at %s, now saved at %s: %w", s.name,
+			rec.Workflow, rec.Handler, stamp(hs.UpdatedAt), stamp(saved), ledger.ErrStateChanged)
+	}
+	return nil
+}
+
+// stateOf selects a handler's saved state by its primary key.
+const stateOf = `FROM handler_state WHERE workflow = ? AND handler = ?`
+
+// stamp shows a saved state's time in an error: "none" for no state saved.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }
 
 // prepare moves rec on to prepared with the prepare phase's result.
