@@ -101,11 +101,16 @@ func (rt *Runtime) withLease(ctx context.Context, workflow string, keep bool, pa
 	if err != nil || h == nil {
 		return false, false, err
 	}
-	pctx, cancel := context.WithCancelCause(ctx)
+	// The pass's writes are fenced by the lease: once another host took it over (or it
+	// expired), the ledger refuses them even before the heartbeat finds out.
+	pctx, cancel := context.WithCancelCause(ledger.WithFence(ctx, h.current()))
 	stopLost := context.AfterFunc(h.ctx, func() { cancel(context.Cause(h.ctx)) })
 	did, err = pass(pctx)
 	stopLost()
 	cancel(nil)
+	if errors.Is(err, ledger.ErrLeaseLost) {
+		h.cancel(err)
+	}
 	if h.ctx.Err() != nil && ctx.Err() == nil {
 		rt.cfg.Logger.Warn("lease lost: stopped driving the workflow", "workflow", workflow, "owner", rt.cfg.Lease.Owner,
 			"err", context.Cause(h.ctx))

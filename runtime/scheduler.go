@@ -159,7 +159,9 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 			}
 			continue
 		}
-		if err := rt.startProducer(ctx, workflow, version, name); err != nil {
+		if err := rt.startProducer(ctx, workflow, version, name); rt.stateChanged(workflow, err) {
+			return true, nil
+		} else if err != nil {
 			return did, err
 		}
 		did, producersRan = true, true
@@ -184,6 +186,9 @@ func (rt *Runtime) tick(ctx context.Context, workflow string) (bool, error) {
 				continue
 			}
 			did = did || res.started
+			if rt.stateChanged(workflow, res.err) {
+				return true, nil
+			}
 			if res.err != nil {
 				return did, res.err
 			}
@@ -468,9 +473,26 @@ func (rt *Runtime) startProducer(ctx context.Context, workflow string, version i
 	return err
 }
 
-// newRun is the run of a handler the scheduler starts, from the handler's state.
+// newRun is the run of a handler the scheduler starts, from the handler's state: the
+// ledger creates it only while that is still the saved state (see stateChanged).
 func newRun(workflow string, version int, handler string, kind scripthost.HandlerKind, hs ledger.HandlerState) ledger.NewRun {
-	return ledger.NewRun{Workflow: workflow, Version: version, Handler: handler, Kind: kind, InputState: hs.State}
+	return ledger.NewRun{Workflow: workflow, Version: version, Handler: handler, Kind: kind, InputState: hs.State, StateFrom: &hs}
+}
+
+// stateChanged reports whether err refused a run the pass began from a handler state
+// that is no longer the saved one (ledger.ErrStateChanged), and if so ends the pass
+// as one that did work: what it knows of the workflow (its handlers' states, their
+// newest runs) is out of date, and the next pass reads it again. That happens when
+// another run committed meanwhile: one this host took for lost (its commit not
+// durable when the database crashed) and resumes, or another host's.
+func (rt *Runtime) stateChanged(workflow string, err error) bool {
+	if !errors.Is(err, ledger.ErrStateChanged) {
+		return false
+	}
+	rt.forgetAhead(workflow)
+	rt.cfg.Logger.Warn("handler state changed since the pass read it: the pass ends, the next reads it again",
+		"workflow", workflow, "err", rt.redact(err.Error()))
+	return true
 }
 
 // workflowLock serialises this host's passes over one workflow.
