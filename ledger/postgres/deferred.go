@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jmoiron/sqlx"
@@ -221,12 +222,13 @@ func (t *wtx) send(queue []deferred, alone bool) ([]int64, error) {
 	if fenced {
 		queue = append(queue[:len(queue):len(queue)], fence)
 	}
-	size, nargs := 0, 0
+	nargs := 0
 	for _, d := range queue {
-		size += len(d.q) + 2*len(d.args) + 96
 		nargs += len(d.args)
 	}
-	b := make([]byte, 0, size+48)
+	buf := textBuffers.Get().(*[]byte)
+	defer textBuffers.Put(buf)
+	b := (*buf)[:0]
 	args := make([]any, 0, nargs)
 	n := 0
 	for i, d := range queue {
@@ -272,7 +274,8 @@ func (t *wtx) send(queue []deferred, alone bool) ([]int64, error) {
 	if t.async {
 		dest = append(dest, new(sql.NullString))
 	}
-	if err := t.queryRow(string(b), args, dest); err != nil {
+	*buf = b
+	if err := t.queryRow(t.s.statements.text(b), args, dest); err != nil {
 		return nil, err
 	}
 	t.asyncSet = t.asyncSet || t.async
@@ -281,6 +284,37 @@ func (t *wtx) send(queue []deferred, alone bool) ([]int64, error) {
 		counts = counts[:len(counts)-1]
 	}
 	return counts, nil
+}
+
+// textBuffers hold the text of the write statements send builds, reused.
+var textBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// statements keeps the texts of the write statements send built: a transition's
+// writes make the same text every time, which is then found without allocating it.
+type statements struct {
+	mu    sync.Mutex
+	known map[string]string
+}
+
+// maxStatements bounds the texts statements keeps: the transitions' shapes, a few
+// dozen.
+const maxStatements = 1024
+
+// text returns b as a string, the one kept when b's text is known.
+func (s *statements) text(b []byte) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q, ok := s.known[string(b)]; ok {
+		return q
+	}
+	q := string(b)
+	if len(s.known) < maxStatements {
+		if s.known == nil {
+			s.known = map[string]string{}
+		}
+		s.known[q] = q
+	}
+	return q
 }
 
 // renumber appends q to b with its ? placeholders written as $n, numbering on from

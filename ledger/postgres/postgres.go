@@ -95,6 +95,8 @@ type Store struct {
 
 	// cache keeps the rows the store's writes left (see rowCache).
 	cache *rowCache
+	// statements keeps the texts of the write statements (see wtx.send).
+	statements statements
 	// verifySnapshots has a cached snapshot checked against the stored ones before a
 	// change from it is logged (sqlstore.VerifyRowCacheEnv: a test setting).
 	verifySnapshots bool
