@@ -174,7 +174,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		Name: "postgres", Order: "ord", RowLocks: true,
 		ExecutionOf:     `split_part(execution_id, '/', 1) || '/' || split_part(execution_id, '/', 2)`,
 		LockWorkflow:    `SELECT pg_advisory_xact_lock(hashtext($1))`,
-		UniqueViolation: uniqueViolation,
+		UniqueViolation: uniqueViolation, PackedLog: true,
 	}, sqlstore.Options{Clock: opts.Clock, NewID: opts.NewID})
 	s.listener = newListener(s)
 	return s, nil

@@ -3,10 +3,12 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/scripthost/scripthost/ledger"
 )
@@ -156,17 +158,93 @@ func (s *Store) appendEvents(ctx context.Context, tx Tx, t *touched, snaps, evs,
 	return s.insertEventRows(ctx, tx, args)
 }
 
-// insertEventRows inserts lifecycle-log rows, their values args, as few statements
-// as maxLogRowsPerInsert allows.
+// insertEventRows inserts the lifecycle events args (logColumns values each) as rows
+// of the log (see eventRows), in as few statements as maxLogRowsPerInsert allows.
 func (s *Store) insertEventRows(ctx context.Context, tx Tx, args []any) error {
+	args, _, err := s.eventRows(args)
+	if err != nil {
+		return err
+	}
+	cols := s.rowColumns()
 	for len(args) > 0 {
-		n := min(len(args)/logColumns, maxLogRowsPerInsert)
-		if _, err := tx.ExecContext(ctx, insertEventsSQL[n], args[:n*logColumns]...); err != nil {
+		n := min(len(args)/cols, maxLogRowsPerInsert)
+		if _, err := tx.ExecContext(ctx, s.eventsSQL(n), args[:n*cols]...); err != nil {
 			return s.dbErr("append lifecycle event", err)
 		}
-		args = args[n*logColumns:]
+		args = args[n*cols:]
 	}
 	return nil
+}
+
+// maxPacked bounds the events of one row of a packed log (Dialect.PackedLog), which
+// number seq to seq+maxPacked-1: the step of the log's sequence.
+const maxPacked = 16
+
+// packedColumns is the number of values of a row of a packed log: an event's and
+// the row's more.
+const packedColumns = logColumns + 1
+
+// rowColumns is the number of values of a row of the store's lifecycle log.
+func (s *Store) rowColumns() int {
+	if s.d.PackedLog {
+		return packedColumns
+	}
+	return logColumns
+}
+
+// eventsSQL is the INSERT of n rows of the store's lifecycle log.
+func (s *Store) eventsSQL(n int) string {
+	if s.d.PackedLog {
+		return insertPackedSQL[n]
+	}
+	return insertEventsSQL[n]
+}
+
+// packedEvent is an event of a packed log's row after its first, in the row's more
+// column: the values of its columns.
+type packedEvent struct {
+	Type       string          `json:"type"`
+	MutationID string          `json:"mutation_id,omitempty"`
+	Data       json.RawMessage `json:"data,omitempty"`
+	At         int64           `json:"at"`
+}
+
+// eventRows returns the values of the log's rows that hold the lifecycle events args
+// (logColumns values each, in order), and their number: a row per event, or, where
+// the log packs them (Dialect.PackedLog), a row per run's consecutive events, at most
+// maxPacked, the first's values and the others' in more.
+func (s *Store) eventRows(args []any) ([]any, int, error) {
+	n := len(args) / logColumns
+	if !s.d.PackedLog || n == 0 {
+		return args, n, nil
+	}
+	rows := make([]any, 0, n*packedColumns)
+	nrows := 0
+	for i := 0; i < n; {
+		first := args[i*logColumns : (i+1)*logColumns]
+		j := i + 1
+		for j < n && j-i < maxPacked && args[j*logColumns] == first[0] {
+			j++
+		}
+		var more any // NULL: the row's one event
+		if j > i+1 {
+			evs := make([]packedEvent, 0, j-i-1)
+			for k := i + 1; k < j; k++ {
+				ev := args[k*logColumns : (k+1)*logColumns]
+				evs = append(evs, packedEvent{Type: ev[1].(string), MutationID: ev[2].(string),
+					Data: ev[3].(rawJSON).msg(), At: ev[4].(nanos).Time().UnixNano()})
+			}
+			b, err := json.Marshal(evs)
+			if err != nil {
+				return nil, 0, fmt.Errorf("%s: pack lifecycle events: %w", s.name, err)
+			}
+			more = string(b)
+		}
+		rows = append(append(rows, first...), more)
+		nrows++
+		i = j
+	}
+	return rows, nrows, nil
 }
 
 // eventArgs appends to args the values of the caller's events, completed with what t
@@ -220,8 +298,13 @@ func (s *Store) appendLog(ctx context.Context, tx Tx, t *touched, snaps []tableS
 	if err != nil {
 		return err
 	}
-	nevs := (len(args) - len(snaps)*snapColumns) / logColumns
-	if len(snaps) > maxLogRowsPerInsert || nevs > maxLogRowsPerInsert {
+	snapArgs := args[:len(snaps)*snapColumns]
+	evArgs, nevs, err := s.eventRows(args[len(snaps)*snapColumns:])
+	if err != nil {
+		return err
+	}
+	d, deferrer := tx.(Deferrer)
+	if len(snaps) > maxLogRowsPerInsert || nevs > maxLogRowsPerInsert || (!deferrer && s.d.PackedLog) {
 		// More than one statement holds: each its own (a retry's or a resolution's
 		// many events, rarely).
 		for _, sn := range snaps {
@@ -231,12 +314,12 @@ func (s *Store) appendLog(ctx context.Context, tx Tx, t *touched, snaps []tableS
 		}
 		return s.insertEventRows(ctx, tx, args[len(snaps)*snapColumns:])
 	}
-	if d, ok := tx.(Deferrer); ok { // each its own part of the transaction's last statement
+	if deferrer { // each its own part of the transaction's last statement
 		if len(snaps) > 0 {
-			d.Defer(logSQL[len(snaps)][0], args[:len(snaps)*snapColumns], -1, nil)
+			d.Defer(logSQL[len(snaps)][0], snapArgs, -1, nil)
 		}
 		if nevs > 0 {
-			d.Defer(insertEventsSQL[nevs], args[len(snaps)*snapColumns:], -1, nil)
+			d.Defer(s.eventsSQL(nevs), evArgs, -1, nil)
 		}
 		return nil
 	}
@@ -284,6 +367,16 @@ var insertEventsSQL = func() (q [maxLogRowsPerInsert + 1]string) {
 	return q
 }()
 
+// insertPackedSQL[n] is the INSERT of n rows of a packed log (Dialect.PackedLog),
+// built once.
+var insertPackedSQL = func() (q [maxLogRowsPerInsert + 1]string) {
+	for n := 1; n <= maxLogRowsPerInsert; n++ {
+		q[n] = `INSERT INTO lifecycle_events (run_id, type, mutation_id, data, at, more) VALUES ` +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?), ", n), ", ")
+	}
+	return q
+}()
+
 // noteRun records, on a transaction carrying lifecycle events, a run it created or
 // changed.
 func noteRun(tx Tx, id string, created bool) {
@@ -317,8 +410,13 @@ type lifecycleRow struct {
 // LastLifecycleSeq returns the sequence number of the lifecycle log's last entry, 0
 // when it is empty (see ledger.LogTail).
 func (s *Store) LastLifecycleSeq(ctx context.Context) (int64, error) {
+	q := `SELECT COALESCE(MAX(seq), 0) FROM lifecycle_events`
+	if s.d.PackedLog { // the last row's last event
+		q = `SELECT COALESCE((SELECT seq + COALESCE(json_array_length(more::json), 0) FROM lifecycle_events
+			ORDER BY seq DESC LIMIT 1), 0)`
+	}
 	var seq int64
-	if err := s.r.GetContext(ctx, &seq, `SELECT COALESCE(MAX(seq), 0) FROM lifecycle_events`); err != nil {
+	if err := s.r.GetContext(ctx, &seq, q); err != nil {
 		return 0, s.dbErr("last lifecycle seq", err)
 	}
 	return seq, nil
@@ -326,6 +424,9 @@ func (s *Store) LastLifecycleSeq(ctx context.Context) (int64, error) {
 
 // LifecycleEvents lists lifecycle events in Seq order.
 func (s *Store) LifecycleEvents(ctx context.Context, f ledger.LifecycleFilter) ([]ledger.LifecycleEvent, error) {
+	if s.d.PackedLog {
+		return s.packedEvents(ctx, f)
+	}
 	var where []string
 	var args []any
 	if f.RunID != "" {
@@ -354,10 +455,82 @@ func (s *Store) LifecycleEvents(ctx context.Context, f ledger.LifecycleFilter) (
 	}
 	out := make([]ledger.LifecycleEvent, len(rows))
 	for i, r := range rows {
-		out[i] = ledger.LifecycleEvent{
-			Seq: r.Seq, RunID: r.RunID, Type: ledger.EventType(r.Type), MutationID: r.MutationID,
-			Data: r.Data.msg(), At: r.At.Time(),
-		}
+		out[i] = r.event()
 	}
 	return out, nil
+}
+
+func (r lifecycleRow) event() ledger.LifecycleEvent {
+	return ledger.LifecycleEvent{Seq: r.Seq, RunID: r.RunID, Type: ledger.EventType(r.Type), MutationID: r.MutationID,
+		Data: r.Data.msg(), At: r.At.Time()}
+}
+
+// packedRow is a row of a packed log (Dialect.PackedLog).
+type packedRow struct {
+	lifecycleRow
+	More sql.NullString `db:"more"`
+}
+
+// packedEvents is LifecycleEvents on a packed log: it reads the rows that may hold
+// the events asked for, a page of f.Limit rows at a time, and lists their events.
+func (s *Store) packedEvents(ctx context.Context, f ledger.LifecycleFilter) ([]ledger.LifecycleEvent, error) {
+	var out []ledger.LifecycleEvent
+	// A row holds events seq to seq+maxPacked-1 at most: one before AfterSeq by less
+	// than maxPacked may hold events after it.
+	rowAfter := f.AfterSeq - maxPacked + 1
+	for {
+		where, args := []string{"seq > ?"}, []any{rowAfter}
+		if f.RunID != "" {
+			where, args = append(where, "run_id = ?"), append(args, f.RunID)
+		}
+		if f.Type != "" {
+			where, args = append(where, "(type = ? OR more IS NOT NULL)"), append(args, string(f.Type))
+		}
+		q := `SELECT seq, run_id, type, mutation_id, data, at, more FROM lifecycle_events WHERE ` +
+			strings.Join(where, " AND ") + " ORDER BY seq"
+		if f.Limit > 0 {
+			q += fmt.Sprintf(" LIMIT %d", f.Limit)
+		}
+		var rows []packedRow
+		if err := s.r.SelectContext(ctx, &rows, q, args...); err != nil {
+			return nil, s.dbErr("list lifecycle events", err)
+		}
+		for _, r := range rows {
+			evs, err := r.events()
+			if err != nil {
+				return nil, fmt.Errorf("%s: lifecycle log row %d: %w", s.name, r.Seq, err)
+			}
+			for _, ev := range evs {
+				if ev.Seq <= f.AfterSeq || (f.Type != "" && ev.Type != f.Type) {
+					continue
+				}
+				if out = append(out, ev); f.Limit > 0 && len(out) == f.Limit {
+					return out, nil
+				}
+			}
+		}
+		if f.Limit <= 0 || len(rows) < f.Limit {
+			return out, nil
+		}
+		rowAfter = rows[len(rows)-1].Seq
+	}
+}
+
+// events lists the events of a packed log's row, numbered on from its seq.
+func (r packedRow) events() ([]ledger.LifecycleEvent, error) {
+	first := r.event()
+	if !r.More.Valid {
+		return []ledger.LifecycleEvent{first}, nil
+	}
+	var more []packedEvent
+	if err := json.Unmarshal([]byte(r.More.String), &more); err != nil {
+		return nil, fmt.Errorf("more: %w", err)
+	}
+	evs := make([]ledger.LifecycleEvent, 0, 1+len(more))
+	evs = append(evs, first)
+	for i, m := range more {
+		evs = append(evs, ledger.LifecycleEvent{Seq: r.Seq + int64(i) + 1, RunID: r.RunID, Type: ledger.EventType(m.Type),
+			MutationID: m.MutationID, Data: m.Data, At: time.Unix(0, m.At).UTC()})
+	}
+	return evs, nil
 }

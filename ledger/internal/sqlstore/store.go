@@ -139,6 +139,12 @@ type Dialect struct {
 	// end (see appendLog). Either way a snapshot is stored as a change from the one
 	// before (see snapshotBase).
 	Embedded bool
+	// PackedLog: a lifecycle-log row holds the consecutive events of one run that one
+	// write logs, up to maxPacked: the first in its columns, the others in its more
+	// column, numbered on from its seq (the log's sequence steps by maxPacked). A
+	// consumer run is then three rows of the log instead of nine (see eventRows and
+	// LifecycleEvents).
+	PackedLog bool
 }
 
 // Options are the store's clock and ids.
