@@ -14,17 +14,23 @@ import (
 )
 
 // TestMigrate14PackedLog: a ledger at schema version 13 whose log holds an event per
-// row. After migration 14 the old events keep their numbers, and a write's events of
-// one run go in one row, numbered on from it: the log lists every event once, in
-// order, whether read whole, by run, by type, after any event (one in the middle of a
-// row included) or a page at a time, and its tail is the last row's last event.
+// row and whose run_snapshots a snapshot per row. After migration 14 the old events
+// keep their numbers, and a write's events of one run go in one row, numbered on from
+// it: the log lists every event once, in order, whether read whole, by run, by type,
+// after any event (one in the middle of a row included) or a page at a time, and its
+// tail is the last row's last event. A write's snapshots of one run share a row too,
+// numbered on from the run's last, old rows included.
 func TestMigrate14PackedLog(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	c := migrateTo(t, url, "mig14", 13,
 		`INSERT INTO workflows (name, latest_version, created_at) VALUES ('orders', 1, 1)`,
 		`INSERT INTO runs (id, workflow, version, handler, kind, phase, status, created_at, updated_at) VALUES
-			('old', 'orders', 1, 'ship', 'consumer', 'committed', 'committed', 1, 1)`,
+			('old', 'orders', 1, 'ship', 'consumer', 'committed', 'committed', 1, 1),
+			('older', 'orders', 1, 'ship', 'consumer', 'emitting', 'active', 1, 1)`,
+		`INSERT INTO run_snapshots (run_id, seq, phase, status, run, at) VALUES
+			('older', 1, 'pending', 'active', '`+oldSnapshot("pending")+`', 1),
+			('older', 2, 'emitting', 'active', '`+oldSnapshot("emitting")+`', 1)`,
 		`INSERT INTO lifecycle_events (run_id, type, data, at) VALUES
 			('old', 'phase_started', '{"phase":"prepare"}', 2),
 			('old', 'phase_completed', '{"phase":"prepare"}', 3),
@@ -55,12 +61,39 @@ func TestMigrate14PackedLog(t *testing.T) {
 	if _, err := s.ApplyMutation(ledger.WithEvents(ctx, ledger.NewLifecycleEvent(id, ledger.EventPhaseCompleted, nil)), m.ID, json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	var rows int
-	if err := c.QueryRow(ctx, `SELECT count(*) FROM lifecycle_events WHERE run_id = $1`, id).Scan(&rows); err != nil {
+	for _, table := range []string{"lifecycle_events", "run_snapshots"} {
+		var rows int
+		if err := c.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE run_id = $1`, id).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		if rows != 2 {
+			t.Errorf("%s rows of the run: got %d, want 2 (one per write)", table, rows)
+		}
+	}
+	snaps, err := s.Snapshots(ctx, id)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if rows != 2 {
-		t.Errorf("log rows of the run: got %d, want 2 (one per write)", rows)
+	var phases []string
+	for i, sn := range snaps {
+		phases = append(phases, fmt.Sprintf("%d:%s", sn.Seq, sn.Phase))
+		if sn.Seq != i+1 {
+			t.Errorf("snapshot %d: numbered %d, want %d", i, sn.Seq, i+1)
+		}
+	}
+	if got, want := strings.Join(phases, " "), "1:pending 2:preparing 3:prepared 4:mutating 5:mutated 6:emitting"; got != want {
+		t.Errorf("snapshots of the run: got %s, want %s", got, want)
+	}
+	// A run whose snapshots an older version wrote a row each goes on from its last.
+	if _, err := s.CommitConsumer(ctx, "older", ledger.Commit{State: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	snaps, err = s.Snapshots(ctx, "older")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 3 || snaps[2].Seq != 3 || snaps[2].Phase != scripthost.RunCommitted || snaps[0].Phase != scripthost.RunPending {
+		t.Errorf("snapshots of the older run: got %+v, want its two and the commit's as 3", snaps)
 	}
 
 	all, err := s.LifecycleEvents(ctx, ledger.LifecycleFilter{})
@@ -131,4 +164,11 @@ func TestMigrate14PackedLog(t *testing.T) {
 	if len(limited) != 2 || limited[0].Seq != all[1].Seq || limited[1].Seq != all[4].Seq {
 		t.Errorf("two phase_completed events: got %+v, want the old run's and the run's first", limited)
 	}
+}
+
+// oldSnapshot is a whole snapshot of run "older" in phase, as an older version wrote
+// it in a row of its own.
+func oldSnapshot(phase string) string {
+	return `{"id":"older","workflow":"orders","version":1,"handler":"ship","kind":"consumer","phase":"` + phase +
+		`","status":"active","attempt":1,"created_at":"1970-01-01T00:00:00.000000001Z","updated_at":"1970-01-01T00:00:00.000000001Z"}`
 }

@@ -55,9 +55,52 @@ type tableSnap struct {
 	at                   nanos
 }
 
-// args are the arguments of snapshotSQL for the snapshot.
+// args are the arguments of snapshotSQL for the snapshot, a row of its own.
 func (sn tableSnap) args() []any {
-	return []any{sn.runID, seqArg(sn.seq), sn.phase, sn.status, string(sn.run), sn.at, sn.runID}
+	return []any{sn.runID, seqArg(sn.seq), sn.phase, sn.status, string(sn.run), sn.at, nil, sn.runID}
+}
+
+// packedSnap is a snapshot of a run_snapshots row after its first, in the row's more
+// column.
+type packedSnap struct {
+	Run json.RawMessage `json:"run"`
+	At  int64           `json:"at"`
+}
+
+// snapRows returns the values of the run_snapshots rows of appendLog's statement that
+// hold snaps, and their number: a row per run's consecutive snapshots, at most
+// maxPacked, the first's values and the others' in more, numbered on from the first's
+// seq. A row whose number the database gives (seq NULL) takes it one past the run's
+// last plus n-1, n counting on over the run's snapshots in the rows before it.
+func (s *Store) snapRows(snaps []tableSnap) ([]any, int, error) {
+	rows := make([]any, 0, len(snaps)*snapColumns)
+	nrows := 0
+	before := map[string]int{}
+	for i := 0; i < len(snaps); {
+		first := snaps[i]
+		j := i + 1
+		for j < len(snaps) && j-i < maxPacked && snaps[j].runID == first.runID {
+			j++
+		}
+		var more any // NULL: the row's one snapshot
+		if j > i+1 {
+			ps := make([]packedSnap, 0, j-i-1)
+			for _, sn := range snaps[i+1 : j] {
+				ps = append(ps, packedSnap{Run: sn.run, At: sn.at.Time().UnixNano()})
+			}
+			b, err := json.Marshal(ps)
+			if err != nil {
+				return nil, 0, fmt.Errorf("%s: pack snapshots of run %s: %w", s.name, first.runID, err)
+			}
+			more = string(b)
+		}
+		rows = append(rows, first.runID, seqArg(first.seq), before[first.runID]+1, first.phase, first.status,
+			string(first.run), first.at, more)
+		before[first.runID] += j - i
+		nrows++
+		i = j
+	}
+	return rows, nrows, nil
 }
 
 // withEvents wraps fn so that the lifecycle events attached to ctx are appended in
@@ -288,23 +331,20 @@ func (s *Store) eventArgs(args []any, t *touched, evs, own []ledger.LifecycleEve
 // lifecycle events as appendEvents does (where snapshots have a table of their own:
 // not Dialect.Embedded).
 func (s *Store) appendLog(ctx context.Context, tx Tx, t *touched, snaps []tableSnap, evs, own []ledger.LifecycleEvent) error {
-	args := make([]any, 0, len(snaps)*snapColumns+(len(evs)+len(own))*logColumns)
-	nth := map[string]int{}
-	for _, sn := range snaps {
-		nth[sn.runID]++
-		args = append(args, sn.runID, seqArg(sn.seq), nth[sn.runID], sn.phase, sn.status, string(sn.run), sn.at)
-	}
-	args, err := s.eventArgs(args, t, evs, own)
+	snapArgs, nsnaps, err := s.snapRows(snaps)
 	if err != nil {
 		return err
 	}
-	snapArgs := args[:len(snaps)*snapColumns]
-	evArgs, nevs, err := s.eventRows(args[len(snaps)*snapColumns:])
+	evVals, err := s.eventArgs(nil, t, evs, own)
+	if err != nil {
+		return err
+	}
+	evArgs, nevs, err := s.eventRows(evVals)
 	if err != nil {
 		return err
 	}
 	d, deferrer := tx.(Deferrer)
-	if len(snaps) > maxLogRowsPerInsert || nevs > maxLogRowsPerInsert || (!deferrer && s.d.PackedLog) {
+	if nsnaps > maxLogRowsPerInsert || nevs > maxLogRowsPerInsert || !deferrer {
 		// More than one statement holds: each its own (a retry's or a resolution's
 		// many events, rarely).
 		for _, sn := range snaps {
@@ -312,46 +352,39 @@ func (s *Store) appendLog(ctx context.Context, tx Tx, t *touched, snaps []tableS
 				return s.dbErr("snapshot run", err)
 			}
 		}
-		return s.insertEventRows(ctx, tx, args[len(snaps)*snapColumns:])
+		return s.insertEventRows(ctx, tx, evVals)
 	}
-	if deferrer { // each its own part of the transaction's last statement
-		if len(snaps) > 0 {
-			d.Defer(logSQL[len(snaps)][0], snapArgs, -1, nil)
-		}
-		if nevs > 0 {
-			d.Defer(s.eventsSQL(nevs), evArgs, -1, nil)
-		}
-		return nil
+	// Each its own part of the transaction's last statement.
+	if nsnaps > 0 {
+		d.Defer(snapshotsSQL[nsnaps], snapArgs, -1, nil)
 	}
-	if _, err := tx.ExecContext(ctx, logSQL[len(snaps)][nevs], args...); err != nil {
-		return s.dbErr("append lifecycle event", err)
+	if nevs > 0 {
+		d.Defer(s.eventsSQL(nevs), evArgs, -1, nil)
 	}
 	return nil
 }
 
-// snapColumns is the number of values of a snapshot row in appendLog's statement.
-const snapColumns = 7
+// snapColumns is the number of values of a run_snapshots row in appendLog's
+// statement (see snapRows).
+const snapColumns = 8
 
-// logSQL[s][e] is the statement of appendLog for s snapshots and e events, built once.
-var logSQL = func() (q [maxLogRowsPerInsert + 1][maxLogRowsPerInsert + 1]string) {
-	for ns := range maxLogRowsPerInsert + 1 {
-		for ne := range maxLogRowsPerInsert + 1 {
-			snaps := `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at)
-	SELECT v.run_id, COALESCE(v.seq, COALESCE((SELECT MAX(seq) FROM run_snapshots r WHERE r.run_id = v.run_id), 0) + v.n), v.phase, v.status, v.run, v.at
-	FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(`(CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT)), `, ns), ", ") +
-				`) AS v (run_id, seq, n, phase, status, run, at)`
-			switch {
-			case ns == 0:
-				q[ns][ne] = insertEventsSQL[ne]
-			case ne == 0:
-				q[ns][ne] = snaps
-			default:
-				q[ns][ne] = `WITH snapshots AS (` + snaps + `) ` + insertEventsSQL[ne]
-			}
-		}
+// snapshotsSQL[n] is the INSERT of n run_snapshots rows of appendLog's statement,
+// built once: each numbered as it says, or one past its run's last snapshot (a row's
+// last is its seq plus the snapshots in its more) plus n-1.
+var snapshotsSQL = func() (q [maxLogRowsPerInsert + 1]string) {
+	for n := 1; n <= maxLogRowsPerInsert; n++ {
+		q[n] = `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at, more)
+	SELECT v.run_id, COALESCE(v.seq, COALESCE((SELECT MAX(r.seq + ` + packedCount("r.more") + `) FROM run_snapshots r WHERE r.run_id = v.run_id), 0) + v.n), v.phase, v.status, v.run, v.at, v.more
+	FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(`(CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT)), `, n), ", ") +
+			`) AS v (run_id, seq, n, phase, status, run, at, more)`
 	}
 	return q
 }()
+
+// packedCount is the SQL of the number of entries in a packed row's more column.
+func packedCount(more string) string {
+	return `COALESCE(json_array_length(` + more + `::json), 0)`
+}
 
 // logColumns is the number of values of a lifecycle event row; maxLogRowsPerInsert
 // bounds the rows of one INSERT (and so its parameters, and the statements a

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -391,8 +392,8 @@ const snapshotType = "snapshot"
 // snapshotSQL inserts a snapshot numbered as given, or when the number is NULL one
 // past the run's last, where snapshots have a table of their own (not
 // Dialect.Embedded).
-const snapshotSQL = `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at)
-	SELECT CAST(? AS TEXT), COALESCE(CAST(? AS INTEGER), COALESCE(MAX(seq), 0) + 1), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT)
+var snapshotSQL = `INSERT INTO run_snapshots (run_id, seq, phase, status, run, at, more)
+	SELECT CAST(? AS TEXT), COALESCE(CAST(? AS INTEGER), COALESCE(MAX(seq + ` + packedCount("more") + `), 0) + 1), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT)
 	FROM run_snapshots WHERE run_id = ?`
 
 // seqArg is a snapshot's number as a statement's argument: NULL when the database
@@ -744,15 +745,44 @@ type snapshotEntry struct {
 func (s *Store) snapshotEntries(ctx context.Context, q interface {
 	SelectContext(ctx context.Context, dest any, query string, args ...any) error
 }, runID string) ([]snapshotEntry, error) {
-	query := `SELECT data, at FROM lifecycle_events WHERE run_id = ? AND type = '` + snapshotType + `' ORDER BY seq`
 	if !s.d.Embedded {
-		query = `SELECT seq, run AS data, at FROM run_snapshots WHERE run_id = ? ORDER BY seq`
+		return s.tableSnapshots(ctx, q, runID)
 	}
 	var rows []snapshotEntry
+	query := `SELECT data, at FROM lifecycle_events WHERE run_id = ? AND type = '` + snapshotType + `' ORDER BY seq`
 	if err := q.SelectContext(ctx, &rows, query, runID); err != nil {
 		return nil, s.dbErr("list snapshots", err)
 	}
 	return rows, nil
+}
+
+// tableSnapshots reads a run's snapshots from run_snapshots, a row's more after its
+// first, numbered on from its seq (see snapRows).
+func (s *Store) tableSnapshots(ctx context.Context, q interface {
+	SelectContext(ctx context.Context, dest any, query string, args ...any) error
+}, runID string) ([]snapshotEntry, error) {
+	var rows []struct {
+		snapshotEntry
+		More sql.NullString `db:"more"`
+	}
+	if err := q.SelectContext(ctx, &rows, `SELECT seq, run AS data, at, more FROM run_snapshots WHERE run_id = ? ORDER BY seq`, runID); err != nil {
+		return nil, s.dbErr("list snapshots", err)
+	}
+	out := make([]snapshotEntry, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.snapshotEntry)
+		if !r.More.Valid {
+			continue
+		}
+		var more []packedSnap
+		if err := json.Unmarshal([]byte(r.More.String), &more); err != nil {
+			return nil, fmt.Errorf("%s: snapshots of run %s from %d: more: %w", s.name, runID, r.Seq, err)
+		}
+		for i, m := range more {
+			out = append(out, snapshotEntry{Seq: r.Seq + i + 1, Data: rawJSON(m.Run), At: nanos(time.Unix(0, m.At).UTC())})
+		}
+	}
+	return out, nil
 }
 
 // ErrSnapshotCacheWrong: the run's last snapshot as the row cache keeps it is not

@@ -5,3 +5,8 @@
 -- number; the rows written before keep their numbers, one event each (more NULL).
 ALTER TABLE lifecycle_events ADD COLUMN more TEXT;
 ALTER TABLE lifecycle_events ALTER COLUMN seq SET INCREMENT BY 16;
+
+-- Likewise a write's snapshots of one run share a row of run_snapshots: the first in
+-- its columns, the others in more (a JSON array of {"run","at"}), numbered on from the
+-- row's seq; the next row of the run takes the number after the last.
+ALTER TABLE run_snapshots ADD COLUMN more TEXT;
