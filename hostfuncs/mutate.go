@@ -72,7 +72,14 @@ func (w *ToolWrapper) mutate(ctx context.Context, t *Tool, input json.RawMessage
 		w.setMutation(o.Mutation)
 	}
 	if err != nil {
-		log(slog.LevelError, "recording the mutation failed", "error", w.redactor.Redact(err.Error()))
+		level, msg := slog.LevelError, "recording the mutation failed"
+		if errors.Is(err, ledger.ErrStateChanged) || errors.Is(err, ledger.ErrLeaseLost) {
+			// Not a failure: another run of the handler committed first, or another
+			// host took the workflow over; nothing was recorded or sent, and the
+			// runtime says which.
+			level, msg = slog.LevelInfo, "mutation not recorded: its run was refused"
+		}
+		log(level, msg, "error", w.redactor.Redact(err.Error()))
 		return end(err)
 	}
 	rec, cause := o.Mutation, o.Cause

@@ -46,7 +46,8 @@ type Lease struct {
 // nothing written, once another host took the workflow over or the lease expired. The
 // check is made by the write's own statements: a host that stalled past its lease's
 // expiry (a pause, a database outage waited out) cannot write over the work of the
-// host that took over.
+// host that took over. A zero Lease takes a fence off ctx. The Leaser's own lease
+// operations are never fenced.
 func WithFence(ctx context.Context, l Lease) context.Context {
 	return context.WithValue(ctx, fenceKey{}, l)
 }
@@ -54,7 +55,7 @@ func WithFence(ctx context.Context, l Lease) context.Context {
 // FenceOf returns the lease WithFence put on ctx.
 func FenceOf(ctx context.Context) (Lease, bool) {
 	l, ok := ctx.Value(fenceKey{}).(Lease)
-	return l, ok
+	return l, ok && l.Workflow != ""
 }
 
 type fenceKey struct{}

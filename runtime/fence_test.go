@@ -63,8 +63,9 @@ func TestWritesStopWhenLeaseTakenOver(t *testing.T) {
 	reg := hostfuncs.NewRegistry()
 	err := reg.Register(
 		&hostfuncs.Tool{Namespace: "Race", Method: "pause", ReadOnly: func(json.RawMessage) bool { return true },
-			Execute: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+			Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
 				// The lease expires during the pause, and the other host claims it.
+				ctx := context.Background() // the other host's
 				c, err := pgx.Connect(ctx, url)
 				if err != nil {
 					return nil, err
@@ -125,8 +126,12 @@ func TestWritesStopWhenLeaseTakenOver(t *testing.T) {
 	if len(evs) != 1 || evs[0].Status != scripthost.EventPending {
 		t.Errorf("events: got %+v, want e1 still pending for the new holder", evs)
 	}
-	if !strings.Contains(logs.String(), "lease lost: stopped driving the workflow") {
-		t.Errorf("log: want the lease's loss\n%s", logs.String())
+	if !strings.Contains(logs.String(), "lease lost: stopped driving the workflow") ||
+		!strings.Contains(logs.String(), "mutation not recorded: its run was refused") {
+		t.Errorf("log: want the lease's loss and the mutation not recorded\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("log: a refused write is the lease's loss, not an error\n%s", logs.String())
 	}
 }
 
@@ -142,10 +147,11 @@ func TestRunFromStaleStateRefused(t *testing.T) {
 	var raced atomic.Bool
 	reg := hostfuncs.NewRegistry()
 	err := reg.Register(&hostfuncs.Tool{Namespace: "Race", Method: "commitElsewhere", ReadOnly: func(json.RawMessage) bool { return true },
-		Execute: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+		Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
 			if raced.Swap(true) {
 				return json.RawMessage(`{}`), nil
 			}
+			ctx := context.Background() // the other host's
 			hs, err := other.HandlerState(ctx, "w", "p")
 			if err != nil {
 				return nil, err

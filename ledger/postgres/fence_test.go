@@ -181,6 +181,22 @@ func TestWritesFencedByLease(t *testing.T) {
 			})
 		}
 	}
+	// A lease operation is never fenced: a host whose context still carries a lost
+	// lease's fence claims, renews and gives back leases as ever.
+	t.Run("lease operations", func(t *testing.T) {
+		release(t)
+		stale := ledger.WithFence(ctx, expired(t))
+		l, ok, err := other.ClaimLease(stale, wf, "host-b", time.Minute)
+		if err != nil || !ok {
+			t.Fatalf("claim under a lost lease's fence: ok=%v err=%v", ok, err)
+		}
+		if l, err = other.RenewLease(stale, l, time.Minute); err != nil {
+			t.Fatalf("renew under a lost lease's fence: %v", err)
+		}
+		if _, err := other.ReleaseLease(stale, l); err != nil {
+			t.Fatalf("release under a lost lease's fence: %v", err)
+		}
+	})
 	for _, w := range writes {
 		t.Run("held/"+w.name, func(t *testing.T) {
 			release(t)

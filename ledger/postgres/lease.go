@@ -51,6 +51,7 @@ func (s *Store) ClaimLease(ctx context.Context, workflow, owner string, ttl time
 	if workflow == "" || owner == "" {
 		return ledger.Lease{}, false, errors.New("postgres: claim lease: workflow and owner are required")
 	}
+	ctx = unfenced(ctx)
 	var cur struct {
 		Free  bool `db:"free"`
 		Clean bool `db:"clean"`
@@ -177,6 +178,7 @@ func (s *Store) writable() error {
 // the lease history (one claim or renewal at a time, at most once every
 // hostNoteEvery: see hostNotes), which writes both in a transaction.
 func (s *Store) RenewLease(ctx context.Context, l ledger.Lease, ttl time.Duration) (ledger.Lease, error) {
+	ctx = unfenced(ctx)
 	const renew = `UPDATE leases SET expires_at = clock_timestamp() + ? * interval '1 millisecond',
 			renewed_at = clock_timestamp()
 		WHERE workflow = ? AND owner = ? AND claims = ? AND expires_at >= clock_timestamp()
@@ -398,4 +400,10 @@ func (n *hostNotes) done(owner string, took, wrote bool) {
 	if wrote {
 		n.at[owner] = time.Now()
 	}
+}
+
+// unfenced takes a write fence off ctx (ledger.WithFence): a lease operation is never
+// fenced by a lease, the caller's or another.
+func unfenced(ctx context.Context) context.Context {
+	return ledger.WithFence(ctx, ledger.Lease{})
 }
