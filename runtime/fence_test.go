@@ -24,8 +24,8 @@ import (
 )
 
 // sharedPair opens two stores of one PostgreSQL ledger, this host's and another
-// host's, and this host's runtime with tools and a log.
-func sharedPair(t *testing.T, ctx context.Context, reg *hostfuncs.Registry, logs *bytes.Buffer) (url string, st, other *postgres.Store, rt *runtime.Runtime) {
+// host's, and this host's runtime, named owner in the leases, with tools and a log.
+func sharedPair(t *testing.T, ctx context.Context, owner string, reg *hostfuncs.Registry, logs *bytes.Buffer) (url string, st, other *postgres.Store, rt *runtime.Runtime) {
 	t.Helper()
 	url = pgtest.URL(t)
 	var err error
@@ -39,7 +39,7 @@ func sharedPair(t *testing.T, ctx context.Context, reg *hostfuncs.Registry, logs
 	t.Cleanup(func() { other.Close() })
 	rt, err = runtime.New(runtime.Config{Store: st, Engines: map[string]sandbox.Engine{"js": js.New(js.Options{})},
 		Tools: reg, Logger: slog.New(slog.NewTextHandler(logs, nil)),
-		Lease: runtime.LeaseOptions{Owner: "host-a", TTL: time.Minute}})
+		Lease: runtime.LeaseOptions{Owner: owner, TTL: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestWritesStopWhenLeaseTakenOver(t *testing.T) {
 	var logs bytes.Buffer
 	var st *postgres.Store
 	var rt *runtime.Runtime
-	url, st, other, rt = sharedPair(t, ctx, reg, &logs)
+	url, st, other, rt = sharedPair(t, ctx, "host-a", reg, &logs)
 	src := `export default { topics: ['t'], consumers: { c: { subscribe: ['t'],
   async prepare() {
     const evs = await Topics.peek({ topic: 't', limit: 1 });
@@ -165,7 +165,7 @@ func TestRunFromStaleStateRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	_, st, o, rt := sharedPair(t, ctx, reg, &logs)
+	_, st, o, rt := sharedPair(t, ctx, "host-a", reg, &logs)
 	other = o
 	src := `export default { producers: { p: { schedule: { every: '1s' },
   async handler(state) {

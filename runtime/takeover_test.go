@@ -4,19 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/hostfuncs"
-	"github.com/scripthost/scripthost/internal/pgtest"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/ledger/postgres"
-	"github.com/scripthost/scripthost/runtime"
-	"github.com/scripthost/scripthost/sandbox"
-	"github.com/scripthost/scripthost/sandbox/js"
 )
 
 // TestTakeoverIsLogged: a host that claims a workflow whose lease another host let
@@ -24,20 +19,8 @@ import (
 func TestTakeoverIsLogged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound, not a measure
 	defer cancel()
-	url := pgtest.URL(t)
-	st, err := postgres.Open(ctx, url, postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	var logs bytes.Buffer
-	rt, err := runtime.New(runtime.Config{Store: st, Engines: map[string]sandbox.Engine{"js": js.New(js.Options{})},
-		Tools: hostfuncs.NewRegistry(), Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		Lease: runtime.LeaseOptions{Owner: "host-b", TTL: time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
+	_, st, _, rt := sharedPair(t, ctx, "host-b", hostfuncs.NewRegistry(), &logs)
 	src := `export default { topics: ['t'], consumers: { c: { subscribe: ['t'],
   async prepare() { return null; }, async mutate() {}, next() { return {}; } } } };`
 	if _, err := rt.LoadWorkflow(ctx, "w", "w.js", []byte(src)); err != nil {
@@ -66,20 +49,10 @@ func TestTakeoverIsLogged(t *testing.T) {
 func TestReservationTakenByAnotherHost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound, not a measure
 	defer cancel()
-	url := pgtest.URL(t)
-	st, err := postgres.Open(ctx, url, postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	other, err := postgres.Open(ctx, url, postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
 	var takenBy string
+	var other *postgres.Store
 	reg := hostfuncs.NewRegistry()
-	err = reg.Register(&hostfuncs.Tool{Namespace: "Race", Method: "lose", ReadOnly: func(json.RawMessage) bool { return true },
+	err := reg.Register(&hostfuncs.Tool{Namespace: "Race", Method: "lose", ReadOnly: func(json.RawMessage) bool { return true },
 		Execute: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
 			run, err := other.CreateRun(ctx, ledger.NewRun{Workflow: "w", Version: 1, Handler: "c", Kind: scripthost.KindConsumer,
 				Start: scripthost.RunPreparing, Prepared: &ledger.PrepareResult{Data: json.RawMessage(`"e1"`),
@@ -91,13 +64,7 @@ func TestReservationTakenByAnotherHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	rt, err := runtime.New(runtime.Config{Store: st, Engines: map[string]sandbox.Engine{"js": js.New(js.Options{})},
-		Tools: reg, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		Lease: runtime.LeaseOptions{Owner: "host-b", TTL: time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
+	_, st, other, rt := sharedPair(t, ctx, "host-b", reg, &logs)
 	src := `export default { topics: ['t'], consumers: { c: { subscribe: ['t'],
   async prepare() {
     const evs = await Topics.peek({ topic: 't', limit: 1 });
