@@ -201,3 +201,81 @@ func TestRunFromStaleStateRefused(t *testing.T) {
 		t.Errorf("log: want the refused run's pass ended\n%s", logs.String())
 	}
 }
+
+// TestConsumerRunFromStaleStateRefused is TestRunFromStaleStateRefused for a consumer,
+// whose run is first written with its in-flight mutation: the run begun from the older
+// state is refused at that write, before its charge, and the next pass charges from
+// the newer state. This is the database chaos test's lost update (a commit a crash lost
+// while the pass went on from it), made on purpose.
+func TestConsumerRunFromStaleStateRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound, not a measure
+	defer cancel()
+	var other *postgres.Store
+	var raced atomic.Bool
+	var charges atomic.Int32
+	reg := hostfuncs.NewRegistry()
+	err := reg.Register(
+		&hostfuncs.Tool{Namespace: "Race", Method: "commitElsewhere", ReadOnly: func(json.RawMessage) bool { return true },
+			Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+				if raced.Swap(true) {
+					return json.RawMessage(`{}`), nil
+				}
+				ctx := context.Background() // the other run's
+				id := other.NewID()
+				if _, err := other.CreateRun(ctx, ledger.NewRun{Workflow: "w", Version: 1, Handler: "c", Kind: scripthost.KindConsumer,
+					ID: id, Start: scripthost.RunPreparing, Prepared: &ledger.PrepareResult{Mutate: true}}); err != nil {
+					return nil, err
+				}
+				if _, err := other.MarkMutated(ctx, id); err != nil {
+					return nil, err
+				}
+				_, err := other.CommitConsumer(ctx, id, ledger.Commit{State: json.RawMessage(`{"n":100}`)})
+				return json.RawMessage(`{}`), err
+			}},
+		&hostfuncs.Tool{Namespace: "Shop", Method: "charge",
+			Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+				charges.Add(1)
+				return json.RawMessage(`{}`), nil
+			}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	_, st, o, rt := sharedPair(t, ctx, "host-a", reg, &logs)
+	other = o
+	src := `export default { topics: ['t'], consumers: { c: { subscribe: ['t'],
+  async prepare(state) {
+    const evs = await Topics.peek({ topic: 't', limit: 1 });
+    if (evs.length === 0) return { reservations: [], data: null };
+    await Race.commitElsewhere({});
+    return { reservations: [{ topic: 't', ids: [evs[0].id] }], data: ((state && state.n) || 0) + 1 };
+  },
+  async mutate(n) { await Shop.charge({ n }); },
+  next(n) { return { n }; } } } };`
+	if _, err := rt.LoadWorkflow(ctx, "w", "w.js", []byte(src)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Publish(ctx, ledger.NewEvent{Workflow: "w", Topic: "t", MessageID: "e1", Payload: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.RunOnce(ctx, []string{"w"}); err != nil {
+		t.Fatalf("run: %v\n%s", err, logs.String())
+	}
+	if n := charges.Load(); n != 1 {
+		t.Errorf("charges: got %d, want 1, made from the newer state", n)
+	}
+	hs, err := st.HandlerState(ctx, "w", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(hs.State) != `{"n":101}` {
+		t.Errorf("state: got %s, want {\"n\":101}: the run after the other's commit begins from its state\n%s", hs.State, logs.String())
+	}
+	if !strings.Contains(logs.String(), "handler state changed since the pass read it") {
+		t.Errorf("log: want the refused run's pass ended\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("log: a refused run is not an error\n%s", logs.String())
+	}
+}
