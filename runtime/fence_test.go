@@ -47,6 +47,28 @@ func sharedPair(t *testing.T, ctx context.Context, owner string, reg *hostfuncs.
 	return url, st, other, rt
 }
 
+// otherHostOnce is the read-only tool Race.method, which the first time it is called
+// lets another host act (fn, with a context of its own) while this host's phase runs.
+func otherHostOnce(method string, fn func(ctx context.Context) error) *hostfuncs.Tool {
+	var done atomic.Bool
+	return &hostfuncs.Tool{Namespace: "Race", Method: method, ReadOnly: func(json.RawMessage) bool { return true },
+		Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			if done.Swap(true) {
+				return json.RawMessage(`{}`), nil
+			}
+			return json.RawMessage(`{}`), fn(context.Background())
+		}}
+}
+
+// countedCharge is the mutating tool Shop.charge, counting its calls in n.
+func countedCharge(n *atomic.Int32) *hostfuncs.Tool {
+	return &hostfuncs.Tool{Namespace: "Shop", Method: "charge",
+		Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			n.Add(1)
+			return json.RawMessage(`{}`), nil
+		}}
+}
+
 // TestWritesStopWhenLeaseTakenOver: while this host's consumer run is being
 // prepared, its lease expires (a pause longer than the TTL, before its heartbeat
 // could tell) and another host takes the workflow over. The run's first write, its
@@ -62,28 +84,22 @@ func TestWritesStopWhenLeaseTakenOver(t *testing.T) {
 	var url string
 	reg := hostfuncs.NewRegistry()
 	err := reg.Register(
-		&hostfuncs.Tool{Namespace: "Race", Method: "pause", ReadOnly: func(json.RawMessage) bool { return true },
-			Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
-				// The lease expires during the pause, and the other host claims it.
-				ctx := context.Background() // the other host's
-				c, err := pgx.Connect(ctx, url)
-				if err != nil {
-					return nil, err
-				}
-				defer c.Close(ctx)
-				if _, err := c.Exec(ctx, `UPDATE leases SET expires_at = clock_timestamp() - interval '1 second' WHERE workflow = 'w'`); err != nil {
-					return nil, err
-				}
-				if _, ok, err := other.ClaimLease(ctx, "w", "host-b", time.Minute); err != nil || !ok {
-					return nil, fmt.Errorf("takeover: ok=%v err=%v", ok, err)
-				}
-				return json.RawMessage(`{}`), nil
-			}},
-		&hostfuncs.Tool{Namespace: "Shop", Method: "charge",
-			Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
-				charges.Add(1)
-				return json.RawMessage(`{}`), nil
-			}},
+		otherHostOnce("pause", func(ctx context.Context) error {
+			// The lease expires during the pause, and the other host claims it.
+			c, err := pgx.Connect(ctx, url)
+			if err != nil {
+				return err
+			}
+			defer c.Close(ctx)
+			if _, err := c.Exec(ctx, `UPDATE leases SET expires_at = clock_timestamp() - interval '1 second' WHERE workflow = 'w'`); err != nil {
+				return err
+			}
+			if _, ok, err := other.ClaimLease(ctx, "w", "host-b", time.Minute); err != nil || !ok {
+				return fmt.Errorf("takeover: ok=%v err=%v", ok, err)
+			}
+			return nil
+		}),
+		countedCharge(&charges),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -144,23 +160,17 @@ func TestRunFromStaleStateRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound, not a measure
 	defer cancel()
 	var other *postgres.Store
-	var raced atomic.Bool
 	reg := hostfuncs.NewRegistry()
-	err := reg.Register(&hostfuncs.Tool{Namespace: "Race", Method: "commitElsewhere", ReadOnly: func(json.RawMessage) bool { return true },
-		Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
-			if raced.Swap(true) {
-				return json.RawMessage(`{}`), nil
-			}
-			ctx := context.Background() // the other host's
-			hs, err := other.HandlerState(ctx, "w", "p")
-			if err != nil {
-				return nil, err
-			}
-			_, err = other.CreateRun(ctx, ledger.NewRun{Workflow: "w", Version: 1, Handler: "p", Kind: scripthost.KindProducer,
-				Start: scripthost.RunExecuting, InputState: hs.State, StateFrom: &hs,
-				Commit: &ledger.Commit{State: json.RawMessage(`{"n":100}`), NextRunAt: time.Now().Add(-time.Second)}})
-			return json.RawMessage(`{}`), err
-		}})
+	err := reg.Register(otherHostOnce("commitElsewhere", func(ctx context.Context) error {
+		hs, err := other.HandlerState(ctx, "w", "p")
+		if err != nil {
+			return err
+		}
+		_, err = other.CreateRun(ctx, ledger.NewRun{Workflow: "w", Version: 1, Handler: "p", Kind: scripthost.KindProducer,
+			Start: scripthost.RunExecuting, InputState: hs.State, StateFrom: &hs,
+			Commit: &ledger.Commit{State: json.RawMessage(`{"n":100}`), NextRunAt: time.Now().Add(-time.Second)}})
+		return err
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,32 +221,22 @@ func TestConsumerRunFromStaleStateRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound, not a measure
 	defer cancel()
 	var other *postgres.Store
-	var raced atomic.Bool
 	var charges atomic.Int32
 	reg := hostfuncs.NewRegistry()
 	err := reg.Register(
-		&hostfuncs.Tool{Namespace: "Race", Method: "commitElsewhere", ReadOnly: func(json.RawMessage) bool { return true },
-			Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
-				if raced.Swap(true) {
-					return json.RawMessage(`{}`), nil
-				}
-				ctx := context.Background() // the other run's
-				id := other.NewID()
-				if _, err := other.CreateRun(ctx, ledger.NewRun{Workflow: "w", Version: 1, Handler: "c", Kind: scripthost.KindConsumer,
-					ID: id, Start: scripthost.RunPreparing, Prepared: &ledger.PrepareResult{Mutate: true}}); err != nil {
-					return nil, err
-				}
-				if _, err := other.MarkMutated(ctx, id); err != nil {
-					return nil, err
-				}
-				_, err := other.CommitConsumer(ctx, id, ledger.Commit{State: json.RawMessage(`{"n":100}`)})
-				return json.RawMessage(`{}`), err
-			}},
-		&hostfuncs.Tool{Namespace: "Shop", Method: "charge",
-			Execute: func(context.Context, json.RawMessage) (json.RawMessage, error) {
-				charges.Add(1)
-				return json.RawMessage(`{}`), nil
-			}},
+		otherHostOnce("commitElsewhere", func(ctx context.Context) error {
+			id := other.NewID()
+			if _, err := other.CreateRun(ctx, ledger.NewRun{Workflow: "w", Version: 1, Handler: "c", Kind: scripthost.KindConsumer,
+				ID: id, Start: scripthost.RunPreparing, Prepared: &ledger.PrepareResult{Mutate: true}}); err != nil {
+				return err
+			}
+			if _, err := other.MarkMutated(ctx, id); err != nil {
+				return err
+			}
+			_, err := other.CommitConsumer(ctx, id, ledger.Commit{State: json.RawMessage(`{"n":100}`)})
+			return err
+		}),
+		countedCharge(&charges),
 	)
 	if err != nil {
 		t.Fatal(err)
