@@ -68,24 +68,20 @@ type packedSnap struct {
 }
 
 // snapRows returns the values of the run_snapshots rows of appendLog's statement that
-// hold snaps, and their number: a row per run's consecutive snapshots, at most
-// maxPacked, the first's values and the others' in more, numbered on from the first's
-// seq. A row whose number the database gives (seq NULL) takes it one past the run's
-// last plus n-1, n counting on over the run's snapshots in the rows before it.
+// hold snaps, and their number: a row per run's consecutive snapshots (packs), the
+// first's values and the others' in more, numbered on from the first's seq. A row
+// whose number the database gives (seq NULL) takes it one past the run's last plus
+// n-1, n counting on over the run's snapshots in the rows before it.
 func (s *Store) snapRows(snaps []tableSnap) ([]any, int, error) {
-	rows := make([]any, 0, len(snaps)*snapColumns)
-	nrows := 0
+	spans := packs(len(snaps), func(i int) string { return snaps[i].runID })
+	rows := make([]any, 0, len(spans)*snapColumns)
 	before := map[string]int{}
-	for i := 0; i < len(snaps); {
-		first := snaps[i]
-		j := i + 1
-		for j < len(snaps) && j-i < maxPacked && snaps[j].runID == first.runID {
-			j++
-		}
+	for _, sp := range spans {
+		first := snaps[sp.from]
 		var more any // NULL: the row's one snapshot
-		if j > i+1 {
-			ps := make([]packedSnap, 0, j-i-1)
-			for _, sn := range snaps[i+1 : j] {
+		if sp.to > sp.from+1 {
+			ps := make([]packedSnap, 0, sp.to-sp.from-1)
+			for _, sn := range snaps[sp.from+1 : sp.to] {
 				ps = append(ps, packedSnap{Run: sn.run, At: sn.at.Time().UnixNano()})
 			}
 			b, err := json.Marshal(ps)
@@ -96,11 +92,27 @@ func (s *Store) snapRows(snaps []tableSnap) ([]any, int, error) {
 		}
 		rows = append(rows, first.runID, seqArg(first.seq), before[first.runID]+1, first.phase, first.status,
 			string(first.run), first.at, more)
-		before[first.runID] += j - i
-		nrows++
+		before[first.runID] += sp.to - sp.from
+	}
+	return rows, len(spans), nil
+}
+
+// span is entries from to to (not included) of a write's log, one row of a packed log.
+type span struct{ from, to int }
+
+// packs splits a write's n log entries, run(i) naming the run of entry i, into the
+// rows of a packed log: each a run's consecutive entries, at most maxPacked.
+func packs(n int, run func(i int) string) []span {
+	var out []span
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && j-i < maxPacked && run(j) == run(i) {
+			j++
+		}
+		out = append(out, span{i, j})
 		i = j
 	}
-	return rows, nrows, nil
+	return out
 }
 
 // withEvents wraps fn so that the lifecycle events attached to ctx are appended in
@@ -254,26 +266,22 @@ type packedEvent struct {
 
 // eventRows returns the values of the log's rows that hold the lifecycle events args
 // (logColumns values each, in order), and their number: a row per event, or, where
-// the log packs them (Dialect.PackedLog), a row per run's consecutive events, at most
-// maxPacked, the first's values and the others' in more.
+// the log packs them (Dialect.PackedLog), a row per run's consecutive events (packs),
+// the first's values and the others' in more.
 func (s *Store) eventRows(args []any) ([]any, int, error) {
 	n := len(args) / logColumns
 	if !s.d.PackedLog || n == 0 {
 		return args, n, nil
 	}
-	rows := make([]any, 0, n*packedColumns)
-	nrows := 0
-	for i := 0; i < n; {
-		first := args[i*logColumns : (i+1)*logColumns]
-		j := i + 1
-		for j < n && j-i < maxPacked && args[j*logColumns] == first[0] {
-			j++
-		}
+	event := func(i int) []any { return args[i*logColumns : (i+1)*logColumns] }
+	spans := packs(n, func(i int) string { return event(i)[0].(string) })
+	rows := make([]any, 0, len(spans)*packedColumns)
+	for _, sp := range spans {
 		var more any // NULL: the row's one event
-		if j > i+1 {
-			evs := make([]packedEvent, 0, j-i-1)
-			for k := i + 1; k < j; k++ {
-				ev := args[k*logColumns : (k+1)*logColumns]
+		if sp.to > sp.from+1 {
+			evs := make([]packedEvent, 0, sp.to-sp.from-1)
+			for k := sp.from + 1; k < sp.to; k++ {
+				ev := event(k)
 				evs = append(evs, packedEvent{Type: ev[1].(string), MutationID: ev[2].(string),
 					Data: ev[3].(rawJSON).msg(), At: ev[4].(nanos).Time().UnixNano()})
 			}
@@ -283,11 +291,9 @@ func (s *Store) eventRows(args []any) ([]any, int, error) {
 			}
 			more = string(b)
 		}
-		rows = append(append(rows, first...), more)
-		nrows++
-		i = j
+		rows = append(append(rows, event(sp.from)...), more)
 	}
-	return rows, nrows, nil
+	return rows, len(spans), nil
 }
 
 // eventArgs appends to args the values of the caller's events, completed with what t
@@ -445,8 +451,7 @@ type lifecycleRow struct {
 func (s *Store) LastLifecycleSeq(ctx context.Context) (int64, error) {
 	q := `SELECT COALESCE(MAX(seq), 0) FROM lifecycle_events`
 	if s.d.PackedLog { // the last row's last event
-		q = `SELECT COALESCE((SELECT seq + COALESCE(json_array_length(more::json), 0) FROM lifecycle_events
-			ORDER BY seq DESC LIMIT 1), 0)`
+		q = `SELECT COALESCE((SELECT seq + ` + packedCount("more") + ` FROM lifecycle_events ORDER BY seq DESC LIMIT 1), 0)`
 	}
 	var seq int64
 	if err := s.r.GetContext(ctx, &seq, q); err != nil {
