@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/internal/pgtest"
 	"github.com/scripthost/scripthost/ledger"
@@ -171,4 +173,37 @@ func TestMigrate14PackedLog(t *testing.T) {
 func oldSnapshot(phase string) string {
 	return `{"id":"older","workflow":"orders","version":1,"handler":"ship","kind":"consumer","phase":"` + phase +
 		`","status":"active","attempt":1,"created_at":"1970-01-01T00:00:00.000000001Z","updated_at":"1970-01-01T00:00:00.000000001Z"}`
+}
+
+// TestCorruptPackedRowsNamed: a row of the log or of run_snapshots whose more column
+// is not the JSON the store writes is an error naming the row, not events or
+// snapshots silently left out.
+func TestCorruptPackedRowsNamed(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	s := open(t, url, postgres.Options{})
+	r, err := s.CreateRun(ctx, ledger.NewRun{Workflow: "wf", Version: 1, Handler: "h", Kind: scripthost.KindConsumer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var seq int64
+	if err := c.QueryRow(ctx, `INSERT INTO lifecycle_events (run_id, type, data, at, more) VALUES ($1, 'paused', NULL, 1, 'not json') RETURNING seq`,
+		r.ID).Scan(&seq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LifecycleEvents(ctx, ledger.LifecycleFilter{RunID: r.ID}); err == nil ||
+		!strings.Contains(err.Error(), fmt.Sprintf("lifecycle log row %d: more", seq)) {
+		t.Errorf("log: got %v, want an error naming row %d and its more column", err, seq)
+	}
+	if _, err := c.Exec(ctx, `UPDATE run_snapshots SET more = '[{"run":' WHERE run_id = $1`, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Snapshots(ctx, r.ID); err == nil || !strings.Contains(err.Error(), "snapshots of run "+r.ID+" from 1: more") {
+		t.Errorf("snapshots: got %v, want an error naming the run, its row and its more column", err)
+	}
 }
