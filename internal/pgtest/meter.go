@@ -62,7 +62,11 @@ type StatementCount struct {
 	Time time.Duration
 	// WALBytes is the write-ahead log they wrote.
 	WALBytes int64
-	Query    string
+	// Blocks are the shared buffers they read, found in the server's cache or not
+	// (shared_blks_hit + shared_blks_read): a measure of the rows and index entries
+	// a statement visited that neither timing nor its result shows.
+	Blocks int64
+	Query  string
 }
 
 // Meter counts what one database does from Start to Stop (see Counts).
@@ -141,7 +145,7 @@ func (m *Meter) Stop(t testing.TB) Counts {
 	}
 	out.WriteTx = xid - m.xid0
 	if m.stmts {
-		rows, err := c.Query(ctx, `SELECT calls, total_plan_time + total_exec_time, wal_bytes::bigint, wal_fpi, query FROM pg_stat_statements
+		rows, err := c.Query(ctx, `SELECT calls, total_plan_time + total_exec_time, wal_bytes::bigint, wal_fpi, shared_blks_hit + shared_blks_read, query FROM pg_stat_statements
 			WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY calls DESC, query`, m.dbname)
 		if err != nil {
 			t.Fatalf("pgtest: meter: %v", err)
@@ -151,7 +155,7 @@ func (m *Meter) Stop(t testing.TB) Counts {
 			var sc StatementCount
 			var ms float64
 			var fpi int64
-			if err := rows.Scan(&sc.Calls, &ms, &sc.WALBytes, &fpi, &sc.Query); err != nil {
+			if err := rows.Scan(&sc.Calls, &ms, &sc.WALBytes, &fpi, &sc.Blocks, &sc.Query); err != nil {
 				t.Fatalf("pgtest: meter: %v", err)
 			}
 			sc.Time = time.Duration(ms * float64(time.Millisecond))
@@ -249,7 +253,7 @@ func (c Counts) Report(b *testing.B, n int, unit string) {
 	if path := os.Getenv("SCRIPTHOST_BENCH_SQL"); path != "" {
 		var sb strings.Builder
 		for _, s := range c.ByStatement {
-			fmt.Fprintf(&sb, "%8.2f %7.0fµs %7.0fB  %s\n", per(s.Calls), float64(s.Time.Microseconds())/float64(n), per(s.WALBytes), strings.Join(strings.Fields(s.Query), " "))
+			fmt.Fprintf(&sb, "%8.2f %7.0fµs %7.0fB %6.0f blocks  %s\n", per(s.Calls), float64(s.Time.Microseconds())/float64(n), per(s.WALBytes), per(s.Blocks), strings.Join(strings.Fields(s.Query), " "))
 		}
 		for q, k := range c.Waited {
 			fmt.Fprintf(&sb, "lock waits: %d  %s\n", k, q)
