@@ -36,12 +36,15 @@ func (r eventRow) event() scripthost.Event {
 }
 
 // reserve reserves every event the run's reservations name, all or nothing: the caller
-// rolls back on error.
+// rolls back on error. An event is found by its unique key; its status is compared
+// with IS NOT DISTINCT FROM so that the index of a topic's pending events, which
+// PostgreSQL may otherwise pick (see guardRun), cannot serve the statement: it would
+// read the topic's whole backlog for the one event.
 func (s *Store) reserve(ctx context.Context, tx Tx, rec runRec) error {
 	for _, res := range rec.Reservations {
 		for _, id := range res.IDs {
 			err := s.execLater(ctx, tx, "reserve event", `UPDATE events SET status = 'reserved', reserved_by = ?, attempt = attempt + 1
-				WHERE workflow = ? AND topic = ? AND message_id = ? AND status = 'pending'`,
+				WHERE workflow = ? AND topic = ? AND message_id = ? AND status IS NOT DISTINCT FROM 'pending'`,
 				[]any{rec.ID, rec.Workflow, res.Topic, id}, 1, func() error {
 					return fmt.Errorf("%w: %s/%s/%s for run %s", ledger.ErrEventUnavailable, rec.Workflow, res.Topic, id, rec.ID)
 				})

@@ -90,16 +90,21 @@ func takeGuard(tx sqlx.QueryerContext, key RowKey) (any, bool) {
 }
 
 // guardRun is the condition that matches a run row only as it was cached, and its
-// arguments.
+// arguments. It follows a match of the row's primary key, and compares with IS NOT
+// DISTINCT FROM, which no index serves, so that the key is the only way to the row.
+// With =, PostgreSQL may reach the row through the index on status (the plan it
+// makes for a table it has no statistics of yet, and the generic plan of a prepared
+// statement) and read every row of that status on the way: every active run, every
+// mutation in flight.
 func guardRun(row any) (string, []any) {
 	o := row.(runRow)
-	return ` AND phase = ? AND status = ? AND updated_at = ?`, []any{o.Phase, o.Status, o.UpdatedAt}
+	return ` AND (phase, status, updated_at) IS NOT DISTINCT FROM (?, ?, ?)`, []any{o.Phase, o.Status, o.UpdatedAt}
 }
 
 // guardMutation is guardRun for a mutation row.
 func guardMutation(row any) (string, []any) {
 	o := row.(mutationRow)
-	return ` AND status = ? AND updated_at = ?`, []any{o.Status, o.UpdatedAt}
+	return ` AND (status, updated_at) IS NOT DISTINCT FROM (?, ?)`, []any{o.Status, o.UpdatedAt}
 }
 
 // guardedExec runs an UPDATE of the row under key, matching it only as tx found it in
