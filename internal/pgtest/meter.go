@@ -62,7 +62,10 @@ type StatementCount struct {
 	Time time.Duration
 	// WALBytes is the write-ahead log they wrote.
 	WALBytes int64
-	Query    string
+	// Blocks are the pages of tables and indexes they read, in the cache or not
+	// (shared_blks_hit + shared_blks_read), a page once per access.
+	Blocks int64
+	Query  string
 }
 
 // Meter counts what one database does from Start to Stop (see Counts).
@@ -141,7 +144,7 @@ func (m *Meter) Stop(t testing.TB) Counts {
 	}
 	out.WriteTx = xid - m.xid0
 	if m.stmts {
-		rows, err := c.Query(ctx, `SELECT calls, total_plan_time + total_exec_time, wal_bytes::bigint, wal_fpi, query FROM pg_stat_statements
+		rows, err := c.Query(ctx, `SELECT calls, total_plan_time + total_exec_time, wal_bytes::bigint, wal_fpi, shared_blks_hit + shared_blks_read, query FROM pg_stat_statements
 			WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY calls DESC, query`, m.dbname)
 		if err != nil {
 			t.Fatalf("pgtest: meter: %v", err)
@@ -151,7 +154,7 @@ func (m *Meter) Stop(t testing.TB) Counts {
 			var sc StatementCount
 			var ms float64
 			var fpi int64
-			if err := rows.Scan(&sc.Calls, &ms, &sc.WALBytes, &fpi, &sc.Query); err != nil {
+			if err := rows.Scan(&sc.Calls, &ms, &sc.WALBytes, &fpi, &sc.Blocks, &sc.Query); err != nil {
 				t.Fatalf("pgtest: meter: %v", err)
 			}
 			sc.Time = time.Duration(ms * float64(time.Millisecond))
