@@ -82,8 +82,7 @@ func newHistoryLedger(ctx context.Context, t *testing.T, url string, history, ot
 	return historyLedger{url: url, inFlight: mutating(history).RunID}
 }
 
-// passReadCalls is how many times each read is measured: more than the five custom
-// plans PostgreSQL makes of a prepared statement before it may keep a generic one.
+// passReadCalls is how many times each read is measured.
 const passReadCalls = 10
 
 // passReads makes the two reads of runs a scheduler pass makes of workflow orders (see
