@@ -23,6 +23,11 @@ static int scripthost_reprepares(void *stmt) {
 	return sqlite3_stmt_status((sqlite3_stmt*)stmt, 5, 0);
 }
 
+// SQLITE_STMTSTATUS_VM_STEP
+static int scripthost_vm_steps(void *stmt) {
+	return sqlite3_stmt_status((sqlite3_stmt*)stmt, 4, 0);
+}
+
 extern int sqlite3_config(int, ...);
 extern long long sqlite3_memory_used(void);
 extern void *sqlite3_db_mutex(sqlite3*);
@@ -167,6 +172,16 @@ func reprepares(st *sqlite3.SQLiteStmt) (int, error) {
 		return 0, err
 	}
 	return int(C.scripthost_reprepares(p)), nil
+}
+
+// vmSteps is how many steps SQLite's virtual machine took running st since it was
+// prepared: a count that grows with the index entries and rows its runs read.
+func vmSteps(st *sqlite3.SQLiteStmt) (int, error) {
+	p, err := handle(st, "s")
+	if err != nil {
+		return 0, err
+	}
+	return int(C.scripthost_vm_steps(p)), nil
 }
 
 // handle returns the C handle the driver keeps in field of v (a pointer to a struct).
