@@ -53,13 +53,22 @@ func dbosAgainst(b *testing.B, command bool) {
 // fsync on, synchronous_commit on), sequentially and with 16 workflows at once. Both
 // sides report what the server counted for them with one meter (pgtest.Meter):
 // statements, write transactions and server CPU per run.
-func BenchmarkDBOSPostgres(b *testing.B) {
+func BenchmarkDBOSPostgres(b *testing.B) { dbosPostgresAgainst(b, false) }
+
+// BenchmarkDBOSPostgresCommand is BenchmarkDBOSPostgres in a process set up as the
+// scripthost command runs (hostproc.Tune), for DBOS as for scripthost.
+func BenchmarkDBOSPostgresCommand(b *testing.B) { dbosPostgresAgainst(b, true) }
+
+func dbosPostgresAgainst(b *testing.B, command bool) {
 	for _, workflows := range []int{1, 16} {
 		b.Run(fmt.Sprintf("workflows=%d", workflows), func(b *testing.B) {
 			ref := benchcmp.Case{Run: func(b *testing.B) { dbosPostgresRuns(b, workflows) }}
 			run := benchcmp.Case{Run: func(b *testing.B) {
 				benchrun.ConsumerRunsOn(b, workflows, benchrun.Count, benchrun.Ledger{PostgresURL: pgtest.URL(b)})
 			}}
+			if command {
+				ref, run = benchcmp.AsCommand(ref), benchcmp.AsCommand(run)
+			}
 			benchcmp.Against(b, "run", ref, run)
 		})
 	}
