@@ -63,6 +63,8 @@ var rows = []row{
 	{"vs DBOS, process set up as by `scripthost run` for both, 16 at once", "bench", "BenchmarkDBOSCommand/workflows=16", "ns/run", false, 1 / 3.5},
 	{"end-to-end consumer run vs DBOS 1-step workflow, both on PostgreSQL, sequential (≤ DBOS)", "bench", "BenchmarkDBOSPostgres/workflows=1", "ns/run", false, 1},
 	{"end-to-end consumer run vs DBOS 1-step workflow, both on PostgreSQL, 16 at once (≤ DBOS)", "bench", "BenchmarkDBOSPostgres/workflows=16", "ns/run", false, 1},
+	{"vs DBOS on PostgreSQL, process set up as by `scripthost run` for both, sequential (≤ DBOS)", "bench", "BenchmarkDBOSPostgresCommand/workflows=1", "ns/run", false, 1},
+	{"vs DBOS on PostgreSQL, process set up as by `scripthost run` for both, 16 at once (≤ DBOS)", "bench", "BenchmarkDBOSPostgresCommand/workflows=16", "ns/run", false, 1},
 	{"code index of this repository from scratch, vs reading and hashing it (≤ 10 s)", "codegraph", "BenchmarkIndexRepo", "ns/index", false, 0},
 	{"code index refresh of one changed file, vs parsing it (≤ 50 ms)", "codegraph", "BenchmarkRefreshOneFile", "ns/refresh", false, 0},
 	{"symbol query, vs the smallest SQLite query (≤ 5 ms)", "codegraph", "BenchmarkSymbolQuery", "ns/query", false, 0},
