@@ -44,6 +44,9 @@ type globals struct {
 	Stderr         io.Writer
 	// LogFormat is text or json (--log-format).
 	LogFormat string
+	// DBConns caps the connections to a PostgreSQL ledger (--db-conns); 0 for the
+	// store's default.
+	DBConns int
 	// observer, when set, sees the ledger's commits and the host's runs (serve).
 	observer atomic.Pointer[observe.Observer]
 	// recordCalls logs every read tool call for replay (run and serve --record-calls).
@@ -143,7 +146,7 @@ func (g *globals) createStore(ctx context.Context, hostLock bool) (ledger.Store,
 		return nil, err
 	}
 	if g.shared() {
-		return openShared(ctx, g.DBPath, postgres.Options{OnRetry: func(reason string) {
+		return openShared(ctx, g.DBPath, postgres.Options{MaxConns: g.DBConns, OnRetry: func(reason string) {
 			if o := g.observer.Load(); o != nil {
 				o.OnRetry(reason)
 			}
@@ -304,6 +307,8 @@ contains the ledger, or a file beside it, is refused.`,
 	root.PersistentFlags().StringVar(&g.DBPath, "db", defaultDB(),
 		"ledger: an SQLite file outside every workspace, or a postgres:// URL shared by several hosts ($"+dbEnv+", else $XDG_STATE_HOME/scripthost/scripthost.db, else ~/.local/state/scripthost/scripthost.db)")
 	root.PersistentFlags().StringVar(&g.LogFormat, "log-format", "text", "log lines on stderr as text or json")
+	root.PersistentFlags().IntVar(&g.DBConns, "db-conns", 0,
+		"most connections this host opens to a PostgreSQL ledger (default 16); hosts that share a server can each take fewer (see docs/postgres.md)")
 	root.PersistentFlags().BoolVar(&g.UnsafeCommands, "unsafe-commands", false, "run allowlisted commands without an OS sandbox when bubblewrap is not available (they can then read any file the host can)")
 	root.Version = version()
 	root.SetVersionTemplate("scripthost {{.Version}}\n")
@@ -315,6 +320,14 @@ contains the ledger, or a file beside it, is refused.`,
 		g.dbDefault = !c.Flags().Changed("db") && os.Getenv(dbEnv) == ""
 		if err := checkDB(g.DBPath); err != nil {
 			return usageError{err, c}
+		}
+		if c.Flags().Changed("db-conns") {
+			if g.DBConns < 1 {
+				return usageError{fmt.Errorf("--db-conns %d: want 1 or more", g.DBConns), c}
+			}
+			if !g.shared() {
+				return usageError{fmt.Errorf("--db-conns caps the connections to a PostgreSQL ledger; %s is an SQLite file", g.DBPath), c}
+			}
 		}
 		return nil
 	}
