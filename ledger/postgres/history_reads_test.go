@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/internal/pgtest"
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/ledgertest"
 	"github.com/scripthost/scripthost/ledger/postgres"
 )
 
@@ -38,48 +37,7 @@ func newHistoryLedger(ctx context.Context, t *testing.T, url string, history, ot
 	if _, err := c.Exec(ctx, `ALTER TABLE runs SET (autovacuum_enabled = off)`); err != nil {
 		t.Fatal(err)
 	}
-	events := make([]ledger.NewEvent, history+1)
-	for i := range events {
-		events[i] = ledger.NewEvent{Workflow: "orders", Topic: "in", MessageID: fmt.Sprintf("e-%d", i), Payload: json.RawMessage(`{}`)}
-	}
-	if _, err := s.Publish(ctx, events...); err != nil {
-		t.Fatal(err)
-	}
-	mutating := func(i int) scripthost.Mutation {
-		t.Helper()
-		id := s.NewID()
-		msg := fmt.Sprintf("e-%d", i)
-		nr := ledger.NewRun{Workflow: "orders", Version: 1, Handler: "ship", Kind: scripthost.KindConsumer, ID: id,
-			InputState: json.RawMessage(fmt.Sprintf(`{"shipped":%d}`, i)), Start: scripthost.RunPreparing,
-			Prepared: &ledger.PrepareResult{Data: json.RawMessage(`{"order":"` + msg + `"}`), Mutate: true,
-				Reservations: []scripthost.Reservation{{Topic: "in", IDs: []string{msg}}}}}
-		m, err := s.BeginMutation(ctx, ledger.NewMutation{RunID: id, Run: &nr, Namespace: "Shop", Method: "ship",
-			Params: json.RawMessage(`{}`), InputHash: "h-" + msg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	// The other workflows' runs come between the history's, so that the active runs
-	// lie on pages of their own, as on a ledger that has run for a while.
-	for i := 0; i < max(history, others); i++ {
-		if i < history {
-			m := mutating(i)
-			if _, err := s.ApplyMutation(ctx, m.ID, json.RawMessage(`{"shipped":true}`)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.CommitConsumer(ctx, m.RunID, ledger.Commit{State: json.RawMessage(fmt.Sprintf(`{"shipped":%d}`, i+1))}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if i < others {
-			if _, err := s.CreateRun(ctx, ledger.NewRun{Workflow: fmt.Sprintf("other-%d", i), Version: 1, Handler: "ship",
-				Kind: scripthost.KindConsumer, Start: scripthost.RunPreparing}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return historyLedger{url: url, inFlight: mutating(history).RunID}
+	return historyLedger{url: url, inFlight: ledgertest.History(ctx, t, s, history, others)}
 }
 
 // passReadCalls is how many times each read is measured.

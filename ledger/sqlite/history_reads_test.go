@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql/driver"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/scripthost/scripthost"
 	"github.com/scripthost/scripthost/ledger"
+	"github.com/scripthost/scripthost/ledger/ledgertest"
 )
 
 // The two reads of runs a scheduler pass makes of a workflow (see the runtime's
@@ -37,46 +37,7 @@ func historyLedger(t *testing.T, path string, history, others int) string {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	events := make([]ledger.NewEvent, history+1)
-	for i := range events {
-		events[i] = ledger.NewEvent{Workflow: "orders", Topic: "in", MessageID: fmt.Sprintf("e-%d", i), Payload: json.RawMessage(`{}`)}
-	}
-	if _, err := s.Publish(ctx, events...); err != nil {
-		t.Fatal(err)
-	}
-	mutating := func(i int) scripthost.Mutation {
-		t.Helper()
-		id := s.NewID()
-		msg := fmt.Sprintf("e-%d", i)
-		nr := ledger.NewRun{Workflow: "orders", Version: 1, Handler: "ship", Kind: scripthost.KindConsumer, ID: id,
-			InputState: json.RawMessage(fmt.Sprintf(`{"shipped":%d}`, i)), Start: scripthost.RunPreparing,
-			Prepared: &ledger.PrepareResult{Data: json.RawMessage(`{"order":"` + msg + `"}`), Mutate: true,
-				Reservations: []scripthost.Reservation{{Topic: "in", IDs: []string{msg}}}}}
-		m, err := s.BeginMutation(ctx, ledger.NewMutation{RunID: id, Run: &nr, Namespace: "Shop", Method: "ship",
-			Params: json.RawMessage(`{}`), InputHash: "h-" + msg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	for i := 0; i < max(history, others); i++ {
-		if i < history {
-			m := mutating(i)
-			if _, err := s.ApplyMutation(ctx, m.ID, json.RawMessage(`{"shipped":true}`)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.CommitConsumer(ctx, m.RunID, ledger.Commit{State: json.RawMessage(fmt.Sprintf(`{"shipped":%d}`, i+1))}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if i < others {
-			if _, err := s.CreateRun(ctx, ledger.NewRun{Workflow: fmt.Sprintf("other-%d", i), Version: 1, Handler: "ship",
-				Kind: scripthost.KindConsumer, Start: scripthost.RunPreparing}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return mutating(history).RunID
+	return ledgertest.History(ctx, t, s, history, others)
 }
 
 // passReadSteps opens the ledger at path and makes the two reads of a pass on one of
