@@ -25,7 +25,7 @@ import (
 // (reading the whole backlog) and matched a cached run or mutation through the index
 // on status (reading every active run, every mutation in flight).
 func TestRunWritesReadOnlyTheirRows(t *testing.T) {
-	srv := pgtest.DefaultServer() // its own: the test reads the server's statement counts
+	srv := pgtest.NewServer(t) // its own: the test reads the server's statement counts
 	const backlog, inFlight = 10000, 4000
 
 	// blocks returns the shared buffers per call of each statement of measured runs
