@@ -118,14 +118,6 @@ func logWithoutFKVersion(t *testing.T) int {
 // foreignKeys lists the names of the foreign keys of schema's tables, sorted.
 func foreignKeys(t *testing.T, c *pgx.Conn, schema string) []string {
 	t.Helper()
-	rows, err := c.Query(context.Background(), `SELECT conname FROM pg_constraint
+	return texts(t, c, `SELECT conname FROM pg_constraint
 		WHERE contype = 'f' AND connamespace = $1::regnamespace ORDER BY conname`, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return names
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/scripthost/scripthost/internal/pgtest"
 	"github.com/scripthost/scripthost/ledger"
 	"github.com/scripthost/scripthost/ledger/postgres"
@@ -32,23 +30,10 @@ func TestMigrate15FewerIndexEntries(t *testing.T) {
 		`INSERT INTO mutations (id, run_id, namespace, method, input_hash, idempotency_key, status, created_at, updated_at) VALUES
 			('m-z', 'z-old', 'Shop', 'ship', 'ih', 'k1', 'applied', 5, 5), ('m-a', 'a-old', 'Shop', 'ship', 'ih2', 'k2', 'in_flight', 5, 5)`)
 	dump := func() []string {
-		var out []string
-		for _, q := range []string{
+		return dumpRows(t, c,
 			`SELECT row_to_json(r)::text FROM runs r ORDER BY ord`,
 			`SELECT row_to_json(e)::text FROM events e ORDER BY seq`,
-			`SELECT row_to_json(m)::text FROM mutations m ORDER BY ord`,
-		} {
-			rows, err := c.Query(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, got...)
-		}
-		return out
+			`SELECT row_to_json(m)::text FROM mutations m ORDER BY ord`)
 	}
 	before := dump()
 	s := open(t, url, postgres.Options{Schema: "mig15"})
@@ -56,14 +41,7 @@ func TestMigrate15FewerIndexEntries(t *testing.T) {
 		t.Errorf("rows after migration:\ngot  %q\nwant %q", after, before)
 	}
 
-	var left []string
-	rows, err := c.Query(ctx, `SELECT conname FROM pg_constraint WHERE connamespace = 'mig15'::regnamespace AND conname IN ('runs_ord_key', 'mutations_ord_key')`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if left, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-		t.Fatal(err)
-	}
+	left := texts(t, c, `SELECT conname FROM pg_constraint WHERE connamespace = 'mig15'::regnamespace AND conname IN ('runs_ord_key', 'mutations_ord_key')`)
 	if len(left) > 0 {
 		t.Errorf("unique indexes on ord left: %q", left)
 	}
@@ -102,15 +80,7 @@ func TestMigrate15FewerIndexEntries(t *testing.T) {
 	if _, err := c.Exec(ctx, `SET enable_seqscan = off`); err != nil {
 		t.Fatal(err)
 	}
-	explain, err := c.Query(ctx, `EXPLAIN UPDATE events SET status = 'consumed' WHERE reserved_by = 'a-old' AND status = 'reserved'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(explain, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if plan := strings.Join(lines, "\n"); !strings.Contains(plan, "events_reserved_by") {
-		t.Errorf("a run's reserved events: got plan\n%s\nwant events_reserved_by", plan)
+	if got := plan(t, c, `UPDATE events SET status = 'consumed' WHERE reserved_by = 'a-old' AND status = 'reserved'`); !strings.Contains(got, "events_reserved_by") {
+		t.Errorf("a run's reserved events: got plan\n%s\nwant events_reserved_by", got)
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/scripthost/scripthost/internal/pgtest"
 	"github.com/scripthost/scripthost/ledger/postgres"
 )
@@ -27,23 +25,10 @@ func TestMigration6(t *testing.T) {
 			('m1', 'r1', 'Shop', 'ship', 'ih', 'k1', 'failed', 1, 2)`,
 		`INSERT INTO handler_state (workflow, handler, state, wake_at, updated_at) VALUES ('wf', 'h', '{}', 9, 3)`)
 	dump := func() []string {
-		var out []string
-		for _, q := range []string{
+		return dumpRows(t, c,
 			`SELECT row_to_json(e)::text FROM events e ORDER BY seq`,
 			`SELECT row_to_json(m)::text FROM mutations m ORDER BY id`,
-			`SELECT row_to_json(h)::text FROM handler_state h ORDER BY workflow, handler`,
-		} {
-			rows, err := c.Query(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, got...)
-		}
-		return out
+			`SELECT row_to_json(h)::text FROM handler_state h ORDER BY workflow, handler`)
 	}
 	before := dump()
 	open(t, url, postgres.Options{Schema: "mig6"})
@@ -60,17 +45,9 @@ func TestMigration6(t *testing.T) {
 		{`UPDATE events SET status = 'consumed' WHERE reserved_by = 'r1' AND status = 'reserved'`, "events_reserved_by"},
 		{`SELECT COUNT(*) FROM mutations WHERE input_hash = 'ih' AND status = 'failed'`, "mutations_failed_input_hash"},
 	} {
-		rows, err := c.Query(ctx, `EXPLAIN `+p.q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan := strings.Join(lines, "\n")
-		if !strings.Contains(plan, p.want) || strings.Contains(plan, "Sort") {
-			t.Errorf("%.50s: got plan\n%s\nwant %s and no sort", p.q, plan, p.want)
+		got := plan(t, c, p.q)
+		if !strings.Contains(got, p.want) || strings.Contains(got, "Sort") {
+			t.Errorf("%.50s: got plan\n%s\nwant %s and no sort", p.q, got, p.want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -43,6 +44,37 @@ func migrateTo(t *testing.T, url, schema string, n int, then ...string) *pgx.Con
 		}
 	}
 	return c
+}
+
+// texts returns the one text column of q's rows on c, in order.
+func texts(t *testing.T, c *pgx.Conn, q string, args ...any) []string {
+	t.Helper()
+	rows, err := c.Query(context.Background(), q, args...)
+	if err != nil {
+		t.Fatalf("%.60s: %v", q, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%.60s: %v", q, err)
+	}
+	return out
+}
+
+// dumpRows returns the rows of each query on c (each row one text column), in order:
+// what a migration test compares before and after the migration.
+func dumpRows(t *testing.T, c *pgx.Conn, queries ...string) []string {
+	t.Helper()
+	var out []string
+	for _, q := range queries {
+		out = append(out, texts(t, c, q)...)
+	}
+	return out
+}
+
+// plan returns PostgreSQL's plan of q on c, a line per node.
+func plan(t *testing.T, c *pgx.Conn, q string) string {
+	t.Helper()
+	return strings.Join(texts(t, c, `EXPLAIN `+q), "\n")
 }
 
 // TestMigrateExecutionNumbers: a ledger written before execution numbers were reserved
