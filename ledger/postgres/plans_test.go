@@ -57,7 +57,7 @@ func TestRunWritesReadOnlyTheirRows(t *testing.T) {
 		g.SetLimit(8)
 		for i := range inFlight {
 			g.Go(func() error {
-				_, err := beginRun(s, fmt.Sprintf("other-%d", i), 0) // a run left active, its mutation in flight
+				_, err := beginRun(s, fmt.Sprintf("other-%d", i), "") // a run left active, its mutation in flight
 				return err
 			})
 		}
@@ -102,11 +102,11 @@ func publish(t *testing.T, s *postgres.Store, wf string, from, to int) {
 	}
 }
 
-// begin writes a consumer run of workflow wf that reserves event e-i, with its
-// mutation in flight, and returns the mutation.
-func begin(t *testing.T, s *postgres.Store, wf string, i int) scripthost.Mutation {
+// begin writes a consumer run of workflow wf that reserves event (none when ""), with
+// its mutation in flight, and returns the mutation.
+func begin(t *testing.T, s *postgres.Store, wf, event string) scripthost.Mutation {
 	t.Helper()
-	m, err := beginRun(s, wf, i)
+	m, err := beginRun(s, wf, event)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,17 +114,16 @@ func begin(t *testing.T, s *postgres.Store, wf string, i int) scripthost.Mutatio
 }
 
 // beginRun is begin returning its error, for a goroutine other than the test's.
-func beginRun(s *postgres.Store, wf string, i int) (scripthost.Mutation, error) {
+func beginRun(s *postgres.Store, wf, event string) (scripthost.Mutation, error) {
 	id := s.NewID()
-	msg := fmt.Sprintf("e-%d", i)
 	var res []scripthost.Reservation
-	if wf == "busy" {
-		res = []scripthost.Reservation{{Topic: "in", IDs: []string{msg}}}
+	if event != "" {
+		res = []scripthost.Reservation{{Topic: "in", IDs: []string{event}}}
 	}
 	nr := ledger.NewRun{Workflow: wf, Version: 1, Handler: "ship", Kind: scripthost.KindConsumer, ID: id,
 		Start: scripthost.RunPreparing, Prepared: &ledger.PrepareResult{Data: json.RawMessage(`1`), Mutate: true, Reservations: res}}
 	return s.BeginMutation(context.Background(), ledger.NewMutation{RunID: id, Run: &nr, Namespace: "Shop", Method: "ship",
-		Params: json.RawMessage(`{}`), InputHash: wf + "-" + msg})
+		Params: json.RawMessage(`{}`), InputHash: wf + "-" + event})
 }
 
 // consume writes a whole consumer run of workflow wf over event e-i: its in-flight
@@ -132,7 +131,7 @@ func beginRun(s *postgres.Store, wf string, i int) (scripthost.Mutation, error) 
 func consume(t *testing.T, s *postgres.Store, wf string, i int) {
 	t.Helper()
 	ctx := context.Background()
-	m := begin(t, s, wf, i)
+	m := begin(t, s, wf, fmt.Sprintf("e-%d", i))
 	if _, err := s.ApplyMutation(ctx, m.ID, json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
