@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -97,6 +98,7 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 	if reconcile.MaxAttempts < 1 || reconcile.BaseDelay <= 0 || reconcile.MaxDelay < reconcile.BaseDelay {
 		return nil, nil, usagef("--reconcile-attempts must be at least 1 and 0 < --reconcile-delay <= --reconcile-max-delay")
 	}
+	var consoleMu sync.Mutex // see OnConsole
 	for _, p := range []string{toolsFile} {
 		if p != "" {
 			if _, err := os.Stat(p); err != nil {
@@ -145,6 +147,10 @@ func buildHost(ctx context.Context, g *globals, workspace, toolsFile string, tim
 		// of the command sandbox.
 		CommandOptions: command.Config{Unsafe: g.UnsafeCommands},
 		OnConsole: func(run scripthost.Run, lines []sandbox.ConsoleLine) {
+			// Runs of several workflows print at once: one batch at a time, whole, and
+			// the writer used by one goroutine at a time.
+			consoleMu.Lock()
+			defer consoleMu.Unlock()
 			for _, l := range lines {
 				fmt.Fprintf(console, "[%s/%s] %s\n", run.Workflow, run.Handler, redactor.Redact(l.Text))
 			}
