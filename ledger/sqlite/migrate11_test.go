@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 
 	"github.com/scripthost/scripthost"
@@ -48,19 +47,7 @@ var wantCancelRequests = map[string]string{"r1": `{"by":"alice","reason":"wrong 
 // then cancels the run as the request asked.
 func TestMigration11CancelRequest(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	db := schemaAt(t, path, 10)
-	for _, q := range cancelRequestRows {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	db.Close()
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := migratedFrom(t, 10, cancelRequestRows...)
 	var version int
 	if err := s.r.QueryRow(`SELECT MAX(version) FROM scripthost_schema`).Scan(&version); err != nil || version != SchemaVersion() || version < 11 {
 		t.Fatalf("schema version: got %d %v, want the binary's %d, 11 or later", version, err, SchemaVersion())

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,9 +16,7 @@ import (
 // the workflow's active run and the handler's newest.
 func TestMigration12ActiveRunsIndex(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	db := schemaAt(t, path, 11)
-	for _, q := range []string{
+	s := migratedFrom(t, 11,
 		`INSERT INTO workflows (name, latest_version, created_at) VALUES ('orders', 1, 1), ('billing', 1, 1)`,
 		`INSERT INTO runs (id, workflow, version, handler, kind, phase, status, created_at, updated_at) VALUES
 			('a', 'orders', 1, 'ship', 'consumer', 'committed', 'committed', 1, 1),
@@ -27,17 +24,7 @@ func TestMigration12ActiveRunsIndex(t *testing.T) {
 			('b', 'orders', 1, 'ship', 'consumer', 'emitting', 'active', 2, 2),
 			('d', 'orders', 1, 'poll', 'producer', 'committed', 'committed', 3, 3),
 			('e', 'billing', 1, 'ship', 'consumer', 'mutating', 'active', 1, 1)`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	db.Close()
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	)
 	var version int
 	if err := s.r.QueryRow(`SELECT MAX(version) FROM scripthost_schema`).Scan(&version); err != nil || version != SchemaVersion() || version < 12 {
 		t.Fatalf("schema version: got %d %v, want the binary's %d, 12 or later", version, err, SchemaVersion())

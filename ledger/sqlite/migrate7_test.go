@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,10 +18,8 @@ import (
 // before. New snapshots of a migrated run follow the moved ones.
 func TestMigration7MovesSnapshots(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	db := schemaAt(t, path, 6)
 	big := `{"id":"r2","phase":"mutating","status":"active","input_state":{"s":"` + strings.Repeat("x", 9000) + `"}}`
-	for _, q := range []string{
+	s := migratedFrom(t, 6,
 		twoRunsSQL,
 		`INSERT INTO lifecycle_events (seq, run_id, type, mutation_id, data, at) VALUES
 			(1, 'r1', 'phase_started', '', NULL, 1),
@@ -32,19 +29,8 @@ func TestMigration7MovesSnapshots(t *testing.T) {
 			('r1', 1, 'pending', 'active', '{"id":"r1","phase":"pending","status":"active"}', 10),
 			('r2', 1, 'pending', 'active', '{"id":"r2","phase":"pending","status":"active"}', 11),
 			('r1', 2, 'committed', 'committed', '{"id":"r1","phase":"committed","status":"committed"}', 12),
-			('r2', 2, 'mutating', 'active', '` + big + `', 13)`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	db.Close()
-
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+			('r2', 2, 'mutating', 'active', '`+big+`', 13)`,
+	)
 	want := map[string][]ledger.Snapshot{
 		"r1": {
 			{RunID: "r1", Seq: 1, Phase: "pending", Status: "active", Run: json.RawMessage(`{"id":"r1","phase":"pending","status":"active"}`), At: time.Unix(0, 10).UTC()},

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -14,24 +13,11 @@ import (
 // with no manifest, and a new version stores its manifest and reads it back.
 func TestMigration9WorkflowManifest(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	db := schemaAt(t, path, 8)
-	for _, q := range []string{
+	s := migratedFrom(t, 8,
 		`INSERT INTO workflows (name, latest_version, paused, created_at) VALUES ('wf', 1, 0, 1)`,
 		`INSERT INTO workflow_versions (workflow, version, language, path, source, hash, definition, created_at)
 			VALUES ('wf', 1, 'js', '/p/wf.js', 'export default {}', 'h1', '{"topics":["t"]}', 5)`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	db.Close()
-
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	)
 	old, err := s.WorkflowVersion(ctx, "wf", 1)
 	if err != nil {
 		t.Fatal(err)

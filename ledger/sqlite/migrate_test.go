@@ -37,6 +37,27 @@ func schemaAt(t *testing.T, path string, n int) *sql.DB {
 	return db
 }
 
+// migratedFrom creates a ledger at schema version n, runs rows in it, then opens it
+// with the store, which migrates it to the binary's version; the store is closed when
+// the test ends.
+func migratedFrom(t *testing.T, n int, rows ...string) *Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	db := schemaAt(t, path, n)
+	for _, q := range rows {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	db.Close()
+	s, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // columns lists the columns of table.
 func columns(t *testing.T, db *sql.DB, table string) []string {
 	t.Helper()
